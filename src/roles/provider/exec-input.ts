@@ -40,6 +40,8 @@ export interface InputLimits {
   minInputBytesPerSec: number;
   /** The monotonic clock the input's progress is timed on (default monotonicClock). */
   clock?: () => number;
+  /** When the slot was taken for this request, on `clock` (a hold is timed from it: INPUT_HOLD_GRACE_MS). Default: when readExecInput is called. */
+  heldSince?: number;
 }
 
 /**
@@ -60,12 +62,16 @@ export function inputDeadlineMs(limits: Pick<InputLimits, 'requestMs' | 'minInpu
 }
 
 /**
- * A hold after `ready` that ends without the whole input (the caller reset the stream or ended it short, or its
- * connection dropped) counts as a lapse once it lasted longer than this, ms: 2 s, one 256 KiB chunk at the default
- * minimum rate. A buyer that gives up at once (it fails over, or stops) ends within a round trip or two of `ready` and
- * is not counted; one that holds the slot and resets just before the deadline is, as if it had let it pass (before,
- * a reset at 31 s was never a lapse and the slot could be held that way for ever: review s40 F2). Not scaled with
- * `minInputBytesPerSec`: a low configured rate must not widen the gap a holder may use for free.
+ * A hold of the slot that ends without the whole input counts as a lapse once it lasted longer than this, ms: 2 s,
+ * one 256 KiB chunk at the default minimum rate. The hold is timed from the slot being taken (handleExec, right after
+ * #checkHeader reserved it), not from `ready`: an inline input gets no `ready`, and a buyer that sent one and then
+ * neither its end nor anything held the slot as surely (review s41 D F1). It ends without the input when the caller
+ * resets the stream, ends it short or loses its connection, or when what it sent is refused (a malformed or oversized
+ * chunk, more than declared, an input that is not the job's: still an abuse strike too). A buyer that gives up at
+ * once (it fails over, or stops) ends within a round trip or two and is not counted; one that holds the slot and then
+ * resets, or sends one bad frame, just before the deadline is, as if it had let it pass (before, a reset at 31 s was
+ * never a lapse: review s40 F2; nor, until s41, a bad frame at 31 s or a reset of an inline input at 29 s). Not
+ * scaled with `minInputBytesPerSec`: a low configured rate must not widen the gap a holder may use for free.
  */
 export const INPUT_HOLD_GRACE_MS = 2_000;
 
@@ -75,17 +81,40 @@ export interface InputLapse {
   /** Bytes of input in when it lapsed, and the size the job declared (sealed: with the overhead). */
   received: number;
   expected: number;
-  /** How it ended: the stream's own deadline, or the caller (a reset, a short end, a lost connection) past the grace. */
-  ended: 'deadline' | 'caller';
+  /**
+   * How it ended: the stream's own deadline; the caller (a reset, a short end, a lost connection) past the grace; or
+   * a refusal of what it sent (a bad chunk, more than declared, not the job's input) past the grace.
+   */
+  ended: 'deadline' | 'caller' | 'refused';
+  /** How long the slot was held for it, ms (from the slot being taken, on the input's clock). */
+  heldMs: number;
 }
 
 /**
  * The lapse, when `e` is what readExecInput threw because the input did not come whole in time: the NET_DEADLINE of
- * the stream's own deadline, or the caller's end of a hold longer than INPUT_HOLD_GRACE_MS (its own code kept).
+ * the stream's own deadline, or the caller's end, or a refusal of its input, after a hold longer than
+ * INPUT_HOLD_GRACE_MS (its own code kept).
  */
 export function inputLapse(e: unknown): InputLapse | undefined {
   if (!(e instanceof C0Error) || e.detail?.phase !== 'input') return undefined;
   return e.detail as unknown as InputLapse;
+}
+
+/** The bytes of input a job's exec carries: its declared size, with the sealed box's overhead when sealed. */
+export function declaredInputBytes(job: Job): number {
+  return job.input.size + (job.inputSealed === 'yes' ? SEALED_OVERHEAD_BYTES : 0);
+}
+
+/**
+ * An input that came whole and was then refused (handleExec: not the job's input) after the slot was held `heldMs`:
+ * a lapse past the grace, as one refused while it came is (readExecInput). `e` comes back with the detail, its code
+ * and message kept.
+ */
+export function refusedAfterHold(e: unknown, heldMs: number, job: Job): unknown {
+  if (!(e instanceof C0Error) || e.code.startsWith('NET_') || inputLapse(e) || heldMs <= INPUT_HOLD_GRACE_MS) return e;
+  const expected = declaredInputBytes(job);
+  const detail: InputLapse = { phase: 'input', received: expected, expected, ended: 'refused', heldMs };
+  return new C0Error(e.code, e.message, { ...(e.field === undefined ? {} : { field: e.field }), detail: { ...detail }, cause: e });
 }
 
 /** Margin after the job's timeout to deliver output and receipt. */
@@ -99,64 +128,72 @@ export function runPhaseMs(job: Job, now: number): number {
  * Read the input: inline in the header, or `ready` then chunks up to the declared size and the caller's end. An input
  * that does not come in time (the stream's deadline fired while it was read) is thrown as NET_DEADLINE with an
  * InputLapse detail (inputLapse); so is, with its own code, one the caller ended without the whole input (a reset, a
- * lost connection, a short end) more than INPUT_HOLD_GRACE_MS after `ready`.
+ * lost connection, a short end), or whose frames were refused (a bad chunk, more than declared), more than
+ * INPUT_HOLD_GRACE_MS after the slot was taken (`limits.heldSince`, default now: handleExec calls this right after
+ * #checkHeader took the slot).
  */
 export async function readExecInput(io: ExecIO, header: ExecHeader, job: Opened<Job>, limits: InputLimits): Promise<Uint8Array> {
-  const expected = job.record.input.size + (job.record.inputSealed === 'yes' ? SEALED_OVERHEAD_BYTES : 0);
+  const expected = declaredInputBytes(job.record);
   const clock = limits.clock ?? monotonicClock;
-  let off = 0;
-  /** When `ready` went (the slot is held for the input from then), on `clock`. */
-  const ready: { at?: number } = {};
-  const next = async (): Promise<unknown> => {
-    try {
-      return await io.next();
-    } catch (e) {
-      throw lapsed(io, e, off, expected, ready.at === undefined ? 0 : clock() - ready.at);
-    }
-  };
+  const taken = limits.heldSince ?? clock();
+  const progress = { received: 0, short: false };
+  // The whole declared size is reserved here, not as it arrives: an input half in must not be refused for the budget
+  // another stream took meanwhile. A buyer that stalls holds it no longer than the deadline below lets it. (Outside
+  // the lapse: a budget this node has not got is not the buyer's doing.)
+  if (!header.input) io.reserve(expected);
+  try {
+    return await receive(io, header, job, limits, clock, expected, progress);
+  } catch (e) {
+    // whatever ended it, thrown from one place: the hold is judged however the input failed (review s41 D F1)
+    throw lapsed(io, e, progress, expected, clock() - taken);
+  }
+}
+
+/** readExecInput's reading, `progress` kept up to date for the lapse its caller may make of a failure. */
+async function receive(io: ExecIO, header: ExecHeader, job: Opened<Job>, limits: InputLimits, clock: () => number, expected: number, progress: { received: number; short: boolean }): Promise<Uint8Array> {
   if (header.input) {
-    off = header.input.length;
-    if ((await next()) !== undefined) throw new C0Error('EXEC_BAD_REQUEST', 'an inline input is the whole request: nothing may follow the header');
+    progress.received = header.input.length;
+    if ((await io.next()) !== undefined) throw new C0Error('EXEC_BAD_REQUEST', 'an inline input is the whole request: nothing may follow the header');
     return header.input;
   }
-  // The whole declared size is reserved here, not as it arrives: an input half in must not be refused for the budget
-  // another stream took meanwhile. A buyer that stalls holds it no longer than the deadline below lets it.
-  io.reserve(expected);
-  const start = (ready.at = clock());
+  const start = clock();
   io.setDeadline(inputDeadlineMs(limits, start, start, 0, expected), 'input');
   await io.send({ t: 'ready' });
   const buf = new Uint8Array(expected);
   for (;;) {
-    const v = await next();
+    const v = await io.next();
     if (v === undefined) break;
     const data = parseInputChunk(v);
-    if (off + data.length > expected) throw new C0Error('EXEC_INPUT_MISMATCH', `more input than the job's ${job.record.input.size} bytes`);
-    buf.set(data, off);
-    off += data.length;
-    io.setDeadline(inputDeadlineMs(limits, start, clock(), off, expected), 'input');
+    if (progress.received + data.length > expected) throw new C0Error('EXEC_INPUT_MISMATCH', `more input than the job's ${job.record.input.size} bytes`);
+    buf.set(data, progress.received);
+    progress.received += data.length;
+    io.setDeadline(inputDeadlineMs(limits, start, clock(), progress.received, expected), 'input');
   }
-  if (off !== expected) {
-    // ended short after a hold past the grace: a lapse as a reset is (lapsed)
-    const heldMs = clock() - start;
-    const detail: InputLapse = { phase: 'input', received: off, expected, ended: 'caller' };
-    throw new C0Error('EXEC_INPUT_MISMATCH', `input of ${off} bytes where the job says ${expected}`, heldMs > INPUT_HOLD_GRACE_MS ? { detail: { ...detail } } : {});
+  if (progress.received !== expected) {
+    progress.short = true;
+    throw new C0Error('EXEC_INPUT_MISMATCH', `input of ${progress.received} bytes where the job says ${expected}`);
   }
   return buf;
 }
 
 /**
  * What a failed read of the input is thrown as: a lapse when the stream's own deadline ended it, or when the caller
- * did (a reset, a lost connection) after holding the slot `heldMs` since `ready`, longer than INPUT_HOLD_GRACE_MS (the
- * error's own code kept, a NET_STREAM_FAILED when it had none); else as it came (before `ready`, heldMs is 0).
+ * ended it (a reset, a lost connection, a short end: the error's own code kept, a NET_STREAM_FAILED when it had none)
+ * or what it sent was refused (its code and message kept) after holding the slot `heldMs`, longer than
+ * INPUT_HOLD_GRACE_MS; else as it came.
  */
-function lapsed(io: ExecIO, e: unknown, received: number, expected: number, heldMs: number): unknown {
+function lapsed(io: ExecIO, e: unknown, progress: { received: number; short: boolean }, expected: number, heldMs: number): unknown {
+  const { received } = progress;
   const why: unknown = io.signal.aborted ? io.signal.reason : undefined;
   if (why instanceof C0Error && why.code === 'NET_DEADLINE') {
-    const detail: InputLapse = { phase: 'input', received, expected, ended: 'deadline' };
+    const detail: InputLapse = { phase: 'input', received, expected, ended: 'deadline', heldMs };
     return new C0Error('NET_DEADLINE', `${why.message}: ${received} of ${expected} bytes of input in`, { detail: { ...detail }, cause: e });
   }
   if (heldMs <= INPUT_HOLD_GRACE_MS) return e;
-  const detail: InputLapse = { phase: 'input', received, expected, ended: 'caller' };
+  // a refusal of the buyer's own frames (its message is what the buyer is told); a stream ended, or ended short, by it
+  const refused = e instanceof C0Error && !e.code.startsWith('NET_') && !progress.short;
+  const detail: InputLapse = { phase: 'input', received, expected, ended: refused ? 'refused' : 'caller', heldMs };
   const code = e instanceof C0Error ? e.code : 'NET_STREAM_FAILED';
-  return new C0Error(code, `${e instanceof Error ? e.message : String(e)}: ${received} of ${expected} bytes of input in, ${heldMs} ms after ready`, { detail: { ...detail }, cause: e });
+  const message = e instanceof C0Error && !e.code.startsWith('NET_') ? e.message : `${e instanceof Error ? e.message : String(e)}: ${received} of ${expected} bytes of input in, ${heldMs} ms after the slot was taken`;
+  return new C0Error(code, message, { ...(e instanceof C0Error && e.field !== undefined ? { field: e.field } : {}), detail: { ...detail }, cause: e });
 }

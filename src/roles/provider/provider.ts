@@ -16,7 +16,7 @@ import type { ProviderConfig } from '../../node/config.js';
 import { unseal, type BoxKeyPair } from '../../crypto/sealed-box.js';
 import { EXEC_KEEPALIVE_MS, chunks, execRequestInvalid, parseExecHeader, receiptAcknowledged, type ExecHeader, type ReceiptAck } from '../exec-protocol.js';
 import { PeerLog } from '../../util/peer-log.js';
-import { inputLapse, readExecInput, runPhaseMs, type ExecIO, type InputLapse } from './exec-input.js';
+import { inputLapse, readExecInput, refusedAfterHold, runPhaseMs, type ExecIO, type InputLapse } from './exec-input.js';
 import { createExecutor, type ExecContext, type ExecHost, type Executor } from './executors.js';
 import { procStartTime, type ProcessRegistry } from './orphans.js';
 import { recoverCrashedWork } from './crash-recovery.js';
@@ -637,17 +637,25 @@ export class Provider {
     try {
       const header = parseExecHeader(await io.next());
       const h = await this.#checkHeader(header, io.peer);
+      // the slot is held from here: a hold is timed from it, with or without `ready` (an inline input gets none)
+      const mono = this.d.monoClock ?? monotonicClock;
+      const takenAt = mono();
       try {
-        const input = await readExecInput(io, header, h.job, { maxInputBytes: this.d.config.maxInputBytes, minInputBytesPerSec: this.d.config.execMinInputBytesPerSec, requestMs: this.d.config.execRequestMs, clock: this.d.monoClock ?? monotonicClock });
-        checked = { ...h, input: this.#checkInput(h.job, input), keepalive: header.keepalive === 'yes' };
-        this.budget.delivered(h.job.signer);
+        const input = await readExecInput(io, header, h.job, { maxInputBytes: this.d.config.maxInputBytes, minInputBytesPerSec: this.d.config.execMinInputBytesPerSec, requestMs: this.d.config.execRequestMs, clock: mono, heldSince: takenAt });
+        try {
+          checked = { ...h, input: this.#checkInput(h.job, input), keepalive: header.keepalive === 'yes' };
+        } catch (e) {
+          throw refusedAfterHold(e, mono() - takenAt, h.job.record);
+        }
         // a stop that came while the input was read: nothing has run yet, so nothing runs
         if (this.#stopped) throw new C0Error('EXEC_BUSY', 'this provider is stopping');
       } catch (e) {
         // Nothing ran: the slot goes back.
         this.#running.delete(h.job.address);
         this.d.onSlotsChanged?.();
-        const lapse = inputLapse(e);
+        // However the input failed after the slot was taken (its deadline, the caller's end, a refusal of what it sent),
+        // a hold past the grace is the buyer's lapse (review s41 D F1); a provider stopping is nobody's.
+        const lapse = this.#stopped ? undefined : inputLapse(e);
         if (lapse) this.#inputLapsed(io, h.job, lapse);
         throw e;
       }
@@ -677,17 +685,17 @@ export class Provider {
   }
 
   /**
-   * The buyer took a slot (its header checked out, it got `ready`) and its input did not come whole in time: the
-   * stream's deadline passed (exec-input.ts inputDeadlineMs), or the buyer reset or ended it short, or lost its
-   * connection, after holding the slot past INPUT_HOLD_GRACE_MS. It gets no offer from this provider for a while
-   * (QuoteBudget.lapsed, doubling with each lapse in a row), and the log says so once per peer (then a count a minute).
-   * Charged to the stream's peer: #checkHeader let only the job's signer open it. Not an abuse strike: a slow link
-   * lapses too.
+   * The buyer took a slot (its header checked out) and its input did not come whole and valid in time: the stream's
+   * deadline passed (exec-input.ts inputDeadlineMs), or the buyer reset or ended it short, or lost its connection, or
+   * sent input that was refused, after holding the slot past INPUT_HOLD_GRACE_MS. It gets no offer from this provider
+   * for a while (QuoteBudget.lapsed, doubling with each lapse its work has not made up for), and the log says so once
+   * per peer (then a count a minute). Charged to the stream's peer: #checkHeader let only the job's signer open it.
+   * Not an abuse strike in itself: a slow link lapses too (a refused frame is one, as it always was).
    */
   #inputLapsed(io: ExecIO, job: Opened<Job>, lapse: InputLapse): void {
-    const pauseMs = this.budget.lapsed(job.signer);
-    const { received, expected, ended } = lapse;
-    this.#refusals.warn(io.peer ?? job.signer, 'EXEC_INPUT_LAPSED', 'exec input lapsed: the buyer held a slot without sending its input in time; no offers to it for a while', { job: job.address, buyer: job.signer, received, expected, ended, pauseMs });
+    const pauseMs = this.budget.lapsed(job.signer, lapse.heldMs);
+    const { received, expected, ended, heldMs } = lapse;
+    this.#refusals.warn(io.peer ?? job.signer, 'EXEC_INPUT_LAPSED', 'exec input lapsed: the buyer held a slot without sending its input in time; no offers to it for a while', { job: job.address, buyer: job.signer, received, expected, ended, heldMs, pauseMs });
   }
 
   /** The accepted run of `handleExec`: the work, its receipt kept and sent (`handedOff` once it is), then acknowledged or re-delivered. */
@@ -720,7 +728,8 @@ export class Provider {
     const runSignal = AbortSignal.any([ctl.signal, deadline.signal]);
     const mono = this.d.monoClock ?? monotonicClock;
     const span = this.d.meter.start();
-    this.#spans.set(job.address, { span, startedAt, monoStart: mono() });
+    const monoStart = mono();
+    this.#spans.set(job.address, { span, startedAt, monoStart });
     let output: Uint8Array | undefined;
     let failure: { code: string; message: string } | undefined;
     // A buyer that asked for keepalives gets one every keepaliveMs while the work runs (exec-protocol.ts), so it can
@@ -779,6 +788,8 @@ export class Provider {
       }
       await this.d.onReceipt(env, offer, job);
       stored = true;
+      // work done for the buyer: its run time forgives lapses (QuoteBudget.delivered; a failed run's does not)
+      if (receipt.status === 'completed') this.budget.delivered(job.signer, mono() - monoStart);
     } finally {
       // Released only once the receipt is stored (or could not be signed), so a request in between cannot run the job again.
       this.#running.delete(job.address);

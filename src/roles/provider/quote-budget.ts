@@ -19,13 +19,18 @@
  * A buyer whose exec input lapsed here (it was selected, got `ready`, and did not
  * send its input in time: exec-input.ts) held a slot for nothing; it gets no
  * offer for a while (`lapsed`): `lapseMs` the first time, twice as long for each
- * lapse after it, at most `maxLapseMs`. Each of its inputs that arrives whole
- * (`delivered`) takes a quarter of a lapse off the count (the pause it is in
- * runs on); a quiet `maxLapseMs` after the last pause clears it. A slow link is
- * paused, never barred for good, and forgiven after a few inputs delivered; a key
- * that takes slots and sends nothing gets ever fewer offers to do it with, even
- * with a small job delivered between its stalls (before, one such job cleared the
- * count, and two keys taking turns held a slot all the time: review s40 F3). The
+ * lapse after it, at most `maxLapseMs`. The count is forgiven by real use of
+ * the slot: the run time of its jobs that complete here (`delivered`), four
+ * times what the lapse held the slot for (LAPSE_FORGIVEN_BY_WORK: a 32 s stall is
+ * forgiven after 128 s of its work run, whatever the number of jobs); the pause
+ * it is in runs on. A quiet `maxLapseMs` after the last pause clears it too. A
+ * slow link is paused, never barred for good, and forgiven by the work it buys;
+ * a key that takes slots and sends nothing gets ever fewer offers to do it with,
+ * and its stalls can hold the slot at most a fifth of the time it keeps it busy
+ * with paid work. Before, one job delivered cleared the count (review s40 F3),
+ * then each input delivered took a quarter off whatever its size, and four jobs of
+ * a few bytes between 32 s stalls kept every pause at 30 s (the slot held by
+ * stalls half the time, 94% with two keys taking turns: review s41 D F2). The
  * claimer asks `paused` too: a paused buyer's orders are not claimed either.
  *
  * Bookkeeping: the wall clock is passed in (`now`): offers' `expiresAt` are signed wall times. The per-buyer rate
@@ -37,6 +42,7 @@
  */
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { monotonicClock, type Clock } from '../../util/clock.js';
+import { INPUT_HOLD_GRACE_MS } from './exec-input.js';
 
 export interface QuoteBudgetOptions {
   /** Live offers at once, all buyers together (known buyers aside). Default 256. */
@@ -64,11 +70,16 @@ const SWEEP_MIN_MS = 100;
 /** Buyers whose lapses are held at most (the oldest goes first). */
 const MAX_LAPSED_BUYERS = 4096;
 /**
- * What one input delivered whole takes off a buyer's lapse count. A quarter: a buyer that delivers fewer than four
- * inputs between its lapses still sees its pauses double (each of those is a run it pays for), an honest one that
- * lapsed once is forgiven after four.
+ * How much work run here forgives one lapse, as a multiple of the time the lapse held the slot: a buyer's jobs must
+ * keep the slot busy four times as long as its stalls held it, or its pauses go on doubling. Counted in run time, not
+ * in jobs or bytes: many jobs of a few milliseconds forgive next to nothing (review s41 D F2), and however many keys
+ * take turns, stalls forgiven this way hold a slot at most a fifth of the time paid work keeps it busy.
  */
-const LAPSE_FORGIVEN_PER_DELIVERY = 0.25;
+const LAPSE_FORGIVEN_BY_WORK = 4;
+/** The least hold a lapse is counted at, ms (exec-input.ts INPUT_HOLD_GRACE_MS: a shorter one is no lapse). */
+const MIN_LAPSE_HOLD_MS = INPUT_HOLD_GRACE_MS;
+/** A lapse count this close to a whole number is taken as it (work forgiven in many small parts adds up in floating point). */
+const COUNT_EPSILON = 1e-9;
 /** The longest delay setTimeout takes (2^31-1 ms); past it Node fires at once. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -92,8 +103,11 @@ export class QuoteBudget<R = unknown> {
   readonly windowMs: number;
   readonly lapseMs: number;
   readonly maxLapseMs: number;
-  /** buyer → its exec inputs that lapsed lately, less what inputs delivered since forgave, and until when it gets no offer (monotonic clock) */
-  readonly #lapsed = new Map<string, { n: number; until: number }>();
+  /**
+   * buyer → its exec inputs that lapsed lately, less what its work run since forgave; until when it gets no offer
+   * (monotonic clock); and the run time that forgives one lapse, ms (LAPSE_FORGIVEN_BY_WORK × the longest hold counted)
+   */
+  readonly #lapsed = new Map<string, { n: number; until: number; forgiveMs: number }>();
   /** buyer → issue times of its offers within the window, oldest first (monotonic clock) */
   readonly #recent = new Map<string, number[]>();
   /** job address → the live offer made for it */
@@ -220,31 +234,35 @@ export class QuoteBudget<R = unknown> {
   }
 
   /**
-   * The buyer's exec input lapsed here (readExecInput: no input, too slow, or a hold it ended without its input, after
-   * `ready`): no offer for it for `lapseMs` × 2^(⌈count⌉ − 1), at most `maxLapseMs`, where the count is its lapses
-   * less a quarter for each input it delivered whole since. Returns how long, ms.
+   * The buyer's exec input lapsed here (readExecInput: no input, too slow, or a hold it ended without its input, or
+   * with input refused, past the grace) after holding the slot `heldMs` (default `lapseMs`): no offer for it for
+   * `lapseMs` × 2^(⌈count⌉ − 1), at most `maxLapseMs`, where the count is its lapses less what its work run here since
+   * forgave (`delivered`). Returns how long, ms.
    */
-  lapsed(buyer: string): number {
+  lapsed(buyer: string, heldMs: number = this.lapseMs): number {
     const mono = this.#mono();
     const was = this.#lapsed.get(buyer);
     // a quiet maxLapseMs after the last pause ended: counted afresh
-    const n = was && was.until + this.maxLapseMs > mono ? was.n + 1 : 1;
-    const pauseMs = Math.min(this.maxLapseMs, this.lapseMs * 2 ** Math.min(Math.ceil(n) - 1, 52));
+    const still = was !== undefined && was.until + this.maxLapseMs > mono;
+    const n = still ? was.n + 1 : 1;
+    const forgiveMs = Math.max(still ? was.forgiveMs : 0, LAPSE_FORGIVEN_BY_WORK * Math.max(MIN_LAPSE_HOLD_MS, heldMs));
+    const pauseMs = Math.min(this.maxLapseMs, this.lapseMs * 2 ** Math.min(Math.ceil(n - COUNT_EPSILON) - 1, 52));
     this.#lapsed.delete(buyer);
     while (this.#lapsed.size >= MAX_LAPSED_BUYERS) this.#lapsed.delete(this.#lapsed.keys().next().value!);
-    this.#lapsed.set(buyer, { n, until: mono + pauseMs });
+    this.#lapsed.set(buyer, { n, until: mono + pauseMs, forgiveMs });
     return pauseMs;
   }
 
   /**
-   * The buyer's exec input arrived whole: a quarter of a lapse is forgiven (LAPSE_FORGIVEN_PER_DELIVERY); the count
-   * goes when nothing is left of it and its pause is over. A pause it is in runs on (the offer it delivered on was
-   * made before it).
+   * A job of the buyer's completed here after running `workedMs` (its slot time from the run's start to its receipt
+   * kept): that much of LAPSE_FORGIVEN_BY_WORK × a lapse's hold is forgiven; the count goes when nothing is left of
+   * it and its pause is over. A pause it is in runs on (the offer it ran on was made before it).
    */
-  delivered(buyer: string): void {
+  delivered(buyer: string, workedMs: number): void {
     const l = this.#lapsed.get(buyer);
-    if (!l) return;
-    l.n = Math.max(0, l.n - LAPSE_FORGIVEN_PER_DELIVERY);
+    if (!l || !(workedMs > 0)) return;
+    const left = l.n - workedMs / l.forgiveMs;
+    l.n = left < COUNT_EPSILON ? 0 : left;
     if (l.n === 0 && l.until <= this.#mono()) this.#lapsed.delete(buyer);
   }
 

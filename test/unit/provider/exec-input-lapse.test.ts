@@ -75,7 +75,7 @@ describe('exec input: the deadline moves with what has arrived', () => {
     await assert.rejects(read, (e: unknown) => {
       // a lapse (inputLapse): the network's NET_DEADLINE, saying how much of the input was in
       assert.ok(e instanceof C0Error && e.code === 'NET_DEADLINE', String(e));
-      assert.deepEqual(e.detail, { phase: 'input', received: 0, expected: 16 * MiB, ended: 'deadline' });
+      assert.deepEqual(e.detail, { phase: 'input', received: 0, expected: 16 * MiB, ended: 'deadline', heldMs: 0 });
       return true;
     });
   });
@@ -109,7 +109,7 @@ describe('exec input: the deadline moves with what has arrived', () => {
     assert.equal(last.ms, LIMITS.requestMs + chunkMs);
     s.fire();
     await assert.rejects(read, (e: unknown) => {
-      assert.deepEqual((e as C0Error).detail, { phase: 'input', received: n * EXEC_CHUNK_BYTES, expected: size, ended: 'deadline' });
+      assert.deepEqual((e as C0Error).detail, { phase: 'input', received: n * EXEC_CHUNK_BYTES, expected: size, ended: 'deadline', heldMs: n * chunkMs });
       return true;
     });
     // never later than the whole declared size at the rate allows (the bound before: 158 s)
@@ -169,8 +169,8 @@ describe('QuoteBudget: a buyer whose input lapsed', () => {
     assert.equal(b.lapsed('did:b'), 100_000, 'capped');
     mono.advance(99_999);
     assert.equal(b.check('did:b', NOW), 'buyer-lapsed');
-    // an input delivered forgives a quarter of a lapse (exec-lapse-holder.test.ts), the pause runs on
-    b.delivered('did:b');
+    // work run here forgives (exec-lapse-holder.test.ts), the pause runs on
+    b.delivered('did:b', 30_000);
     assert.equal(b.check('did:b', NOW), 'buyer-lapsed');
     // a quiet maxLapseMs after the pause ended: counted afresh
     mono.advance(30_000 + 100_000);

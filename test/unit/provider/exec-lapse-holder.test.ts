@@ -11,7 +11,7 @@
  * Fakes only: an ExecIO the test ends, fake clocks.
  */
 import { describe, test, after } from 'node:test';
-import { MiB, NOW, buyerDid, buyerPeer, lapseProvider, selected } from './lapse-rig.js';
+import { MiB, NOW, buyerDid, buyerPeer, heldIO, lapseProvider, selected } from './lapse-rig.js';
 import assert from 'node:assert/strict';
 import { C0Error } from '../../../src/errors.js';
 import { Ed25519Signer } from '../../../src/records/ed25519.js';
@@ -20,41 +20,11 @@ import { fakeClock } from '../../../src/util/clock.js';
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import type { Provider } from '../../../src/roles/provider/provider.js';
 import { QuoteBudget } from '../../../src/roles/provider/quote-budget.js';
-import type { ExecIO } from '../../../src/roles/provider/exec-input.js';
-import type { ExecFrame } from '../../../src/roles/exec-protocol.js';
 import { OpenOrders } from '../../../src/matching/open-orders.js';
 import { seal as sealRecord, T as Kinds } from '../../../src/records/index.js';
 import { claimerFor } from '../matching/claimer-rig.js';
 import { NOW as FIXTURE_NOW, P, advert, job as fixtureJob } from '../market/fixtures.js';
 
-
-/** A stream whose caller sends `frames` and then waits until the test ends it: `end(why)` fails the pending read (a reset, a deadline), `end()` ends it cleanly. */
-function heldIO(frames: unknown[], peer: string | undefined) {
-  const ac = new AbortController();
-  const queue = [...frames];
-  const out: ExecFrame[] = [];
-  let settle: { resolve: (v: unknown) => void; reject: (e: unknown) => void } | undefined;
-  let reading!: () => void;
-  const waiting = new Promise<void>((r) => (reading = r));
-  const io: ExecIO = {
-    next: () => {
-      if (queue.length) return Promise.resolve(queue.shift());
-      reading();
-      return new Promise((resolve, reject) => (settle = { resolve, reject }));
-    },
-    send: async (f) => void out.push(f),
-    signal: ac.signal,
-    reserve: () => {},
-    setDeadline: () => {},
-    ...(peer !== undefined ? { peer } : {}),
-  };
-  const end = (why?: C0Error) => {
-    if (!why) return settle?.resolve(undefined);
-    ac.abort(why);
-    settle?.reject(why);
-  };
-  return { io, out, end, waiting };
-}
 
 describe('Provider: who opens an exec and what a hold costs', () => {
   const live: Provider[] = [];
@@ -128,30 +98,33 @@ describe('Provider: who opens an exec and what a hold costs', () => {
   });
 });
 
-describe('QuoteBudget: an input delivered forgives a quarter of a lapse', () => {
-  test('a small job delivered between stalls does not reset the doubling; four delivered forgive one lapse', () => {
+describe('QuoteBudget: work run here forgives a lapse, four times its hold', () => {
+  test('work short of four times the hold between stalls does not reset the doubling; four times the hold forgives one lapse', () => {
     const mono = fakeClock(0);
     const b = new QuoteBudget({ windowMs: 30_000, monoClock: mono });
     const pauses: number[] = [];
     for (let i = 0; i < 4; i++) {
-      pauses.push(b.lapsed('did:h'));
+      pauses.push(b.lapsed('did:h', 32_000));
       mono.advance(pauses.at(-1)!);
-      b.delivered('did:h');
+      b.delivered('did:h', 1_000);
     }
     assert.deepEqual(pauses, [30_000, 60_000, 120_000, 240_000]);
-    // an honest buyer that lapsed once and then delivered four inputs lapses afresh
-    b.lapsed('did:s');
+    // an honest buyer that lapsed once (a 32 s hold) and then ran 128 s of work lapses afresh, in parts or at once
+    b.lapsed('did:s', 32_000);
     mono.advance(30_000);
-    for (let i = 0; i < 4; i++) b.delivered('did:s');
+    for (let i = 0; i < 1280; i++) b.delivered('did:s', 100);
     assert.equal(b.check('did:s', NOW), undefined);
-    assert.equal(b.lapsed('did:s'), 30_000);
+    assert.equal(b.lapsed('did:s', 32_000), 30_000);
+    mono.advance(30_000);
+    b.delivered('did:s', 128_000);
+    assert.equal(b.lapsed('did:s', 32_000), 30_000);
   });
 
   test('an input delivered during a pause does not end it', () => {
     const mono = fakeClock(0);
     const b = new QuoteBudget({ windowMs: 30_000, monoClock: mono });
     b.lapsed('did:h');
-    b.delivered('did:h');
+    b.delivered('did:h', 1_000_000);
     assert.equal(b.check('did:h', NOW), 'buyer-lapsed');
   });
 });

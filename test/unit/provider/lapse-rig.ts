@@ -1,6 +1,7 @@
 /**
- * The exec input lapse tests' shared rig (exec-input-lapse, exec-lapse-holder): a buyer, its jobs, and a one-slot
- * provider on fake clocks whose log lines and strikes the test reads, with a job it quoted and its buyer selected.
+ * The exec input lapse tests' shared rig (exec-input-lapse, exec-lapse-holder, exec-lapse-escape): a buyer, its jobs,
+ * and a one-slot provider on fake clocks whose log lines and strikes the test reads, with a job it quoted and its
+ * buyer selected; a stream the test holds and ends (heldIO), and a whole job run through it (ranJob).
  */
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
@@ -16,6 +17,9 @@ import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { EstimatorMeter } from '../../../src/roles/provider/meters.js';
 import { Provider } from '../../../src/roles/provider/provider.js';
 import { QuoteBudget } from '../../../src/roles/provider/quote-budget.js';
+import type { C0Error } from '../../../src/errors.js';
+import type { ExecIO } from '../../../src/roles/provider/exec-input.js';
+import type { ExecFrame } from '../../../src/roles/exec-protocol.js';
 
 export const NOW = 1_800_000_000_000;
 export const MiB = 1024 * 1024;
@@ -44,11 +48,15 @@ export function makeJob(size: number, signer = buyer): Opened<Job> {
   );
 }
 
-/** A one-slot provider on fake clocks (wall `clock` at NOW, monotonic `mono` at 0), put in `live` for the test to stop. */
+/**
+ * A one-slot provider on fake clocks (wall `clock` at NOW, monotonic `mono` at 0), put in `live` for the test to stop.
+ * Each run takes `work.ms` on the monotonic clock (advanced as its receipt is kept; 0 unless the test sets it).
+ */
 export function lapseProvider(live: Provider[]) {
   const signer = Ed25519Signer.generate();
   const clock = fakeClock(NOW);
   const mono = fakeClock(0);
+  const work = { ms: 0 };
   const lines: Array<Record<string, unknown>> = [];
   const struck: string[] = [];
   const config = parseConfig({
@@ -68,12 +76,12 @@ export function lapseProvider(live: Provider[]) {
     eligibility: () => [],
     publish: async () => 1,
     state: { loadSeq: async () => 0, saveSeq: async () => {}, hasReceiptFor: async () => false },
-    onReceipt: async () => {},
+    onReceipt: async () => void mono.advance(work.ms),
     strike: (peer) => void struck.push(peer),
     quoteBudget: new QuoteBudget({ windowMs: config.offerLifetimeMs, clock, monoClock: mono }),
   });
   live.push(provider);
-  return { provider, clock, mono, lines, struck, config };
+  return { provider, clock, mono, lines, struck, config, work };
 }
 
 /** A job of `size` that `p` quoted and its buyer selected, and the exec header that runs it. */
@@ -83,4 +91,56 @@ export async function selected(p: Provider, size: number) {
   assert.ok(offer, 'the provider offers on the job');
   const selection = seal(T.selection, { job: job.address, buyer: buyerDid, policy: 'balanced', winner: offer.address, considered: [{ provider: offer.signer, offer: offer.address }], decidedAt: NOW }, buyer);
   return { job, offer, selection, header: { t: 'exec', job: job.bytes, offer: offer.bytes, selection: selection.bytes } };
+}
+
+/**
+ * A stream whose caller sends `frames` and then waits until the test acts: `send(frame)` answers the pending read (or
+ * the next), `end(why)` fails it (a reset, a deadline: a NET_DEADLINE also aborts the stream's signal, as the stream's
+ * own deadline does), `end()` ends it cleanly. `waiting` settles at the first read that finds nothing sent.
+ */
+export function heldIO(frames: unknown[], peer: string | undefined) {
+  const ac = new AbortController();
+  const queue = [...frames];
+  const out: ExecFrame[] = [];
+  let settle: { resolve: (v: unknown) => void; reject: (e: unknown) => void } | undefined;
+  let reading!: () => void;
+  const waiting = new Promise<void>((r) => (reading = r));
+  const io: ExecIO = {
+    next: () => {
+      if (queue.length) return Promise.resolve(queue.shift());
+      reading();
+      return new Promise((resolve, reject) => (settle = { resolve, reject }));
+    },
+    send: async (f) => void out.push(f),
+    signal: ac.signal,
+    reserve: () => {},
+    setDeadline: () => {},
+    ...(peer !== undefined ? { peer } : {}),
+  };
+  const take = () => {
+    const s = settle;
+    settle = undefined;
+    return s;
+  };
+  const send = (frame: unknown) => {
+    const s = take();
+    if (s) s.resolve(frame);
+    else queue.push(frame);
+  };
+  const end = (why?: C0Error) => {
+    if (!why) return take()?.resolve(undefined);
+    if (why.code === 'NET_DEADLINE') ac.abort(why);
+    take()?.reject(why);
+  };
+  const refusals = () => out.filter((f) => f.t === 'refused').map((f) => (f as { code: string }).code);
+  return { io, out, send, end, waiting, refusals };
+}
+
+/** Run one whole job of `size` bytes of input (inline, its header then its end) through `p` for the buyer; its frames. */
+export async function ranJob(p: Provider, size = 100): Promise<ExecFrame[]> {
+  const { header } = await selected(p, size);
+  const h = heldIO([{ ...header, input: new Uint8Array(size) }, undefined], buyerPeer);
+  await p.handleExec(h.io);
+  assert.ok(h.out.some((f) => f.t === 'receipt'), `the job ran: ${JSON.stringify(h.out.map((f) => f.t))}`);
+  return h.out;
 }
