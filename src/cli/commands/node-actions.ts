@@ -53,7 +53,10 @@ function bindIdentity(dataDir: string, did: string, adopt = false): void {
   writingDataFile(didFilePath(dataDir), "the node's DID", () => bindDataDirIdentity(dataDir, did, adopt));
 }
 
-/** The config the last `start` on a data directory ran with (startConfigRecord): written by each start. */
+/**
+ * The config the last `start` on a data directory that succeeded ran with: written once the node has started (a start
+ * that fails leaves the record of the one before).
+ */
 export const START_RECORD = 'last-start.json';
 
 /** What a start ran with: a config file (the data directory's config.yaml, or --config's), or the built-in defaults. */
@@ -62,22 +65,24 @@ export interface StartRecord {
   config: string | null;
   via: 'config.yaml' | '--config' | 'defaults';
   at: string;
+  /** The file set nothing (empty, or comments only): the node ran on the defaults through it (CONFIG_EMPTY). */
+  empty?: boolean;
 }
 
 /** The data directory's record of its last start, or undefined when there is none (a directory no start has used since this record exists). */
 export function readStartRecord(dataDir: string): StartRecord | undefined {
   try {
     const r = JSON.parse(readFileSync(join(dataDir, START_RECORD), 'utf8')) as Partial<StartRecord>;
-    if ((typeof r.config === 'string' || r.config === null) && (r.via === 'config.yaml' || r.via === '--config' || r.via === 'defaults')) return { config: r.config, via: r.via, at: typeof r.at === 'string' ? r.at : '' };
+    if ((typeof r.config === 'string' || r.config === null) && (r.via === 'config.yaml' || r.via === '--config' || r.via === 'defaults')) return { config: r.config, via: r.via, at: typeof r.at === 'string' ? r.at : '', ...(r.empty === true ? { empty: true } : {}) };
   } catch {
     /* none, or unreadable: as none */
   }
   return undefined;
 }
 
-/** Record which config this start runs with (`file`: what it was given; undefined: the defaults). */
-export function writeStartRecord(dataDir: string, flagFile: string | undefined, file: string | undefined): void {
-  const rec: StartRecord = { config: file === undefined ? null : resolve(file), via: file === undefined ? 'defaults' : flagFile !== undefined ? '--config' : 'config.yaml', at: new Date().toISOString() };
+/** Record which config this start ran with (`file`: what it was given; undefined: the defaults; `empty`: it set nothing). */
+export function writeStartRecord(dataDir: string, flagFile: string | undefined, file: string | undefined, empty = false): void {
+  const rec: StartRecord = { config: file === undefined ? null : resolve(file), via: file === undefined ? 'defaults' : flagFile !== undefined ? '--config' : 'config.yaml', at: new Date().toISOString(), ...(empty ? { empty: true } : {}) };
   const path = join(dataDir, START_RECORD);
   writingDataFile(path, 'the record of which config the node starts with', () => writeFileAtomic(path, JSON.stringify(rec) + '\n'));
 }
@@ -90,8 +95,8 @@ export function writeStartRecord(dataDir: string, flagFile: string | undefined, 
  * F3) a provider whose config was renamed came up as a buyer listening on every interface, with no warning. One whose
  * last start ran on the defaults, a fresh one, and one only one-shot commands used start on the defaults; one with
  * db/ and no record of its last start (from before the record, or used only by `run`, `jobs`, `reputation`) does too,
- * with a warning (`warn`). `run`'s own node (a buyer on a port of its own) and the offline node of `jobs` and
- * `reputation` serve no one, and take the defaults there.
+ * with a warning (`warn`). `run`'s own node (a buyer on a port of its own) serves no one, and takes the defaults
+ * there; the offline node of `jobs` and `reputation` takes what `start` would (displayConfigFile).
  */
 export function dataDirConfig(dataDir: string, daemon = false, warn?: (message: string) => void): string | undefined {
   const file = join(dataDir, 'config.yaml');
@@ -117,10 +122,65 @@ export function dataDirConfig(dataDir: string, daemon = false, warn?: (message: 
 }
 
 /**
- * The node's config from the flags, the config file and the environment. `chosen`, when given, is told which config
- * file was used (undefined: the built-in defaults); `warn` hears what dataDirConfig says.
+ * The config file an offline display command (`jobs`, `reputation`, `market export` without a daemon: offlineNode)
+ * reads: the one the node's last successful start ran with, so that what it shows is the daemon's view (whose buyers
+ * count, reputation.trustedBuyers; what it keeps). That start's --config file when it had one, else the one a plain
+ * `start` takes (dataDirConfig: config.yaml; CONFIG_MISSING when the last start ran with a config.yaml that is gone).
+ * Before (review s41 rvB F3) these took config.yaml or the built-in defaults, whatever the daemon ran with: a node
+ * started with a --config outside its data directory showed another reputation offline than it used, silently.
  */
-export function nodeConfig(dataDir: string, f: StartFlags, warnings?: ConfigWarning[], daemon = false, chosen?: (file: string | undefined) => void, warn?: (message: string) => void): NodeConfig {
+export function displayConfigFile(dataDir: string): string | undefined {
+  const last = readStartRecord(dataDir);
+  if (last?.via !== '--config' || last.config === null) return dataDirConfig(dataDir, true);
+  try {
+    lstatSync(last.config);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new C0Error('CONFIG_UNREADABLE', `cannot read config ${last.config}: ${(e as Error).message}`);
+    throw new C0Error(
+      'CONFIG_MISSING',
+      `the last start on ${dataDir}${last.at ? ` (${last.at})` : ''} ran with --config ${last.config}, which is not there now: restore it; without a daemon, this command reads the config the node last ran with (whose evidence counts, what it keeps)`,
+      { field: 'config', detail: { last: last.config, via: last.via } },
+    );
+  }
+  return last.config;
+}
+
+/**
+ * A config file that sets nothing (empty, or comments only: the built-in defaults) where the last start ran with that
+ * same file while it set something: refused as a missing one is (CONFIG_MISSING). Before (review s41 rvE F6) an
+ * emptied config.yaml (a truncated copy, a failed edit) started a provider as a buyer listening on every interface,
+ * with a CONFIG_EMPTY warning only, while a renamed one was refused. A file that set nothing at the last start too,
+ * and a data directory whose record names another file (or none), keep the CONFIG_EMPTY warning.
+ */
+export function refuseEmptied(dataDir: string, file: string, viaFlag: boolean): void {
+  const last = readStartRecord(dataDir);
+  if (!last || last.config === null || last.empty) return;
+  const same = last.via === 'config.yaml' ? !viaFlag && resolve(file) === resolve(join(dataDir, 'config.yaml')) : last.via === '--config' && resolve(file) === last.config;
+  if (!same) return;
+  const deliberately = last.via === 'config.yaml' ? `to run this node on the built-in defaults, write them there with \`c0mpute --data-dir ${dataDir} init --force-config\`` : `to run this node on the built-in defaults, start it without --config (or write them into that file: config/default.yaml)`;
+  throw new C0Error(
+    'CONFIG_MISSING',
+    `${file} sets nothing (it is empty, or comments only), but the last start on ${dataDir}${last.at ? ` (${last.at})` : ''} ran with it while it set something: restore its content (from your backup); ${deliberately}`,
+    { field: 'config', detail: { last: last.config, via: last.via, empty: true } },
+  );
+}
+
+/** Which node a config is for: `start`'s daemon, an offline display command's node (offlineNode), or `run`'s own node. */
+export type ConfigFor = 'start' | 'display' | 'oneshot';
+
+/** What nodeConfig used: the config file (undefined: the built-in defaults), and whether it set nothing. */
+export interface ConfigChosen {
+  file: string | undefined;
+  empty: boolean;
+}
+
+/**
+ * The node's config from the flags, the config file and the environment. `chosen`, when given, is told which config
+ * file was used; `warn` hears what dataDirConfig says. A value a flag gave that the config refuses is a wrong command
+ * line (UsageError, exit 2, its own code: review s41 rvE, `--api nohost` was exit 3); from the file or the environment
+ * it stays exit 3.
+ */
+export function nodeConfig(dataDir: string, f: StartFlags, warnings?: ConfigWarning[], mode: ConfigFor = 'oneshot', chosen?: (c: ConfigChosen) => void, warn?: (message: string) => void): NodeConfig {
   const flags: Record<string, unknown> = {};
   if (f.role?.length) {
     for (const r of f.role) if (!(ROLE_NAMES as readonly string[]).includes(r)) throw new C0Error('CONFIG_INVALID', `unknown role "${r}"; roles are ${ROLE_NAMES.join(', ')}`, { field: 'roles' });
@@ -130,15 +190,39 @@ export function nodeConfig(dataDir: string, f: StartFlags, warnings?: ConfigWarn
   if (f.listen?.length) network.listen = f.listen;
   if (f.bootstrap?.length) network.bootstrap = f.bootstrap;
   if (Object.keys(network).length) flags.network = network;
-  if (f.api) flags.api = { listen: f.api };
+  if (f.api !== undefined) flags.api = { listen: f.api };
   const log: Record<string, unknown> = {};
-  if (f.logLevel) log.level = f.logLevel;
-  if (f.logFormat) log.format = f.logFormat;
+  if (f.logLevel !== undefined) log.level = f.logLevel;
+  if (f.logFormat !== undefined) log.format = f.logFormat;
   if (Object.keys(log).length) flags.log = log;
   // after the flags' own checks: a wrong command line is said first
-  const file = f.config ?? dataDirConfig(dataDir, daemon, warn);
-  chosen?.(file);
-  return loadConfig({ ...(file ? { file } : {}), env: process.env, flags, ...(warnings ? { warnings } : {}) });
+  const file = f.config ?? (mode === 'display' ? displayConfigFile(dataDir) : dataDirConfig(dataDir, mode === 'start', warn));
+  const said: ConfigWarning[] = [];
+  let config: NodeConfig;
+  try {
+    config = loadConfig({ ...(file ? { file } : {}), env: process.env, flags, warnings: said });
+  } catch (e) {
+    if (e instanceof C0Error && e.code === 'CONFIG_INVALID' && e.field && hasPath(flags, e.field.split('.'))) {
+      throw new UsageError(e.code, e.message, { field: e.field, ...(e.detail === undefined ? {} : { detail: e.detail }) });
+    }
+    throw e;
+  }
+  const empty = said.some((w) => w.code === 'CONFIG_EMPTY');
+  // the daemon, and a display of what it ran with: an emptied config is as a missing one
+  if (file !== undefined && empty && mode !== 'oneshot') refuseEmptied(dataDir, file, f.config !== undefined);
+  warnings?.push(...said);
+  chosen?.({ file, empty });
+  return config;
+}
+
+/** Whether the object has a value at that path (a config field a flag set). */
+function hasPath(o: Record<string, unknown>, path: string[]): boolean {
+  let cur: unknown = o;
+  for (const p of path) {
+    if (typeof cur !== 'object' || cur === null || !(p in cur)) return false;
+    cur = (cur as Record<string, unknown>)[p];
+  }
+  return true;
 }
 
 /** Start a node in this process for a one-shot command (no API, no daemon.json). */
@@ -227,8 +311,8 @@ export async function start(f: StartFlags, cmd: Command): Promise<void> {
   if (running) throw new C0Error('DAEMON_RUNNING', `a daemon (pid ${running.pid}) already runs on ${dataDir}`);
   const warnings: ConfigWarning[] = [];
   const notes: string[] = [];
-  let file: string | undefined;
-  const config = nodeConfig(dataDir, f, warnings, true, (x) => (file = x), (m) => notes.push(m));
+  let used: ConfigChosen = { file: undefined, empty: false };
+  const config = nodeConfig(dataDir, f, warnings, 'start', (c) => (used = c), (m) => notes.push(m));
   const log = createLogger({ level: config.log.level, format: config.log.format, name: 'c0mpute' });
   // what starts but is likely not what was meant: a misspelt C0MPUTE_* variable, a section no configured role reads
   for (const w of warnings) log.warn({ code: w.code, field: w.field }, w.message);
@@ -258,12 +342,21 @@ export async function start(f: StartFlags, cmd: Command): Promise<void> {
   let d: Daemon;
   try {
     const identity = await loadNodeIdentity(dataDir);
-    bindIdentity(dataDir, identity.did, f.newIdentity === true);
-    // before the node makes db/: a later start without this config is then CONFIG_MISSING (dataDirConfig)
-    writeStartRecord(dataDir, f.config, file);
+    // --new-identity: the new DID is recorded once the node has started, below (a start that fails leaves the old one)
+    if (f.newIdentity !== true) bindIdentity(dataDir, identity.did);
     const { Daemon } = await import('../../node/daemon.js');
     starting = Daemon.start({ dataDir, config, identity, log, ...(failpoints.size ? { failpoint } : {}) });
     d = await starting;
+    // Only a start that succeeded says what this data directory runs with: before (review s41 rvE F4) each start wrote
+    // it first, so one that failed (its API port taken; another start holding the store) named its --config, and the
+    // next correct start was refused CONFIG_MISSING. A later start without this config is CONFIG_MISSING (dataDirConfig).
+    try {
+      if (f.newIdentity === true) bindIdentity(dataDir, identity.did, true);
+      writeStartRecord(dataDir, f.config, used.file, used.empty);
+    } catch (e) {
+      await d.stop();
+      throw e;
+    }
   } catch (e) {
     // the start failed: a signal from now on does what it does by default
     process.removeListener('SIGINT', onSigint);
@@ -428,9 +521,26 @@ async function checkSpecOffline(spec: JobSpec, config: NodeConfig, overlay: stri
   Buyer.checkSpec(spec, { defaultPolicy: config.buyer.policy, orders: !network.steward, steward: !!network.steward, overlay: network.overlay, stewarded }, Date.now());
 }
 
-/** Open the node's stores without networking (for offline jobs/reputation). */
+/**
+ * A display command's node lets nothing go: the bounds that evict when the stores open (reputation evidence, adverts,
+ * jobs quoted on, witness records) and the history pruning are lifted. A command that only shows what is held must
+ * not change it (a config other than the daemon's, or one edited since, would have evicted evidence at open).
+ */
+export function keepEverything(config: NodeConfig): void {
+  const all = Number.MAX_SAFE_INTEGER;
+  config.reputation.maxEvidence = all;
+  config.reputation.maxEvidenceBytes = all;
+  config.market.maxAdverts = all;
+  config.history.keepDays = 0; // no pruning (history-prune.ts)
+  config.history.maxQuotedJobs = all;
+  config.history.maxQuotedJobBytes = all;
+  config.witnessRecords = { ...config.witnessRecords, maxEvidence: all, maxReceipts: all, maxWitnesses: all };
+}
+
+/** Open the node's stores without networking (for offline jobs/reputation), with the config the daemon last ran with. */
 export async function offlineNode(dataDir: string): Promise<Daemon> {
-  const config = nodeConfig(dataDir, {});
+  const config = nodeConfig(dataDir, {}, undefined, 'display');
+  keepEverything(config);
   config.roles = [];
   config.network.listen = ['/ip4/127.0.0.1/tcp/0'];
   config.network.bootstrap = [];
