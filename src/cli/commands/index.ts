@@ -2,7 +2,9 @@
  * Every command group registers itself here. A group is a module exporting
  * `register(program: Command): void`; each group owns its own file.
  */
+import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import type { Command } from 'commander';
+import { C0Error } from '../../errors.js';
 import { register as keys } from './keys.js';
 import { register as record } from './record.js';
 import { register as node, registerLiveMarket } from './node.js';
@@ -38,7 +40,25 @@ export function registerCommands(program: Command): void {
   registerLiveMarket(program);
 }
 
-/** Options every action receives from the root command. */
+/**
+ * Options every action receives from the root command. A data directory that is a link to nothing (a volume not
+ * mounted yet) is DATA_DIR_MISSING (exit 3), naming where it points: before (review s41 rvE) each command went on and
+ * said what it then missed, `KEY_MISSING … run c0mpute keys init` (which failed too).
+ */
 export function globals(cmd: Command): { dataDir: string } {
-  return cmd.optsWithGlobals<{ dataDir: string }>();
+  const g = cmd.optsWithGlobals<{ dataDir: string }>();
+  danglingDataDir(g.dataDir);
+  return g;
+}
+
+function danglingDataDir(dataDir: string): void {
+  let target: string;
+  try {
+    if (!lstatSync(dataDir).isSymbolicLink()) return;
+    target = readlinkSync(dataDir);
+  } catch {
+    return; // no entry (a data directory not made yet), or one the command says it cannot read
+  }
+  if (existsSync(dataDir)) return;
+  throw new C0Error('DATA_DIR_MISSING', `the data directory ${dataDir} is a link to ${target}, which does not exist (a volume not mounted yet?): mount it, or point --data-dir at the node's data directory`, { field: 'dataDir' });
 }

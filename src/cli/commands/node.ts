@@ -37,6 +37,18 @@ function configFile(v: string): string {
   return v;
 }
 
+/**
+ * A single-valued option that must name something: `--api ""` and `--log-level ""` (a unit's `--api "$API"` with API
+ * unset) are a wrong command line (exit 2). Before (review s41 rvE) they were dropped, and the config's value used as if
+ * the flag were not there.
+ */
+function nonEmpty(flag: string): (v: string) => string {
+  return (v) => {
+    if (v.trim() === '') throw new UsageError('USAGE_EMPTY_VALUE', `${flag} takes a value; got "${v.slice(0, 40)}", which names none`, { field: flag.slice(2) });
+    return v;
+  };
+}
+
 /** An option or argument that must be a DID: a wrong one is a wrong command line (exit 2), with the code `code`. */
 async function requireDidArg(v: string, what: string, code: string): Promise<void> {
   const { isDid } = await import('../../records/did.js');
@@ -57,9 +69,9 @@ export function register(program: Command): void {
       .option('--role <role>', `roles to run (repeatable or comma-separated: ${ROLE_NAMES.join(', ')})`, collect('--role'))
       .option('--listen <multiaddr>', 'listen address (repeatable)', collect('--listen'))
       .option('--bootstrap <multiaddr>', 'bootstrap peer with /p2p/<id> (repeatable)', collect('--bootstrap'))
-      .option('--api <host:port>', 'control API address')
-      .option('--log-level <level>', 'trace|debug|info|warn|error|fatal|silent')
-      .option('--log-format <fmt>', 'json|pretty');
+      .option('--api <host:port>', 'control API address', nonEmpty('--api'))
+      .option('--log-level <level>', 'trace|debug|info|warn|error|fatal|silent', nonEmpty('--log-level'))
+      .option('--log-format <fmt>', 'json|pretty', nonEmpty('--log-format'));
 
   startOpts(program.command('start').description('run the node daemon (until SIGINT/SIGTERM)'))
     .option('--new-identity', 'go on with this data directory as the key’s DID, not the one it was started with before (identity.did): after a deliberate key change')
