@@ -15,6 +15,7 @@
  */
 import { writingDataFile } from './data-files.js';
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
+import type { Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -150,19 +151,37 @@ export interface ApiOptions {
   streamHeartbeatMs?: number;
   /** How long a paced stream waits for its client to read before it gives it up (default STREAM_READ_IDLE_MS). */
   streamReadIdleMs?: number;
-  /** Connections open at once (default API_MAX_CONNECTIONS; tests set it lower). */
+  /** Connections of clients that showed the token open at once (default API_MAX_CONNECTIONS; tests set it lower). */
   maxConnections?: number;
+  /** Connections that have not shown the token yet kept past their grace (default API_MAX_PENDING_CONNECTIONS; tests set it lower). */
+  maxPendingConnections?: number;
+  /** How long a connection without the token is safe from being closed for a newer one (default API_PENDING_GRACE_MS). */
+  pendingGraceMs?: number;
   /** How long a client has to send its request's headers (default API_HEADERS_TIMEOUT_MS; tests set it shorter). */
   headersTimeoutMs?: number;
 }
 
 /**
  * The control API's share of the daemon's file handles, which libp2p and LevelDB share: at most this many connections
- * at once, a further one closed at once (and a warning, at most once a minute). Before, there was no bound: a local
+ * of clients that showed the token (or a console session) at once; a request with the token past it is answered 503
+ * API_CONNECTIONS_FULL and its connection closed (a warning, at most once a minute). Before there was any bound, a local
  * process holding 20,000 slow connections took every handle the daemon had, and new peers, the CLI and the console were
  * all refused until it stopped (review s40). An operator's console tabs and CLI need a few dozen.
  */
 export const API_MAX_CONNECTIONS = 256;
+/**
+ * Connections that have not shown the token yet (still sending their headers, or refused and being answered) kept past
+ * their first API_PENDING_GRACE_MS, apart from API_MAX_CONNECTIONS: a new connection past it closes the OLDEST of these
+ * that is older than that, it is not refused; and however young they are, never more than API_MAX_CONNECTIONS of them
+ * (past that the oldest goes at once). When one cap held every connection, a local process without the token holding
+ * 256 slow ones (a header line a second, reopened as the headers timeout dropped them) kept the operator's CLI out for
+ * as long as it liked (review s41 E F2); now such a process only pushes out its own oldest connections, and a client
+ * that sends its request as it connects (the CLI, the console) shows the token within its grace. Not closing the
+ * youngest also keeps a process reopening many connections from churning through them as fast as it can.
+ */
+export const API_MAX_PENDING_CONNECTIONS = 64;
+/** A connection without the token is not closed to make room for a newer one before it has been open this long (below API_MAX_CONNECTIONS of them). */
+export const API_PENDING_GRACE_MS = 1_000;
 /** A client has this long to send its request's headers (Node's default is 60 s: slow connections held a handle a minute each). */
 export const API_HEADERS_TIMEOUT_MS = 10_000;
 
@@ -190,6 +209,28 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
     res.end(JSON.stringify(body, opts.replacer));
   };
 
+  // Connections by whether a request on them showed the token (or a console session): `pending` oldest first (a Map
+  // keeps the order they came in) with when each came, each kind under its own caps (API_MAX_PENDING_CONNECTIONS,
+  // API_MAX_CONNECTIONS)
+  const maxTrusted = opts.maxConnections ?? API_MAX_CONNECTIONS;
+  const maxPending = opts.maxPendingConnections ?? API_MAX_PENDING_CONNECTIONS;
+  const graceMs = opts.pendingGraceMs ?? API_PENDING_GRACE_MS;
+  const pending = new Map<Socket, number>();
+  const trusted = new Set<Socket>();
+  const counts = { evicted: 0, refused: 0 };
+  let warnedAt = -Infinity;
+  const full = (what: keyof typeof counts) => {
+    counts[what]++;
+    const now = performance.now();
+    if (now - warnedAt < 60_000) return;
+    warnedAt = now;
+    opts.log.warn(
+      { code: 'API_CONNECTIONS_FULL', maxConnections: maxTrusted, maxPendingConnections: maxPending, ...counts },
+      'control API: more connections than it takes (a client holding many open?): the oldest without the token are closed, a request with the token past the cap answered 503',
+    );
+    counts.evicted = counts.refused = 0;
+  };
+
   // the headers timeout is checked this often (Node's default 30 s would let a slow client keep its handle 40 s)
   const server = createServer({ connectionsCheckingInterval: Math.min(2_000, opts.headersTimeoutMs ?? API_HEADERS_TIMEOUT_MS) }, (req: IncomingMessage, res: ServerResponse) => {
     void (async () => {
@@ -215,6 +256,14 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
         return json(res, 400, { error: { code: 'PATH_MALFORMED', message: 'the request target is not a path in normal form (a backslash, a `.` or `..` segment, or a character that needs escaping)' } });
       }
       const authorised = bearerMatches(req.headers.authorization, opts.token) || (opts.console?.session(req, url) ?? false);
+      if (authorised && !trusted.has(req.socket)) {
+        if (trusted.size >= maxTrusted) {
+          full('refused');
+          return json(res, 503, { error: { code: 'API_CONNECTIONS_FULL', message: `the control API holds its ${maxTrusted} connections of clients with the token already; close some (a batch run's --concurrency?) and try again` } });
+        }
+        pending.delete(req.socket);
+        trusted.add(req.socket);
+      }
       if (authorised) res.shouldKeepAlive = keepAlive;
       if (opts.console && (await opts.console.serve(req, res, url))) return;
       // /metrics as every GET route (docs/node.md "Control API"): HEAD answers its headers, another method is 405
@@ -343,17 +392,21 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
       else res.destroy();
     });
   });
-  server.maxConnections = opts.maxConnections ?? API_MAX_CONNECTIONS;
   server.headersTimeout = opts.headersTimeoutMs ?? API_HEADERS_TIMEOUT_MS;
-  let droppedSince = 0;
-  let warnedAt = -Infinity;
-  server.on('drop', () => {
-    droppedSince++;
+  server.on('connection', (sock: Socket) => {
     const now = performance.now();
-    if (now - warnedAt < 60_000) return;
-    warnedAt = now;
-    opts.log.warn({ code: 'API_CONNECTIONS_FULL', maxConnections: server.maxConnections, dropped: droppedSince }, 'control API: every connection it takes is open; new ones are closed at once (a client holding many open?)');
-    droppedSince = 0;
+    // the oldest connections still without the token make room: a client holding many cannot keep a new one out
+    for (const [oldest, since] of pending) {
+      if (pending.size < maxPending || (pending.size < maxTrusted && now - since < graceMs)) break;
+      pending.delete(oldest);
+      oldest.destroy();
+      full('evicted');
+    }
+    pending.set(sock, now);
+    sock.once('close', () => {
+      pending.delete(sock);
+      trusted.delete(sock);
+    });
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', (e) => reject(new C0Error('API_LISTEN_FAILED', `cannot listen on ${opts.listen}: ${(e as Error).message}`)));

@@ -1,16 +1,17 @@
 /**
- * The control API's share of the daemon's file handles (src/node/api.ts API_MAX_CONNECTIONS, API_HEADERS_TIMEOUT_MS;
- * docs/node.md "Control API"): at most maxConnections open at once, a further one closed at once and a warning logged,
- * and a client that does not finish its headers is closed after the headers timeout. Before, there was no bound and
+ * The control API's share of the daemon's file handles (src/node/api.ts API_MAX_CONNECTIONS, API_MAX_PENDING_CONNECTIONS,
+ * API_HEADERS_TIMEOUT_MS; docs/node.md "Control API"): connections without the token are capped on their own, a new one
+ * closing the oldest of them; connections with the token at most maxConnections (past it 503 API_CONNECTIONS_FULL); a
+ * client that does not finish its headers is closed after the headers timeout. Before, there was no bound and
  * Node's 60 s headers timeout: a local process holding 20,000 slow connections took every handle the daemon had, and
  * the API, the CLI and new libp2p peers were refused (review s40). Real HTTP server, real sockets.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
-import { request as httpRequest } from 'node:http';
+import { Agent, request as httpRequest } from 'node:http';
 import { Registry } from 'prom-client';
-import { splitHostPort, startApi } from '../../../src/node/api.js';
+import { API_MAX_CONNECTIONS, splitHostPort, startApi } from '../../../src/node/api.js';
 import { silentLogger, type Logger } from '../../../src/util/log.js';
 
 const TOKEN = 'test-token-0123456789';
@@ -26,11 +27,11 @@ function open(address: string): Promise<Socket> {
 /** Resolves when the server closes `s` (or its connection fails); the test's own give-up is node:test's timeout. */
 const closed = (s: Socket): Promise<void> => new Promise((resolve) => (s.destroyed ? resolve() : s.once('close', () => resolve())));
 
-/** One GET on a connection of its own: its status, or 0 when the connection was closed or reset. */
-function status(address: string): Promise<number> {
+/** One GET with the token (on a connection of its own, or of `agent`): its status, or 0 when the connection was closed or reset. */
+function status(address: string, agent: Agent | false = false): Promise<number> {
   const { host, port } = splitHostPort(address);
   return new Promise((resolve) => {
-    const r = httpRequest({ host, port, path: '/v1/nothing', headers: { authorization: `Bearer ${TOKEN}` }, agent: false }, (res) => {
+    const r = httpRequest({ host, port, path: '/v1/nothing', headers: { authorization: `Bearer ${TOKEN}` }, agent }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
     });
@@ -39,29 +40,82 @@ function status(address: string): Promise<number> {
   });
 }
 
-test('connections past maxConnections are closed at once and warned of; the API answers again once they go', { timeout: 30_000 }, async () => {
+/** `n` connections that send part of a request's headers and never the rest (a slowloris client without the token). */
+async function holdSlow(address: string, n: number): Promise<Socket[]> {
+  const held: Socket[] = [];
+  for (let i = 0; i < n; i++) {
+    const h = await open(address);
+    h.on('error', () => {});
+    h.write('GET /v1/status HTTP/1.1\r\nHost: 127.0.0.1\r\n'); // and never the blank line
+    held.push(h);
+  }
+  return held;
+}
+
+test('a client without the token holding slow connections cannot keep one with the token out: the oldest slow ones are closed for it (review s41 E F2)', { timeout: 60_000 }, async () => {
   const warned: unknown[] = [];
   const log = { ...silentLogger(), warn: (o: unknown) => void warned.push(o) } as unknown as Logger;
-  const s = await startApi({ listen: '127.0.0.1:0', token: TOKEN, routes: [], registry: new Registry(), log, maxConnections: 3, headersTimeoutMs: 60_000 });
-  const held: Socket[] = [];
+  // the defaults (API_MAX_CONNECTIONS, API_MAX_PENDING_CONNECTIONS): before, 256 slow connections held every slot
+  const s = await startApi({ listen: '127.0.0.1:0', token: TOKEN, routes: [], registry: new Registry(), log, headersTimeoutMs: 60_000 });
+  let held: Socket[] = [];
   try {
-    for (let i = 0; i < 3; i++) held.push(await open(s.address));
-    const extra = await open(s.address);
-    await closed(extra);
-    assert.equal(await status(s.address), 0, 'a request is refused while every connection is held');
+    held = await holdSlow(s.address, API_MAX_CONNECTIONS);
+    for (let i = 0; i < 3; i++) assert.equal(await status(s.address), 404, `request ${i + 1} with the token answered (an unknown route)`);
+    await closed(held[0]!); // the oldest slow connection made room
     assert.equal((warned[0] as { code?: string } | undefined)?.code, 'API_CONNECTIONS_FULL');
     assert.equal(warned.length, 1, 'warned once, not per connection');
+  } finally {
     for (const h of held) h.destroy();
-    await Promise.all(held.map(closed));
+    await s.close();
+  }
+});
+
+test('past maxPendingConnections a new connection closes the oldest without the token once it is past its grace, not the new one', { timeout: 30_000 }, async () => {
+  // (maxConnections 5: before, one cap for all, and these five held it)
+  const s = await startApi({ listen: '127.0.0.1:0', token: TOKEN, routes: [], registry: new Registry(), log: silentLogger(), maxConnections: 5, maxPendingConnections: 3, pendingGraceMs: 0, headersTimeoutMs: 60_000 });
+  let held: Socket[] = [];
+  try {
+    held = await holdSlow(s.address, 3);
+    const newer = await holdSlow(s.address, 2);
+    held.push(...newer);
+    assert.equal(await status(s.address), 404, 'a request with the token is answered');
+    // the fourth, the fifth and the request's connection each closed the oldest then
+    await Promise.all(held.slice(0, 3).map(closed));
+    assert.equal(newer.some((h) => h.destroyed), false, 'the newer ones are kept until newer still come');
+  } finally {
+    for (const h of held) h.destroy();
+    await s.close();
+  }
+});
+
+test('connections with the token past maxConnections are answered 503 API_CONNECTIONS_FULL and closed; answered again once they go', { timeout: 30_000 }, async () => {
+  const s = await startApi({ listen: '127.0.0.1:0', token: TOKEN, routes: [], registry: new Registry(), log: silentLogger(), maxConnections: 2 });
+  const { host, port } = splitHostPort(s.address);
+  const agent = new Agent({ keepAlive: true, maxSockets: 2 });
+  try {
+    // two requests at once on a keep-alive agent: two connections with the token, kept open
+    assert.deepEqual(await Promise.all([status(s.address, agent), status(s.address, agent)]), [404, 404]);
+    const third = await new Promise<{ status: number; body: string }>((resolve) => {
+      const r = httpRequest({ host, port, path: '/v1/nothing', headers: { authorization: `Bearer ${TOKEN}` }, agent: false }, (res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => (body += d.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      });
+      r.on('error', () => resolve({ status: 0, body: '' }));
+      r.end();
+    });
+    assert.equal(third.status, 503);
+    assert.equal((JSON.parse(third.body) as { error: { code: string } }).error.code, 'API_CONNECTIONS_FULL');
+    agent.destroy();
     // the server hears the closes after this side: ask until it has room again
     let answered = 0;
-    for (let i = 0; i < 100 && answered === 0; i++) {
+    for (let i = 0; i < 100 && answered !== 404; i++) {
       answered = await status(s.address);
-      if (answered === 0) await new Promise((r) => setTimeout(r, 50));
+      if (answered !== 404) await new Promise((r) => setTimeout(r, 50));
     }
     assert.equal(answered, 404, 'answered again (an unknown route)');
   } finally {
-    for (const h of held) h.destroy();
+    agent.destroy();
     await s.close();
   }
 });
