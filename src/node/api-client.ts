@@ -3,6 +3,7 @@
  * and the devnet use to call a running daemon. Light on purpose: a CLI command
  * that only talks to the daemon loads this, not the server, libp2p or the stores.
  */
+import { connect } from 'node:net';
 import { LineSplitter } from '../util/lines.js';
 import { C0Error } from '../errors.js';
 
@@ -48,24 +49,64 @@ export function noteDaemonPid(api: string, pid: number): void {
  * A wait for the daemon's answer: aborts the fetch once `ms` pass. A daemon that accepts the connection and never
  * answers (stopped with SIGSTOP, an event loop stuck) would otherwise hold the CLI for undici's 5 minutes.
  */
-function answerWait(base: string, opts: ApiCallOptions): { signal: AbortSignal; expired: () => boolean; error: () => C0Error; done: () => void } {
+function answerWait(base: string, opts: ApiCallOptions): { signal: AbortSignal; expired: () => boolean; error: () => Promise<C0Error>; done: () => void } {
   const ms = (opts.timeoutMs ?? apiTimeoutMs()) + (opts.workMs ?? 0);
   const ctl = new AbortController();
   const timer = setTimeout(() => ctl.abort(), Math.min(ms, 2 ** 31 - 1));
   return {
     signal: ctl.signal,
     expired: () => ctl.signal.aborted,
-    error: () => {
+    error: async () => {
       const pid = pids.get(base);
       const s = Number((ms / 1000).toFixed(1));
+      // an API that takes each connection and closes it at once is refusing connections (fetch tries again and again
+      // until the wait ends), not stopped: say so (review s41 E F2)
+      const why = (await closesAtOnce(base)) ? `: it takes connections and closes them at once, refusing connections (too many open? see the daemon's log for ${API_CONNECTIONS_FULL})` : ' (stopped? overloaded?)';
       return new C0Error(
         'DAEMON_NOT_ANSWERING',
-        `${pid === undefined ? `the daemon's API at ${base}` : `the daemon (pid ${pid}) is alive but its API at ${base}`} did not answer in ${s} s (stopped? overloaded?); C0MPUTE_API_TIMEOUT=<seconds> waits longer`,
+        `${pid === undefined ? `the daemon's API at ${base}` : `the daemon (pid ${pid}) is alive but its API at ${base}`} did not answer in ${s} s${why}; C0MPUTE_API_TIMEOUT=<seconds> waits longer`,
         { detail: { api: base, ...(pid === undefined ? {} : { pid }), timeoutMs: ms } },
       );
     },
     done: () => clearTimeout(timer),
   };
+}
+
+/** The code a daemon logs when its API has more connections than it takes (src/node/api.ts). */
+const API_CONNECTIONS_FULL = 'API_CONNECTIONS_FULL';
+
+/** Whether the API at `base` takes a connection and closes (or resets) it before answering a request: it refuses connections. */
+export function closesAtOnce(base: string, waitMs = 1_000): Promise<boolean> {
+  const i = base.lastIndexOf(':');
+  const host = base.slice(0, i).replace(/^\[|\]$/g, '');
+  const port = Number.parseInt(base.slice(i + 1), 10);
+  return new Promise((resolve) => {
+    let connected = false;
+    let settled = false;
+    const sock = connect({ host, port }, () => {
+      connected = true;
+      sock.write(`HEAD /v1/status HTTP/1.1\r\nHost: ${base}\r\nConnection: close\r\n\r\n`);
+    });
+    const done = (refusing: boolean) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      sock.destroy();
+      resolve(refusing);
+    };
+    // an answer (any), or none in the wait (stopped, stuck): not refusing; no connection at all: not this either
+    const timer = setTimeout(() => done(false), waitMs);
+    sock.on('data', () => done(false));
+    sock.on('error', () => done(connected));
+    sock.on('close', () => done(connected));
+  });
+}
+
+/** A fetch that failed as the daemon closed or reset its connection before any answer: the API refusing connections (or the daemon stopping). */
+function closedBeforeAnswer(e: unknown, base: string): C0Error | undefined {
+  const code = ((e as { cause?: { code?: string } }).cause ?? {}).code;
+  if (code !== 'UND_ERR_SOCKET' && code !== 'ECONNRESET' && code !== 'EPIPE') return undefined;
+  return new C0Error('DAEMON_UNREACHABLE', `the daemon's API at ${base} closed the connection before it answered: it is refusing connections (too many open? see the daemon's log for ${API_CONNECTIONS_FULL}), or it stopped`);
 }
 
 /** Client side (the CLI): call the daemon; DAEMON_NOT_ANSWERING when its whole answer has not come within the wait (ApiCallOptions). */
@@ -76,8 +117,8 @@ export async function apiCall(base: string, token: string, method: 'GET' | 'POST
     try {
       res = await fetch(`http://${base}${path}`, { method, signal: wait.signal, headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) }, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
     } catch (e) {
-      if (wait.expired()) throw wait.error();
-      throw new C0Error('DAEMON_UNREACHABLE', `cannot reach the daemon at ${base}: ${(e as Error).message}`);
+      if (wait.expired()) throw await wait.error();
+      throw closedBeforeAnswer(e, base) ?? new C0Error('DAEMON_UNREACHABLE', `cannot reach the daemon at ${base}: ${(e as Error).message}`);
     }
     const data = (await answerJson(res, base, wait)) as { error?: { code: string; message: string } };
     if (!res.ok) throw new C0Error(data.error?.code ?? 'DAEMON_ERROR', data.error?.message ?? `daemon answered ${res.status}`);
@@ -101,8 +142,8 @@ export async function* apiStream(base: string, token: string, path: string, body
     const req: RequestInit = body === undefined ? { method: 'GET', headers: { authorization: `Bearer ${token}` } } : { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) };
     res = await fetch(`http://${base}${path}`, { ...req, signal: AbortSignal.any([wait.signal, quiet.signal]) });
   } catch (e) {
-    if (wait.expired()) throw wait.error();
-    throw new C0Error('DAEMON_UNREACHABLE', `cannot reach the daemon at ${base}: ${(e as Error).message}`);
+    if (wait.expired()) throw await wait.error();
+    throw closedBeforeAnswer(e, base) ?? new C0Error('DAEMON_UNREACHABLE', `cannot reach the daemon at ${base}: ${(e as Error).message}`);
   } finally {
     // the headers came (or nothing will): from here the stream is not timed
     wait.done();
@@ -164,9 +205,9 @@ async function* ndjson(chunks: AsyncIterator<Uint8Array>, base: string, idleMs: 
 }
 
 /** The body of an answer as JSON; a body that is not (another server on the daemon's port) is DAEMON_BAD_ANSWER. */
-async function answerJson(res: Response, base: string, wait: { expired: () => boolean; error: () => C0Error }): Promise<unknown> {
-  const text = await res.text().catch((e: unknown) => {
-    if (wait.expired()) throw wait.error();
+async function answerJson(res: Response, base: string, wait: { expired: () => boolean; error: () => Promise<C0Error> }): Promise<unknown> {
+  const text = await res.text().catch(async (e: unknown) => {
+    if (wait.expired()) throw await wait.error();
     throw new C0Error('DAEMON_STREAM_LOST', `the connection to the daemon at ${base} broke while it answered: ${(e as Error).message}`);
   });
   try {
