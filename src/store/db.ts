@@ -27,6 +27,7 @@ import { C0Error } from '../errors.js';
 import { osReason } from '../util/os-reason.js';
 import { printable } from '../util/text.js';
 import { STORE_CORRUPT, STORE_RECOVERY, tableDamage } from '../util/store-damage.js';
+import { checkLogs, type LogDamage } from './wal-check.js';
 
 export const STORE_WRITE_FAILED = 'STORE_WRITE_FAILED';
 /** A read (get, an iterator) that reached the database while it was closed for its reopen (docs/node.md "When a write fails"). */
@@ -339,7 +340,8 @@ class GuardedLevel extends Level<string, Uint8Array> {
           await this.#reopen();
           return;
         } catch (e) {
-          if (e instanceof C0Error && e.code === STORE_REOPEN_REFUSED) {
+          // (a log found damaged at the reopen: the restart refuses it too, STORE_CORRUPT, exit 3)
+          if (e instanceof C0Error && (e.code === STORE_REOPEN_REFUSED || e.code === STORE_CORRUPT)) {
             storeFatal(e);
             return;
           }
@@ -377,6 +379,9 @@ class GuardedLevel extends Level<string, Uint8Array> {
     if (this.status === 'open') await this.close();
     if (this.#stop.signal.aborted) return;
     await this.recovery.beforeOpen?.();
+    // LevelDB replays the log at the open and drops a damaged record without a word (wal-check.ts)
+    const damaged = logDamage(this.path);
+    if (damaged) throw logCorrupt(this.path, damaged);
     // never a new empty database in place of this one (openDb)
     await this.open({ createIfMissing: false });
     for (const s of this.#subs) if (s.status === 'closed') await s.open();
@@ -471,6 +476,20 @@ export function isTableDamage(e: unknown): boolean {
 export function corrupt(path: string, err: unknown): C0Error {
   const why = (err as { message?: string } | undefined)?.message ?? 'corruption';
   return new C0Error(STORE_CORRUPT, `the database at ${path} is damaged (${why}); nothing was changed: ${STORE_RECOVERY}`, { cause: err, detail: { path } });
+}
+
+/** The damage in the database's write-ahead logs (wal-check.ts); one it cannot read is left to LevelDB's open to report. */
+function logDamage(dir: string, files?: string[]): LogDamage | undefined {
+  try {
+    return checkLogs(dir, files);
+  } catch {
+    return undefined;
+  }
+}
+
+/** STORE_CORRUPT for a damaged write-ahead log, found before LevelDB's open (which would drop its records). */
+function logCorrupt(path: string, d: LogDamage): C0Error {
+  return new C0Error(STORE_CORRUPT, `the database at ${path} is damaged: its write-ahead log ${d.file} fails LevelDB's check at byte ${d.offset} (${d.reason}); opening it would drop the records from there on, acknowledged ones among them, and delete the log; nothing was changed: ${STORE_RECOVERY}`, { detail: { path, log: d.file, offset: d.offset, reason: d.reason } });
 }
 
 /** The note an opener leaves in the database's directory while it holds the lock: who holds it, for STORE_LOCKED. */
@@ -581,6 +600,10 @@ export async function openDb(path: string, opts: OpenDbOptions = {}): Promise<Db
       if (/^MANIFEST-\d+$/.test(manifest) ? !files.includes(manifest) : manifest !== '' && !manifest.includes('\n')) {
         throw new C0Error(STORE_CORRUPT, `the database at ${key} is damaged: its CURRENT file names "${printable(manifest.slice(0, 40))}", not a manifest in that directory; nothing was changed: ${STORE_RECOVERY}`, { detail: { path: key, missing: manifest.slice(0, 40) } });
       }
+      // a damaged record in a write-ahead log: LevelDB's open would drop it (and what follows in its block) and delete
+      // the log, saying so only in db/LOG (wal-check.ts)
+      const damaged = logDamage(key, files);
+      if (damaged) throw logCorrupt(key, damaged);
     }
     const deadline = Date.now() + (opts.lockWaitMs ?? 0);
     let delay = 100;
