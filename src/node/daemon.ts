@@ -122,7 +122,7 @@ export class Daemon {
     checkDataDirWritable(dataDir);
     // a daemon's start waits a while for a database a one-shot command (`run`, an offline `jobs`) holds during a restart
     const lockWaitMs = this.opts.advertise === false ? 0 : 10_000;
-    this.db = await openDb(join(dataDir, 'db'), { lockWaitMs, onLockWait: (holder) => this.log.warn({ code: 'STORE_LOCKED', holder }, `the database is held by ${holder ?? 'another process'}; waiting up to ${lockWaitMs / 1000} s for it`) });
+    this.db = await openDb(join(dataDir, 'db'), { lockWaitMs, createdMark: join(dataDir, 'db.created'), onLockWait: (holder) => this.log.warn({ code: 'STORE_LOCKED', holder }, `the database is held by ${holder ?? 'another process'}; waiting up to ${lockWaitMs / 1000} s for it`) });
     this.#stops.push(() => closeDb(this.db));
     this.#watchStore(this.db);
     for (const n of networksOf(config)) {

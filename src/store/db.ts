@@ -19,7 +19,7 @@
  * commit), so no write can slip into LevelDB's log behind the one that fails.
  */
 import { resolve, join } from 'node:path';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { open as openFile, rm } from 'node:fs/promises';
 import { EventEmitter } from 'node:events';
 import { Level } from 'level';
@@ -492,6 +492,9 @@ function logCorrupt(path: string, d: LogDamage): C0Error {
   return new C0Error(STORE_CORRUPT, `the database at ${path} is damaged: its write-ahead log ${d.file} fails LevelDB's check at byte ${d.offset} (${d.reason}); opening it would drop the records from there on, acknowledged ones among them, and delete the log; nothing was changed: ${STORE_RECOVERY}`, { detail: { path, log: d.file, offset: d.offset, reason: d.reason } });
 }
 
+/** A database that was there is gone (db/ empty or missing while the data directory's record says one was created). */
+export const STORE_MISSING = 'STORE_MISSING';
+
 /** The note an opener leaves in the database's directory while it holds the lock: who holds it, for STORE_LOCKED. */
 const HOLDER = 'C0HOLDER';
 
@@ -505,6 +508,12 @@ export interface OpenDbOptions {
   lockWaitMs?: number;
   /** Called once when the lock is found held and openDb waits, with who holds it (the holder note, if any). */
   onLockWait?: (holder: string | undefined) => void;
+  /**
+   * A file outside the database's directory (the daemon: <data-dir>/db.created) written once the database has been
+   * opened. While it is there, a directory that is empty or missing (a volume not mounted, a restore that left db/
+   * out) is refused STORE_MISSING, not created anew as an empty database. Remove it to start on a new one on purpose.
+   */
+  createdMark?: string;
 }
 
 /**
@@ -535,6 +544,15 @@ function writeHolder(dir: string): void {
   // best effort: a note that cannot be written (a full disk) only makes a later STORE_LOCKED say less
   try {
     writeFileSync(join(dir, HOLDER), JSON.stringify({ pid: process.pid, cmd: ['c0mpute', ...process.argv.slice(2)].join(' '), since: Date.now() }) + '\n');
+  } catch {
+    /* ignored */
+  }
+}
+
+/** The record that a database was created at `dir` (OpenDbOptions.createdMark); best effort, as the holder note. */
+function writeMark(mark: string, dir: string): void {
+  try {
+    writeFileSync(mark, JSON.stringify({ db: dir, since: new Date().toISOString(), note: 'a database was created in db/: while this file is here, an empty or missing db/ is refused (STORE_MISSING) rather than started anew; remove it to begin a new empty database on purpose' }) + '\n');
   } catch {
     /* ignored */
   }
@@ -572,16 +590,23 @@ export async function openDb(path: string, opts: OpenDbOptions = {}): Promise<Db
   }
   const p = (async () => {
     let files: string[];
+    const mark = opts.createdMark;
+    const created = mark !== undefined && existsSync(mark);
     try {
-      mkdirSync(key, { recursive: true });
+      if (!created) mkdirSync(key, { recursive: true });
       files = readdirSync(key);
     } catch (err) {
-      throw new C0Error('STORE_OPEN_FAILED', `cannot open the database at ${key}: ${osReason(err)}`, { cause: err });
+      if (!(created && (err as NodeJS.ErrnoException).code === 'ENOENT')) throw new C0Error('STORE_OPEN_FAILED', `cannot open the database at ${key}: ${osReason(err)}`, { cause: err });
+      files = [];
     }
     // no CURRENT and no table or log: a fresh directory, or a creation that was killed before it wrote CURRENT (its
     // manifest and .dbtmp hold nothing; LevelDB's createIfMissing writes them anew)
     const exists = files.includes('CURRENT');
     const data = files.filter((f) => DATA_FILE.test(f)).sort();
+    if (created && !exists && data.length === 0) {
+      const state = existsSync(key) ? (files.length ? `holds no database (only ${files.slice(0, 4).join(', ')})` : 'is empty') : 'is missing';
+      throw new C0Error(STORE_MISSING, `the database directory ${key} ${state}, but a database was created there before (${mark}): a volume not mounted (db/ a link to it, or its mount point), or a restore that left db/ out; opening it would begin a new empty database in its place. Nothing was changed: mount the volume or restore db/, then run the command again; to begin a new empty database on purpose, remove ${mark}`, { detail: { path: key, mark } });
+    }
     if (!exists && data.length > 0) {
       const tables = data.filter((f) => !f.endsWith('.log')).length;
       const logs = data.length - tables;
@@ -615,6 +640,7 @@ export async function openDb(path: string, opts: OpenDbOptions = {}): Promise<Db
         await db.open({ createIfMissing: !exists });
         open.set(key, { db, refs: 1 });
         writeHolder(key);
+        if (mark !== undefined && !created) writeMark(mark, key);
         return db;
       } catch (err) {
         const cause = (err as { cause?: { code?: string; message?: string } }).cause;
