@@ -6,7 +6,7 @@
 import { Command, CommanderError } from 'commander';
 import { C0Error } from '../errors.js';
 import { printable } from '../util/text.js';
-import { STORE_CORRUPT, STORE_RECOVERY, tableDamageIn } from '../util/store-damage.js';
+import { STORE_CORRUPT, STORE_READ_FAILED, STORE_RECOVERY, readFailedMessage, readFailureIn, tableDamageIn } from '../util/store-damage.js';
 import { EXIT, Interrupted, NegativeAnswer, UsageError, defaultDataDir } from './context.js';
 import { registerCommands } from './commands/index.js';
 import { setPassphraseFile } from './passphrase.js';
@@ -123,6 +123,13 @@ export function report(e: unknown): number {
     // not a bug (exit 70 made a supervisor's Restart=on-failure restart it in a loop)
     const err = new C0Error(STORE_CORRUPT, `the node's database is damaged (${damaged}); nothing was changed: ${STORE_RECOVERY}`, { cause: e });
     return report(err);
+  }
+  const failed = readFailureIn(e);
+  if (failed !== undefined) {
+    // a read LevelDB could not make for another reason (a table it may not open, EACCES; the disk's EIO): the
+    // operator's to fix, not a bug (exit 70)
+    const dir = failed.file?.replace(/[\\/][^\\/]*$/, '') || "the node's data directory";
+    return report(new C0Error(STORE_READ_FAILED, readFailedMessage(dir, failed), { cause: e }));
   }
   process.stderr.write(`internal error: ${(e as Error)?.message ?? String(e)}\n`);
   if (process.env.C0MPUTE_DEBUG) process.stderr.write(`${(e as Error)?.stack ?? ''}\n`);

@@ -120,7 +120,7 @@ function statusFor(code: string): number {
   // the node's database takes no writes now (a full disk): the request was fine, the node cannot serve it yet
   if (code === 'STORE_WRITE_FAILED' || code === 'STORE_REOPENING' || code === 'STORE_REOPEN_REFUSED') return 503;
   // a damaged table read by a running daemon (docs/node.md "A damaged database"): this node's fault, not the request's
-  if (code === 'STORE_CORRUPT') return 500;
+  if (code === 'STORE_CORRUPT' || code === 'STORE_READ_FAILED') return 500;
   return 400;
 }
 

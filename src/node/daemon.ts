@@ -172,6 +172,9 @@ export class Daemon {
   /** The database as `status` shows it: `code` STORE_WRITE_FAILED while it takes no writes. */
   storeStatus(): { message: string; code?: string } & Pick<StoreHealth, 'writeErrors' | 'reopens'> {
     const h = storeHealth(this.db);
+    // reads that fail (a damaged table, one it may not read) are said even while writes are taken
+    const r = h.readFailed;
+    if (h.ok && r) return { code: r.code, message: `${h.writeErrors ? 'writable after a reopen' : 'writable'}, but reads fail: ${r.count} since the start, the last at ${new Date(r.since).toISOString()}: ${r.cause}`, writeErrors: h.writeErrors, reopens: h.reopens };
     if (h.ok) return { message: h.writeErrors ? `writable (reopened ${h.reopens} time(s) after ${h.writeErrors} failed write(s))` : 'writable', writeErrors: h.writeErrors, reopens: h.reopens };
     return { code: 'STORE_WRITE_FAILED', message: `takes no writes since ${new Date(h.since!).toISOString()}: ${h.cause}; reopened once the disk takes writes again (nothing is quoted or run meanwhile)`, writeErrors: h.writeErrors, reopens: h.reopens };
   }

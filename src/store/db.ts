@@ -26,7 +26,7 @@ import { Level } from 'level';
 import { C0Error } from '../errors.js';
 import { osReason } from '../util/os-reason.js';
 import { printable } from '../util/text.js';
-import { STORE_CORRUPT, STORE_RECOVERY, tableDamage } from '../util/store-damage.js';
+import { STORE_CORRUPT, STORE_READ_FAILED, STORE_RECOVERY, readFailedMessage, readFailure, tableDamage } from '../util/store-damage.js';
 import { checkLogs, type LogDamage } from './wal-check.js';
 
 export const STORE_WRITE_FAILED = 'STORE_WRITE_FAILED';
@@ -49,6 +49,11 @@ export interface StoreHealth {
   writeErrors: number;
   /** reopens that recovered the handle */
   reopens: number;
+  /**
+   * The last read that failed since the open (a damaged table, STORE_CORRUPT; a table LevelDB may not read,
+   * STORE_READ_FAILED): `status` says so rather than "writable" alone.
+   */
+  readFailed?: { code: string; cause: string; since: number; count: number };
 }
 
 /** Tuning of the recovery (tests shorten it). */
@@ -122,6 +127,7 @@ class GuardedLevel extends Level<string, Uint8Array> {
   #poison: { cause: string; since: number; error: unknown } | undefined;
   #writeErrors = 0;
   #reopens = 0;
+  #readFailed: StoreHealth['readFailed'];
   /** Writes waiting for their group (#drain). */
   readonly #queue: Queued[] = [];
   /** The last drain (settled once the queue is empty), and whether it is under way. */
@@ -156,7 +162,11 @@ class GuardedLevel extends Level<string, Uint8Array> {
     const map = (e: unknown, write: boolean): unknown => {
       // a read that meets a damaged table (a bit flipped on disk): the store's code, not a bare LevelDB error (a bug, exit 70)
       // (a table cut short or emptied is LevelDB's IO error naming it: TABLE_IO_DAMAGE)
-      if (!write && isTableDamage(e)) return corrupt(this.path, e);
+      if (!write && isTableDamage(e)) return this.#readFailedWith(corrupt(this.path, e));
+      // another IO error on a read (a table it may not open, EACCES; the disk's EIO): the store's code with the OS's
+      // reason, not a bare LevelDB error (a bug, exit 70)
+      const failed = write ? undefined : readFailure(e);
+      if (failed) return this.#readFailedWith(new C0Error(STORE_READ_FAILED, readFailedMessage(this.path, failed), { cause: e, detail: { path: this.path, ...failed } }));
       if (!this.#poison || !NOT_OPEN.has((e as { code?: string } | undefined)?.code ?? '')) return e;
       if (write) return this.#refusal();
       return new C0Error(STORE_REOPENING, `the database at ${this.path} is being reopened after a failed write (${this.#poison.cause}); read again shortly`, { cause: e, detail: { cause: this.#poison.cause, since: this.#poison.since } });
@@ -203,7 +213,14 @@ class GuardedLevel extends Level<string, Uint8Array> {
   }
 
   health(): StoreHealth {
-    return { ok: this.#poison === undefined, ...(this.#poison ? { cause: this.#poison.cause, since: this.#poison.since } : {}), writeErrors: this.#writeErrors, reopens: this.#reopens };
+    return { ok: this.#poison === undefined, ...(this.#poison ? { cause: this.#poison.cause, since: this.#poison.since } : {}), writeErrors: this.#writeErrors, reopens: this.#reopens, ...(this.#readFailed ? { readFailed: { ...this.#readFailed } } : {}) };
+  }
+
+  /** A read failed with `err` (STORE_CORRUPT, STORE_READ_FAILED): remembered for `status` (health). */
+  #readFailedWith(err: C0Error): C0Error {
+    const cause = (err.cause as { message?: string } | undefined)?.message ?? err.message;
+    this.#readFailed = { code: err.code, cause, since: Date.now(), count: (this.#readFailed?.count ?? 0) + 1 };
+    return err;
   }
 
   onReopen(h: Hook): () => void {
@@ -465,7 +482,7 @@ interface Entry {
 const open = new Map<string, Entry>();
 const opening = new Map<string, Promise<Db>>();
 
-export { STORE_CORRUPT, TABLE_IO_DAMAGE } from '../util/store-damage.js';
+export { STORE_CORRUPT, STORE_READ_FAILED, TABLE_IO_DAMAGE } from '../util/store-damage.js';
 
 /** The error (a LevelDB error) is a damaged table: LevelDB's LEVEL_CORRUPTION, or TABLE_IO_DAMAGE (util/store-damage.ts). */
 export function isTableDamage(e: unknown): boolean {

@@ -33,3 +33,59 @@ export function tableDamageIn(e: unknown): string | undefined {
   }
   return undefined;
 }
+
+/**
+ * A read of the database that LevelDB could not make for a reason that is not damage: a table it may not open (a
+ * permission: a file left root-owned by a `sudo c0mpute start`), an I/O error of the disk (EIO). Not a bug (exit 70,
+ * a supervisor's restart loop): the operator's to fix; the CLI exits 3 and the API answers 500.
+ */
+export const STORE_READ_FAILED = 'STORE_READ_FAILED';
+
+/** The OS's words in LevelDB's IO error (strerror) and the code they stand for. */
+const OS_CODES: Record<string, string> = {
+  'Permission denied': 'EACCES',
+  'Operation not permitted': 'EPERM',
+  'Input/output error': 'EIO',
+  'Read-only file system': 'EROFS',
+  'No space left on device': 'ENOSPC',
+  'Too many open files': 'EMFILE',
+  'Stale file handle': 'ESTALE',
+};
+
+/** What a failed read was: LevelDB's message, the file it names and the OS's reason (with its code when known). */
+export interface ReadFailure {
+  message: string;
+  file?: string;
+  reason?: string;
+  errno?: string;
+}
+
+/** LevelDB's IO error `e` itself (LEVEL_IO_ERROR, "IO error: …") that is not a damaged table, else undefined. */
+export function readFailure(e: unknown): ReadFailure | undefined {
+  const { code, message } = (e ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof message !== 'string' || tableDamage(e) !== undefined) return undefined;
+  if (code !== 'LEVEL_IO_ERROR' && !(code === undefined && message.startsWith('IO error: '))) return undefined;
+  const m = /^IO error: (.*): ([^:]+)$/.exec(message);
+  if (!m) return { message };
+  const errno = OS_CODES[m[2]!];
+  return { message, file: m[1]!, reason: m[2]!, ...(errno ? { errno } : {}) };
+}
+
+/** readFailure of `e` or of an error it was caused by (at most 5 deep). */
+export function readFailureIn(e: unknown): ReadFailure | undefined {
+  for (let x = e, i = 0; x && typeof x === 'object' && i < 5; x = (x as { cause?: unknown }).cause, i++) {
+    const f = readFailure(x);
+    if (f !== undefined) return f;
+  }
+  return undefined;
+}
+
+/** The operator's text for a failed read of the database at `path`. */
+export function readFailedMessage(path: string, f: ReadFailure): string {
+  const why = f.reason ? `${f.reason.toLowerCase()}${f.errno ? ` (${f.errno})` : ''} on ${f.file}` : f.message;
+  const advice =
+    f.errno === 'EACCES' || f.errno === 'EPERM'
+      ? `give the files back to the user the node runs as (a start as another user, e.g. \`sudo c0mpute start\`, leaves files only that user can read: \`chown -R <user> ${path}\`)`
+      : 'check the disk and the file (the kernel log for an I/O error)';
+  return `a read of the database at ${path} failed: ${why}; nothing was changed: ${advice}, then run the command again`;
+}
