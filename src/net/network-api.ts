@@ -87,6 +87,11 @@ export interface NetworkOptions {
   syncOnConnect?: TopicKind[];
   /** Records asked per kind in a sync (default 1 024). */
   syncLimit?: number;
+  /**
+   * Outcome catch-up (records-sync.ts, docs/network.md §5 "Catching up on outcomes"): the kinds a node that counts
+   * outcomes asks its peers for, once per connection, after it was away (default: none, no catch-up).
+   */
+  catchUp?: CatchUpOptions;
   /** Metrics registry (default: a fresh one, `net.metrics.registry`). */
   registry?: Registry;
   logger?: Logger;
@@ -127,6 +132,22 @@ export const NETWORK_DEFAULTS = {
   findPeerTimeoutMs: 10_000,
   dialTimeoutMs: 10_000,
 } as const;
+
+/** `NetworkOptions.catchUp`: what a node missed while it was away, asked of the peers it (re)connects to (records-sync.ts). */
+export interface CatchUpOptions {
+  /** The kinds caught up, in this order (the outcome kinds this node joined; one it did not join is not asked). */
+  kinds: TopicKind[];
+  /** Wall-clock ms from which this node may lack records of `kinds` at start (the newest it holds, less a margin). */
+  from: number;
+  /** How far back a catch-up reaches at most, ms (default 3 600 000: the record cache's time-to-live, what a peer serves). */
+  maxAgeMs?: number;
+  /** How long after the first peer connects again peers are asked, ms (default 60 000): each one identified by then, once. */
+  windowMs?: number;
+  /** Taken off the time the last peer went when a gap opens while running, ms (default 60 000: records in flight then). */
+  marginMs?: number;
+}
+
+export const CATCH_UP_DEFAULTS = { maxAgeMs: 3_600_000, windowMs: 60_000, marginMs: 60_000 } as const;
 
 export interface PeerInfo {
   peerId: string;

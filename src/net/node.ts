@@ -217,7 +217,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
 
   // records/1: served, fetched, synced (records-sync.ts); sync on join: once from each newly identified peer that speaks it.
   const connected = (peer: string): boolean => libp2p.getConnections(peerIdFromString(peer)).some((c) => c.status === 'open');
-  const records = new RecordsSync({ direct, pipeline, metrics, log, joined: joined.filter((k) => !publishOnly.includes(k)), shards, syncKinds, syncLimit, accept, source, clock, connected });
+  const records = new RecordsSync({ direct, pipeline, metrics, log, joined: joined.filter((k) => !publishOnly.includes(k)), shards, syncKinds, syncLimit, accept, source, clock, connected, ...(opts.catchUp ? { catchUp: opts.catchUp } : {}) });
   const onIdentify = (evt: CustomEvent<IdentifyResult>): void => {
     const { peerId, protocols } = evt.detail;
     // The address this node dialled it on goes first (a peer that dialled in came from a port it does not listen on).

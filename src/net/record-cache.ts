@@ -64,7 +64,11 @@ export interface RecordSource {
    * those on one of them (a sharded kind's markets, `recordShards`; a record of an unsharded kind is on
    * none). Sources keep each record's shards beside it (`heldShards`), never re-opening records to filter.
    */
-  live(kind: TopicKind, now: number, limit: number, shards?: ReadonlySet<string>): Uint8Array[] | Promise<Uint8Array[]>;
+  /**
+   * With `since` (wall-clock ms, records/1 `live` `since`): only those this node took at or after it (the cache's
+   * time of adding; a source that cannot tell, such as a store of the current adverts, may ignore it).
+   */
+  live(kind: TopicKind, now: number, limit: number, shards?: ReadonlySet<string>, since?: number): Uint8Array[] | Promise<Uint8Array[]>;
   /**
    * Envelope bytes of the live records of `kinds` whose `job` is one of `jobs` (at most `limit`), kind by kind in the
    * order given (records/1 `jobs`). Optional: a source without it answers that op NET_BAD_REQUEST.
@@ -87,6 +91,8 @@ interface Entry {
   shards: readonly string[];
   /** the job the record names (`job`: an offer, selection, receipt, non-delivery), indexed in `#byJob` */
   job?: string;
+  /** when it was added (the cache's clock): records/1 `live` `since` */
+  added: number;
 }
 
 /** The by-job index's key: a kind and a job address. */
@@ -149,7 +155,7 @@ export class MemoryRecordCache implements RecordSource {
     const w = validityWindow(rec.type, rec.record);
     const bytes = compactBytes(rec.bytes);
     const job = (rec.record as { job?: unknown }).job;
-    const e: Entry = { kind, bytes, notAfter: w ? w[1] : now + this.#ttlMs, timed: !w, signer: rec.signer, shards: heldShards(kind, rec.record), ...(typeof job === 'string' ? { job } : {}) };
+    const e: Entry = { kind, bytes, notAfter: w ? w[1] : now + this.#ttlMs, timed: !w, added: now, signer: rec.signer, shards: heldShards(kind, rec.record), ...(typeof job === 'string' ? { job } : {}) };
     m.set(rec.address, e);
     this.#byAddr.set(rec.address, e);
     if (e.job !== undefined) {
@@ -165,7 +171,7 @@ export class MemoryRecordCache implements RecordSource {
     while (this.#bytes > this.#maxBytes) this.#removeOldest(this.#largestKind());
   }
 
-  live(kind: TopicKind, now: number, limit: number, shards?: ReadonlySet<string>): Uint8Array[] {
+  live(kind: TopicKind, now: number, limit: number, shards?: ReadonlySet<string>, since?: number): Uint8Array[] {
     const m = this.#byKind.get(kind);
     if (!m) return [];
     const out: Uint8Array[] = [];
@@ -174,7 +180,7 @@ export class MemoryRecordCache implements RecordSource {
         this.#remove(kind, addr);
         continue;
       }
-      if (out.length < limit && (!shards || e.shards.some((s) => shards.has(s)))) out.push(e.bytes);
+      if (out.length < limit && (since === undefined || e.added >= since) && (!shards || e.shards.some((s) => shards.has(s)))) out.push(e.bytes);
     }
     return out;
   }

@@ -4,8 +4,11 @@
  * (envelope bytes), then the end frame.
  *
  *   {op: "get",  addresses: ["sha256:…", …]}     (1..MAX_GET addresses)
- *   {op: "live", kind: "<gossip kind>", limit: n, shards?: ["0a", …], have?: h'…'}  (1..MAX_LIVE; shards: only records of those markets, sharded kinds;
- *                                          have: 8-byte address prefixes of what the requester holds, not sent back — sync-digest.ts)
+ *   {op: "live", kind: "<gossip kind>", limit: n, shards?: ["0a", …], have?: h'…', since?: ms}  (1..MAX_LIVE; shards: only records of those markets, sharded kinds;
+ *                                          have: 8-byte address prefixes of what the requester holds, not sent back — sync-digest.ts;
+ *                                          since: only records the server took at or after this wall-clock time, ms — an
+ *                                          outcome catch-up, records-sync.ts; a server that keeps no such time, or an older
+ *                                          one, answers as without it)
  *   {op: "jobs", kinds: ["selection", "receipt", …], jobs: ["sha256:…", …]}  (kinds: 1.. of BY_JOB_KINDS, no repeats;
  *                                          jobs: 1..MAX_JOBS job addresses, no repeats) → the records held of those kinds whose
  *                                          `job` is one of those, kind by kind in the order asked. What a steward's
@@ -75,12 +78,12 @@ export const RECORDS_RATE_LIMITED = 'NET_RATE_LIMITED';
 /** What one record skipped for a sync digest costs the requester's byte budget (it was read and hashed). */
 export const DIGEST_SKIP_COST_BYTES = 64;
 
-export type RecordsRequest = { op: 'get'; addresses: string[] } | { op: 'live'; kind: TopicKind; limit: number; shards?: string[]; have?: Uint8Array } | { op: 'jobs'; kinds: TopicKind[]; jobs: string[] };
+export type RecordsRequest = { op: 'get'; addresses: string[] } | { op: 'live'; kind: TopicKind; limit: number; shards?: string[]; have?: Uint8Array; since?: number } | { op: 'jobs'; kinds: TopicKind[]; jobs: string[] };
 
 export function encodeRecordsRequest(r: RecordsRequest): CborValue {
   if (r.op === 'get') return { op: 'get', addresses: r.addresses };
   if (r.op === 'jobs') return { op: 'jobs', kinds: r.kinds, jobs: r.jobs };
-  return { op: 'live', kind: r.kind, limit: r.limit, ...(r.shards ? { shards: r.shards } : {}), ...(r.have ? { have: r.have } : {}) };
+  return { op: 'live', kind: r.kind, limit: r.limit, ...(r.shards ? { shards: r.shards } : {}), ...(r.have ? { have: r.have } : {}), ...(r.since !== undefined ? { since: r.since } : {}) };
 }
 
 export function parseRecordsRequest(v: CborValue | undefined): RecordsRequest {
@@ -101,7 +104,9 @@ export function parseRecordsRequest(v: CborValue | undefined): RecordsRequest {
     if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 1 || limit > MAX_LIVE) return bad(`limit must be 1..${MAX_LIVE}`);
     const sh = m.shards;
     const have = parseDigest(m.have, MAX_LIVE);
-    const withHave = have ? { have } : {};
+    const since = m.since;
+    if (since !== undefined && (typeof since !== 'number' || !Number.isSafeInteger(since) || since < 0)) return bad('since must be a non-negative integer (ms)');
+    const withHave = { ...(have ? { have } : {}), ...(since !== undefined ? { since } : {}) };
     if (sh === undefined) return { op: 'live', kind: m.kind, limit, ...withHave };
     if (!Array.isArray(sh) || sh.length < 1 || sh.length > ALL_SHARDS.length || !sh.every((x) => typeof x === 'string' && ALL_SHARDS.includes(x))) return bad(`shards must list 1..${ALL_SHARDS.length} of ${ALL_SHARDS[0]}..${ALL_SHARDS.at(-1)}`);
     return { op: 'live', kind: m.kind, limit, shards: sh as string[], ...withHave };
@@ -181,7 +186,8 @@ export function recordsHandler(source: RecordSource, clock: Clock, options: Part
       const listed = (req.have?.length ?? 0) / DIGEST_PREFIX_BYTES;
       const keep = lacks(req.have);
       let sent = 0;
-      for (const b of await source.live(req.kind, clock(), Math.min(MAX_LIVE, want + listed), req.shards ? new Set(req.shards) : undefined)) {
+      // `since` (an outcome catch-up): the source leaves out what it took before then, before any is read or hashed
+      for (const b of await source.live(req.kind, clock(), Math.min(MAX_LIVE, want + listed), req.shards ? new Set(req.shards) : undefined, req.since)) {
         if (!keep(b)) {
           // a record skipped was still read and hashed: it costs the requester's budget a little (a listed digest
           // cannot make one cheap request scan the whole market for free); charged even past zero, like work done

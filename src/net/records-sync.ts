@@ -6,6 +6,15 @@
  * records through the gossip pipeline, asking a peer for the records that name
  * given jobs (`syncJobs`, the same pipeline), and syncing once from each newly
  * identified peer that speaks records/1 (`syncOnConnect`).
+ *
+ * Outcome catch-up (`catchUp`, docs/network.md §5 "Catching up on outcomes"): outcomes are not current state, so
+ * the sync on connect never asked for them, and a node that was stopped (or had no peer) never learnt the receipts,
+ * acceptances and non-deliveries gossiped meanwhile. With `catchUp`, a gap opens at start (from `catchUp.from`: the
+ * newest outcome the node holds) and whenever its last peer leaves (from then, less a margin); the first peer
+ * identified after it opens a window (`windowMs`) in which each peer identified is also asked, once, for the
+ * `catchUp.kinds` it took since the gap opened (records/1 `live` with `since`, never further back than `maxAgeMs`),
+ * with the digest of what this node holds of them since then. Everything comes through the gossip pipeline as any
+ * sync's (`#take`), within the server's bounds (records/1 per answer and per peer).
  */
 import type { PeerId } from '@libp2p/interface';
 import type { Multiaddr } from '@multiformats/multiaddr';
@@ -16,7 +25,7 @@ import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import type { RecordPipeline, ValidationOutcome } from './gossip-validation.js';
 import type { NetMetrics } from './metrics.js';
-import { peerKey, type SyncResult } from './network-api.js';
+import { CATCH_UP_DEFAULTS, peerKey, type CatchUpOptions, type SyncResult } from './network-api.js';
 import { PROTOCOLS, type DirectProtocols } from './protocols.js';
 import type { RecordSource } from './record-cache.js';
 import { BY_JOB_KINDS, encodeRecordsRequest, MAX_JOBS, MAX_LIVE, RECORDS_RATE_LIMITED, recordsHandler, type RecordsServeOptions } from './records-protocol.js';
@@ -48,17 +57,42 @@ export interface RecordsSyncDeps {
    * not called back to be synced; its next connection syncs instead.
    */
   connected: (peer: string) => boolean;
+  /** Outcome catch-up after this node was away (default none). */
+  catchUp?: CatchUpOptions;
 }
 
 /** A sync on connect whose peer left before a request: the requests not made are reported failed with this code. */
 export const SYNC_PEER_GONE = 'NET_PEER_GONE';
 
 export class RecordsSync {
+  /** Peers identified speaking records/1 and still connected (each synced on connect once). */
   readonly #synced = new Set<string>();
   readonly #shardSet: Set<string>;
+  /** Outcome catch-up: since when this node may lack outcomes (a gap not yet caught up on), else undefined. */
+  #gapFrom: number | undefined;
+  /** The catch-up window open now: peers identified until `until` are asked for what was taken since `since`. */
+  #window: { since: number; until: number } | undefined;
 
   constructor(private readonly d: RecordsSyncDeps) {
     this.#shardSet = new Set(d.shards);
+    this.#gapFrom = d.catchUp?.from;
+  }
+
+  /** The kinds an outcome catch-up asks for: `catchUp.kinds` this node joined (and receives). */
+  get catchUpKinds(): TopicKind[] {
+    return (this.d.catchUp?.kinds ?? []).filter((k) => this.d.joined.includes(k));
+  }
+
+  /** Since when a peer identified now is asked for outcomes (undefined: not asked); a gap open opens the window. */
+  #catchUpSince(): number | undefined {
+    const c = this.d.catchUp;
+    if (!c || !this.catchUpKinds.length) return undefined;
+    const now = this.d.clock();
+    if (this.#gapFrom !== undefined) {
+      this.#window = { since: Math.max(this.#gapFrom, now - (c.maxAgeMs ?? CATCH_UP_DEFAULTS.maxAgeMs), 0), until: now + (c.windowMs ?? CATCH_UP_DEFAULTS.windowMs) };
+      this.#gapFrom = undefined;
+    }
+    return this.#window && now <= this.#window.until ? this.#window.since : undefined;
   }
 
   /** Serve records/1 from `source`; a request refused for the peer's byte budget counts against its abuse score. */
@@ -95,7 +129,7 @@ export class RecordsSync {
    * Sync `kinds` from a peer. `whileConnected` (the sync on connect): each request goes over the connection there is,
    * never a new one; once the peer has gone, the kinds not asked are reported failed with SYNC_PEER_GONE.
    */
-  async sync(p: PeerId | Multiaddr, kinds: readonly TopicKind[] = this.d.syncKinds, opts: { whileConnected?: boolean } = {}): Promise<SyncResult> {
+  async sync(p: PeerId | Multiaddr, kinds: readonly TopicKind[] = this.d.syncKinds, opts: { whileConnected?: boolean; since?: Partial<Record<TopicKind, number>> } = {}): Promise<SyncResult> {
     const d = this.d;
     const from = peerKey(p);
     const res: SyncResult = { accepted: 0, ignored: 0, rejected: 0, failed: {} };
@@ -120,7 +154,9 @@ export class RecordsSync {
         const byMarket = placementCheckable(kind);
         const only = byMarket && d.shards.length < ALL_SHARDS.length ? { shards: [...d.shards] } : {};
         // the digest: what this node holds is not sent back (sync-digest.ts)
-        const have = digestOf(await d.source.live(kind, d.clock(), d.syncLimit, byMarket ? this.#shardSet : undefined));
+        // with `since` (an outcome catch-up), what it holds of what it asks: taken since then
+        const since = opts.since?.[kind];
+        const have = digestOf(await d.source.live(kind, d.clock(), d.syncLimit, byMarket ? this.#shardSet : undefined, since));
         // and again after the last await before the request: the call below then finds the connection it was checked
         // for (libp2p looks for an existing connection with no await between)
         if (opts.whileConnected && !d.connected(from)) {
@@ -128,7 +164,7 @@ export class RecordsSync {
           continue;
         }
         // at most the records asked for, and the call's byte bound (protocols.ts): a peer that answers with more fails the call
-        frames = await d.direct.call(p, PROTOCOLS.records, [encodeRecordsRequest({ op: 'live', kind, limit: d.syncLimit, ...only, have })], { limits: { maxResponseFrames: d.syncLimit } });
+        frames = await d.direct.call(p, PROTOCOLS.records, [encodeRecordsRequest({ op: 'live', kind, limit: d.syncLimit, ...only, have, ...(since !== undefined ? { since } : {}) })], { limits: { maxResponseFrames: d.syncLimit } });
       } catch (e) {
         res.failed[kind] = (e as C0Error).code ?? 'INTERNAL';
         if (res.failed[kind] === RECORDS_RATE_LIMITED) stop = RECORDS_RATE_LIMITED;
@@ -216,19 +252,32 @@ export class RecordsSync {
     return SYNC_PEER_GONE;
   }
 
-  /** A newly identified peer: sync from it once while connected, when it speaks records/1. */
+  /**
+   * A newly identified peer: sync from it once while connected, when it speaks records/1: `syncOnConnect`, and in a
+   * catch-up window the outcome kinds since the gap opened (one sync, so a refusal for the peer's budget stops both).
+   */
   onIdentify(peerId: PeerId, protocols: readonly string[]): void {
     const key = peerId.toString();
-    if (!this.d.syncKinds.length || this.#synced.has(key) || !protocols.includes(PROTOCOLS.records)) return;
+    if (this.#synced.has(key) || !protocols.includes(PROTOCOLS.records)) return;
     this.#synced.add(key);
-    void this.sync(peerId, this.d.syncKinds, { whileConnected: true }).then(
-      (r) => this.d.log.debug({ peer: key, ...r }, 'synced from peer'),
+    const since = this.#catchUpSince();
+    const catchUp = since === undefined ? [] : this.catchUpKinds.filter((k) => !this.d.syncKinds.includes(k));
+    if (!this.d.syncKinds.length && !catchUp.length) return;
+    const at = since === undefined ? {} : Object.fromEntries(catchUp.map((k) => [k, since]));
+    void this.sync(peerId, [...this.d.syncKinds, ...catchUp], { whileConnected: true, since: at }).then(
+      (r) => {
+        if (catchUp.length && r.accepted) this.d.log.info({ peer: key, since, ...r }, 'caught up on outcomes missed while away');
+        else this.d.log.debug({ peer: key, ...r }, 'synced from peer');
+      },
       (e: unknown) => this.d.log.debug({ peer: key, err: (e as Error).message }, 'sync from peer failed'),
     );
   }
 
-  /** A peer disconnected: the next connection syncs again. */
+  /** A peer disconnected: the next connection syncs again. The last one gone opens an outcome gap (from now, less a margin). */
   onDisconnect(peer: string): void {
-    this.#synced.delete(peer);
+    if (!this.#synced.delete(peer) || this.#synced.size || !this.d.catchUp || this.#gapFrom !== undefined) return;
+    const now = this.d.clock();
+    // a window still open was perhaps not served in full: the new gap reaches back to its start
+    this.#gapFrom = this.#window && now <= this.#window.until ? this.#window.since : now - (this.d.catchUp.marginMs ?? CATCH_UP_DEFAULTS.marginMs);
   }
 }

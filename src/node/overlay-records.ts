@@ -27,11 +27,13 @@ export interface OverlayRecordsDeps {
 
 export function overlayRecordSource(d: OverlayRecordsDeps): RecordSource {
   return {
-    live: async (kind, t, limit, shards) => {
+    // `since` (records/1 catch-up of outcome kinds) filters the cache by when it took each record; adverts and presence
+    // are answered whole, as they are current state, not a history
+    live: async (kind, t, limit, shards, since) => {
       const on = (r: Opened) => !shards || heldShards(kind, r.record).some((s) => shards.has(s));
       if (kind === 'advert') return d.adverts().filter((a) => a.record.expiresAt > t && on(a)).slice(0, limit).map((a) => a.bytes);
       if (kind === 'presence') return d.presence(t).filter(on).slice(0, limit).map((p) => p.bytes);
-      return d.cache.live(kind, t, limit, shards);
+      return d.cache.live(kind, t, limit, shards, since);
     },
     byJob: (kinds, jobs, t, limit) => d.cache.byJob(kinds, jobs, t, limit),
     get: async (address) => (await d.getBytes(address)) ?? d.cache.get(address) ?? (await d.marketBytes(address)),

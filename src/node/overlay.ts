@@ -22,7 +22,8 @@ import type { TopicKind } from '../net/topics.js';
 import { evidenceHook, notFromTheFuture, openHeld, poolHeadHook, recordHooks, witnessHook } from './record-hooks.js';
 import { directReceiptLog, receiptHook, type OwnReceiptLookups } from './late-receipts.js';
 import { buyerVerdict } from '../reputation/derive.js';
-import { MemoryRecordCache } from '../net/record-cache.js';
+import { MemoryRecordCache, RECORD_CACHE_DEFAULTS } from '../net/record-cache.js';
+import { CATCH_UP_DEFAULTS, type CatchUpOptions } from '../net/network-api.js';
 import { overlayRecordSource } from './overlay-records.js';
 import type { Provider } from '../roles/provider/provider.js';
 import type { Buyer, BuyerEvent, JobResult, JobSpec } from '../roles/buyer.js';
@@ -76,6 +77,22 @@ export function antiEntropyKinds(provider: boolean): TopicKind[] {
   // is one request behind (each claim answered ORDER_UNKNOWN, or an ORDER_TAKEN refusal while the buyer's run goes on);
   // a selection that comes first is remembered until its job (OpenOrders.selected)
   return provider ? ['advert', 'selection', 'job'] : ['advert'];
+}
+
+/**
+ * What a node that hears outcomes catches up on after it was away (docs/network.md §5 "Catching up on outcomes"): the
+ * outcome kinds, from the newest outcome its evidence store holds (a receipt's completion, an acceptance's or a
+ * non-delivery's signing; none later than now), less the clock-skew window and a margin for what was in flight, and
+ * never further back than the record cache's time-to-live (what a peer still holds to serve: `network.recordCache.ttlMs`).
+ */
+export function outcomeCatchUp(market: Pick<MarketService, 'evidence'>, now: number, skewMs: number, ttlMs: number = RECORD_CACHE_DEFAULTS.ttlMs): CatchUpOptions {
+  const e = market.evidence;
+  let newest = -Infinity;
+  for (const r of e.receipts.values()) newest = Math.max(newest, r.record.completedAt);
+  for (const a of e.acceptances.values()) newest = Math.max(newest, a.record.signedAt);
+  for (const n of e.nondeliveries.values()) newest = Math.max(newest, n.record.signedAt);
+  const from = Math.min(newest, now) - skewMs - CATCH_UP_DEFAULTS.marginMs;
+  return { kinds: [...OUTCOME_EVIDENCE_KINDS], from: Math.max(from, now - ttlMs), maxAgeMs: ttlMs };
 }
 
 /** Extension point for roles that live beside provider and buyer (steward, witness). */
@@ -209,7 +226,7 @@ export class OverlayNode {
       bootstrap: nc.bootstrap,
       overlay: this.name,
       ...(shards ? { shards } : {}),
-      ...(hears ? {} : { publishOnly: [...OUTCOME_EVIDENCE_KINDS] }),
+      ...(hears ? { catchUp: outcomeCatchUp(this.market, now, nc.clockSkewMs, nc.recordCache?.ttlMs) } : { publishOnly: [...OUTCOME_EVIDENCE_KINDS] }),
       loopback: nc.loopback,
       ...(swarmKey ? { swarmKey } : {}),
       ...(nc.allowlist ? { allowlist: nc.allowlist } : {}),

@@ -1,0 +1,192 @@
+/**
+ * Outcome catch-up (src/net/records-sync.ts `catchUp`, records/1 `live` `since`; docs/network.md §5 "Catching up on
+ * outcomes"; review C2): a node that counts outcomes and was away asks the peers it connects to again for the
+ * receipts, acceptances and non-deliveries they took since it left, bounded in time (never further back than
+ * `maxAgeMs`), once per peer in a window after it came back, through the same pipeline as gossip. Before, the sync on
+ * connect asked adverts and presence only, and a node stopped while 40 jobs ran never learnt their outcomes.
+ */
+import '../../../src/polyfill.js';
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { PeerId } from '@libp2p/interface';
+import { Registry } from 'prom-client';
+import { peerIdFromString } from '@libp2p/peer-id';
+import type { C0Error } from '../../../src/errors.js';
+import { fakeClock } from '../../../src/util/clock.js';
+import { silentLogger } from '../../../src/util/log.js';
+import type { CborValue } from '../../../src/records/cbor.js';
+import type { Opened } from '../../../src/records/envelope.js';
+import { createNetMetrics } from '../../../src/net/metrics.js';
+import { RecordPipeline } from '../../../src/net/gossip-validation.js';
+import { MemoryRecordCache } from '../../../src/net/record-cache.js';
+import { recordsHandler } from '../../../src/net/records-protocol.js';
+import { RecordsSync, type RecordsSyncDeps } from '../../../src/net/records-sync.js';
+import { PROTOCOLS, type DirectProtocols } from '../../../src/net/protocols.js';
+import { ALL_SHARDS, type TopicKind } from '../../../src/net/topics.js';
+import { DIGEST_PREFIX_BYTES } from '../../../src/net/sync-digest.js';
+import { NOW, P, acceptance, job, offer, receipt } from '../market/fixtures.js';
+
+const provider = P(21);
+const buyer = P(1);
+const advert = 'sha256:' + '31'.repeat(32);
+const peerA = peerIdFromString('12D3KooWD3eckifWpRn9wQpMG9R9hX3sD158z7EqHWmweQAJU5SA');
+const peerB = peerIdFromString('12D3KooWSE2hKUTEnxSg9yF1ZwSotU3XLWTqUMu6QebmB89cHVq7');
+const asPeer = (id: string) => ({ toString: () => id }) as unknown as PeerId;
+
+function outcomeOf(i: number): { receipt: Opened; acceptance: Opened } {
+  const j = job(buyer, { nonce: new Uint8Array([i >> 8, i & 255, 7]) });
+  const o = offer(provider, j, advert);
+  const r = receipt(provider, buyer, o, { energy: { uj: 1000 + i, grade: 'Estimator' } });
+  return { receipt: r, acceptance: acceptance(buyer, r, 'accepted') };
+}
+
+const MIN = 60_000;
+const OUTCOMES: TopicKind[] = ['receipt', 'acceptance', 'nondelivery', 'nondelivery2'];
+
+/**
+ * A requester whose records/1 calls are answered by `server` (a records/1 handler over the peer's cache), the
+ * requests it made recorded. `catchUp` is given as the option; joined: the market kinds and the outcome kinds but
+ * nondelivery2 (a kind not joined is never asked).
+ */
+function requester(server: ReturnType<typeof recordsHandler>, clock: ReturnType<typeof fakeClock>, catchUp: RecordsSyncDeps['catchUp']) {
+  const metrics = createNetMetrics(new Registry());
+  const asked: Array<Record<string, CborValue>> = [];
+  const got: Opened[] = [];
+  const direct = {
+    call: async (p: unknown, _proto: unknown, reqs: CborValue[]) => {
+      asked.push(reqs[0] as Record<string, CborValue>);
+      const frames: CborValue[] = [];
+      await server(reqs, { peer: asPeer(String(p)), signal: new AbortController().signal, send: async (f: CborValue) => void frames.push(f) } as never);
+      return frames;
+    },
+  } as unknown as DirectProtocols;
+  const own = new MemoryRecordCache({ clock });
+  // built apart from the constructor call: the option is checked at run time, not only by the compiler
+  const deps = {
+    direct,
+    pipeline: new RecordPipeline({ metrics, log: silentLogger(), clock }),
+    metrics,
+    log: silentLogger(),
+    joined: ['advert', 'presence', 'receipt', 'acceptance', 'nondelivery'] as TopicKind[],
+    shards: ALL_SHARDS,
+    syncKinds: ['advert', 'presence'] as TopicKind[],
+    syncLimit: 1024,
+    accept: (fresh: Array<{ kind: TopicKind; rec: Opened }>) => {
+      for (const f of fresh) {
+        got.push(f.rec);
+        own.add(f.kind, f.rec);
+      }
+    },
+    source: own,
+    clock,
+    connected: () => true,
+    catchUp,
+  };
+  const sync = new RecordsSync(deps as unknown as RecordsSyncDeps);
+  const settle = async (n: number) => {
+    for (let i = 0; i < 200 && asked.length < n; i++) await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setTimeout(r, 20));
+  };
+  return { sync, asked, got, own, settle };
+}
+
+test('a node back after a stop catches up, from the first peer it connects to, the outcomes taken while it was away, and no older ones', async () => {
+  const clock = fakeClock(NOW - 3 * MIN);
+  const peer = new MemoryRecordCache({ clock });
+  // before the stop: one the requester already holds
+  const before = outcomeOf(0);
+  peer.add('receipt', before.receipt);
+  // the requester stopped at NOW - 2 min; 40 jobs ran meanwhile
+  clock.set(NOW - MIN);
+  const during = Array.from({ length: 40 }, (_, i) => outcomeOf(i + 1));
+  for (const o of during) {
+    peer.add('receipt', o.receipt);
+    peer.add('acceptance', o.acceptance);
+  }
+  clock.set(NOW);
+  const r = requester(recordsHandler(peer, clock), clock, { kinds: OUTCOMES, from: NOW - 2 * MIN });
+  r.sync.onIdentify(peerA, [PROTOCOLS.records]);
+  await r.settle(5);
+  assert.deepEqual(
+    r.asked.map((q) => [q.kind, q.since]),
+    [['advert', undefined], ['presence', undefined], ['receipt', NOW - 2 * MIN], ['acceptance', NOW - 2 * MIN], ['nondelivery', NOW - 2 * MIN]],
+    'the outcome kinds it joined (nondelivery2 not joined: not asked), since it was away',
+  );
+  const addrs = new Set(r.got.map((g) => g.address));
+  for (const o of during) {
+    assert.ok(addrs.has(o.receipt.address), 'each receipt taken while it was away');
+    assert.ok(addrs.has(o.acceptance.address), 'and each acceptance');
+  }
+  assert.ok(!addrs.has(before.receipt.address), 'not what the peer took before the gap');
+  assert.equal(r.got.length, 80);
+});
+
+test('the catch-up window: each peer identified in it is asked once with the digest of what came since; after it none; a gap opens again when the last peer leaves', async () => {
+  const clock = fakeClock(NOW);
+  const peer = new MemoryRecordCache({ clock });
+  const o = outcomeOf(1);
+  peer.add('receipt', o.receipt);
+  const r = requester(recordsHandler(peer, clock), clock, { kinds: OUTCOMES, from: NOW - 5 * 3_600_000, maxAgeMs: 30 * MIN, windowMs: MIN, marginMs: 10_000 });
+  r.sync.onIdentify(peerA, [PROTOCOLS.records]);
+  await r.settle(5);
+  assert.equal(r.asked[2]?.since, NOW - 30 * MIN, 'never further back than maxAgeMs');
+  assert.equal(r.got.length, 1);
+  // a second peer within the window: asked too, listing the receipt already taken (not sent again)
+  clock.advance(30_000);
+  r.sync.onIdentify(peerB, [PROTOCOLS.records]);
+  await r.settle(10);
+  const again = r.asked.slice(5).find((q) => q.kind === 'receipt');
+  assert.equal(again?.since, NOW - 30 * MIN);
+  assert.equal((again?.have as Uint8Array).length, DIGEST_PREFIX_BYTES, 'the digest of what it holds since then');
+  assert.equal(r.got.length, 1, 'nothing twice');
+  // the same peer identified again on its connection: not asked again
+  r.sync.onIdentify(peerB, [PROTOCOLS.records]);
+  await r.settle(11);
+  assert.equal(r.asked.length, 10);
+  // after the window, a new peer is asked adverts and presence only
+  clock.advance(MIN);
+  r.sync.onDisconnect(peerA.toString());
+  r.sync.onIdentify(peerA, [PROTOCOLS.records]);
+  await r.settle(12);
+  assert.deepEqual(r.asked.slice(10).map((q) => q.kind), ['advert', 'presence']);
+  // every peer gone: a gap from then, less the margin; the next peer is asked from there
+  r.sync.onDisconnect(peerA.toString());
+  r.sync.onDisconnect(peerB.toString());
+  const gone = clock();
+  clock.advance(5 * MIN);
+  r.sync.onIdentify(peerB, [PROTOCOLS.records]);
+  await r.settle(17);
+  assert.deepEqual(r.asked.slice(12).map((q) => [q.kind, q.since]), [['advert', undefined], ['presence', undefined], ['receipt', gone - 10_000], ['acceptance', gone - 10_000], ['nondelivery', gone - 10_000]]);
+});
+
+test('without catchUp the sync on connect asks adverts and presence only (a node that does not count outcomes)', async () => {
+  const clock = fakeClock(NOW);
+  const r = requester(recordsHandler(new MemoryRecordCache({ clock }), clock), clock, undefined);
+  r.sync.onIdentify(peerA, [PROTOCOLS.records]);
+  await r.settle(2);
+  assert.deepEqual(r.asked.map((q) => q.kind), ['advert', 'presence']);
+});
+
+test('records/1 live `since`: only what the server took at or after it; a bad one is NET_BAD_REQUEST', async () => {
+  const clock = fakeClock(NOW);
+  const cache = new MemoryRecordCache({ clock });
+  const a = outcomeOf(1);
+  const b = outcomeOf(2);
+  cache.add('receipt', a.receipt);
+  clock.advance(MIN);
+  cache.add('receipt', b.receipt);
+  const h = recordsHandler(cache, clock);
+  const ask = async (req: unknown) => {
+    const frames: CborValue[] = [];
+    try {
+      await h([req as CborValue], { peer: asPeer('p'), signal: new AbortController().signal, send: async (f: CborValue) => void frames.push(f) } as never);
+      return { frames };
+    } catch (e) {
+      return { frames, code: (e as C0Error).code };
+    }
+  };
+  assert.equal((await ask({ op: 'live', kind: 'receipt', limit: 10 })).frames.length, 2);
+  assert.equal((await ask({ op: 'live', kind: 'receipt', limit: 10, since: NOW + 1 })).frames.length, 1);
+  assert.equal((await ask({ op: 'live', kind: 'receipt', limit: 10, since: NOW + MIN + 1 })).frames.length, 0);
+  for (const since of [-1, 1.5, 'x']) assert.equal((await ask({ op: 'live', kind: 'receipt', limit: 10, since })).code, 'NET_BAD_REQUEST');
+});
