@@ -244,7 +244,8 @@ describe('a steward whose ledger went back (restored from an old copy)', () => {
         // the restarted steward republishes its head every resync period: the entry every node saw when it was appended
         for (let i = 0; i < 3; i++) assert.equal(net.gossip(s.chain[8]!), false, 'a duplicate: dropped');
         await role.settled();
-        assert.equal((await shown(role, s.did)).rolledBack, undefined, 'nothing heard');
+        // with a periodic check (real timers, every few ms) it may already have found it: that is the check under test
+        if (!cfg.heldCheckMs) assert.equal((await shown(role, s.did)).rolledBack, undefined, 'nothing heard');
         await fn({ s, chains, net, mono, role });
       });
     }
