@@ -67,10 +67,12 @@ function madeAt(r: Opened): number {
 interface Unit {
   at: number;
   /**
-   * What goes first: 0 counts for nothing here (an orphan, or an untrusted buyer's outcome); 1 a buyer whose
-   * evidence counts; 2 this node's own job as a provider; 3 its own job as a buyer (what its decisions rest on).
+   * What goes first: 0 counts for nothing here (an orphan, or an untrusted buyer's outcome); 0.5 a buyer that counts
+   * only as dealt-with (`reputation.dealtWith`: it accepted a job this node ran); 1 a trusted buyer (the operator's
+   * list, the overlay's members); 2 this node's own job as a provider; 3 its own job as a buyer (what its decisions
+   * rest on).
    */
-  weight: 0 | 1 | 2 | 3;
+  weight: 0 | 0.5 | 1 | 2 | 3;
   recs: Opened[];
 }
 
@@ -518,9 +520,25 @@ export class EvidenceStore {
     const at = (r: Opened) => Math.min(madeAt(r), this.#arrived.get(r) ?? now);
     const own = (r: Opened): 0 | 2 | 3 => (self === undefined ? 0 : EvidenceStore.#own(r, self));
     const trusted = new Set(b.trusted ?? []);
-    if (b.dealtWith && self !== undefined) for (const r of this.receipts.values()) if (r.signer === self) trusted.add(r.record.buyer);
+    // A dealt-with buyer counts as derivation counts it (derive.ts k_B): only once it accepted a job this node ran, and
+    // then below a trusted buyer. Before, serving a buyer once (a job it never accepted, too) ranked every outcome
+    // naming it, with its own verdict, as a trusted buyer's; being newer, a flood of them from fresh provider keys
+    // pushed out a trusted buyer's real history though it weighed nothing in the view (review s41, second round).
+    const dealt = new Set<string>();
+    if (b.dealtWith && self !== undefined) {
+      for (const r of this.receipts.values()) {
+        if (r.signer !== self || r.record.status !== 'completed' || trusted.has(r.record.buyer)) continue;
+        const held = this.#verdictOf.get(`${r.record.buyer}|${r.address}`);
+        const v = held === undefined ? undefined : (this.acceptances.get(held) as Opened<Acceptance> | undefined);
+        if (v?.record.verdict === 'accepted') dealt.add(r.record.buyer);
+      }
+    }
     // what names this node as buyer is its own only through a record it signed (#own), not as a trusted buyer's
-    if (self !== undefined) trusted.delete(self);
+    if (self !== undefined) {
+      trusted.delete(self);
+      dealt.delete(self);
+    }
+    const counts = (buyer: string): Unit['weight'] => (trusted.has(buyer) ? 1 : dealt.has(buyer) ? 0.5 : 0);
     const units: Unit[] = [];
     const placed = new Set<string>();
     for (const r of this.receipts.values()) {
@@ -544,7 +562,7 @@ export class EvidenceStore {
         const verdicts = [...(this.#acceptancesOf.get(c.address) ?? [])].filter((a) => a.signer === c.record.buyer);
         recs.push(c, ...verdicts);
         when = Math.max(when, at(c));
-        if (verdicts.length > 0 && trusted.has(c.record.buyer)) weight = 1;
+        if (verdicts.length > 0) weight = Math.max(weight, counts(c.record.buyer)) as Unit['weight'];
       }
       if (o && r.signer === quoter) recs.push(o);
       for (const x of recs) {
@@ -558,7 +576,7 @@ export class EvidenceStore {
         if (placed.has(x.address)) continue;
         // a non-delivery counts as its buyer does; an acceptance or an offer without its receipt, or an acceptance by
         // someone other than its receipt's buyer, counts for nothing
-        units.push({ at: at(x), weight: Math.max(own(x), isNonDeliveryType(x.type) && trusted.has(x.signer) ? 1 : 0) as Unit['weight'], recs: [x] });
+        units.push({ at: at(x), weight: Math.max(own(x), isNonDeliveryType(x.type) ? counts(x.signer) : 0) as Unit['weight'], recs: [x] });
       }
     }
     // down to nine tenths of both bounds: the count and the bytes

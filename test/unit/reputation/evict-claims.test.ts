@@ -51,3 +51,31 @@ test('evidence eviction: acceptances by others than a receipt’s buyer do not r
   assert.ok(riders.some((a) => !s.acceptances.has(a.address)), 'the riders went');
   assert.equal(view(s).successes, 1.5);
 });
+
+// With reputation.dealtWith, a buyer this node served counts as derivation counts it: only once it accepted a job here,
+// and then below a trusted buyer. Before (review s41, second round), serving a buyer once (a job it never accepted, too)
+// ranked every outcome naming it, with its own verdict, as a trusted buyer's, and its flood from fresh provider keys
+// (newer) pushed out the trusted buyer's real history though it weighed nothing, or little, in the view.
+for (const served of ['failed', 'accepted'] as const) {
+  test(`evidence eviction with dealtWith: a buyer served once (${served}) floods outcomes from fresh provider keys; a trusted buyer's history stays`, async () => {
+    let clockNow = NOW + 1e9;
+    const s = new EvidenceStore(undefined, { max: 30, self: SELF.did, trusted: [TRUSTED.did], dealtWith: true, clock: () => clockNow });
+    const jobs = [1_000, 2_000, 3_000].map(history);
+    for (const x of jobs) await s.add(x.r, x.o, x.a);
+    // this node ran one job for STRANGER, which it accepted (or which failed, never accepted)
+    const so = offer(SELF, job(STRANGER, { nonce: nonce() }), advert(SELF));
+    const sr = receipt(SELF, STRANGER, so, { status: served === 'failed' ? 'failed' : 'completed', startedAt: NOW, completedAt: NOW + 100 });
+    await s.add(sr, so, ...(served === 'accepted' ? [acceptance(STRANGER, sr, 'accepted', { signedAt: NOW + 101 })] : []));
+    // then fresh provider keys' receipts naming STRANGER, each with STRANGER's own acceptance, newer than the history
+    for (let i = 0; i < 40; i++) {
+      const p: Party = P(600 + i);
+      clockNow += 1;
+      const r = receipt(p, STRANGER, offer(p, job(STRANGER, { nonce: nonce() }), advert(p)), { startedAt: clockNow - 10, completedAt: clockNow });
+      await s.add(r, acceptance(STRANGER, r, 'accepted', { signedAt: clockNow + 1 }));
+    }
+    assert.ok(s.size <= 30, `held ${s.size}`);
+    for (const x of jobs) assert.ok(s.receipts.has(x.r.address) && s.acceptances.has(x.a.address) && s.offers.has(x.o.address), 'the trusted buyer’s countersigned jobs stay');
+    assert.ok(s.receipts.has(sr.address), 'this node’s own job stays');
+    assert.equal(s.derive({ self: SELF.did, trust: { trustedBuyers: [TRUSTED.did], dealtWith: true } }).get(HONEST.did)?.successes, 1.5);
+  });
+}
