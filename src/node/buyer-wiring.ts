@@ -15,7 +15,7 @@ import { open, type Opened } from '../records/envelope.js';
 import { Buyer, NO_ADDRESS, RECLAIMED_ASK_MS, type Admission, type JobSpec, type ReclaimAnswer } from '../roles/buyer.js';
 import { STEWARD_PROTOCOL } from '../roles/steward.js';
 import { MAX_SELECT_OFFERS } from '../roles/steward-handlers.js';
-import { admitJob } from '../roles/admission-client.js';
+import { admitJob, leftoverClaims, withdrawLeftovers } from '../roles/admission-client.js';
 import { execExchange, type ExecChannel, type ExecFrame, type ExecRequest } from '../roles/exec-protocol.js';
 import { JOB_PUSH_LIMITS, MAX_PUSH_TARGETS, choosePushTargets, invitesJob, pushToSilent } from './job-push.js';
 import { byAskForJob, candidates, orderFromJob } from '../matching/candidates.js';
@@ -33,6 +33,8 @@ const DECIDED_KEPT = 1024;
 const OUTCOME_RETRY_MS = 5_000;
 /** How long the overlay's stop waits for outcomes still being sent, an acceptance's second try included (BuyerWiring.stop). */
 export const OUTCOME_DRAIN_MS = 5_000;
+/** How long after the buyer is made its start withdraws the claims an earlier process left (the network starts after the roles). */
+const LEFTOVER_START_MS = 2_000;
 /** How long a run with no provider left waits for the providers it pushed its job to (#rescue): job-push/1's own bound. */
 const RESCUE_PUSH_MS = JOB_PUSH_LIMITS.deadlineMs;
 
@@ -51,6 +53,8 @@ export class BuyerWiring {
   /** Outcome sends not answered yet (awaited at stop, at most OUTCOME_DRAIN_MS): what each sends, for the log. */
   readonly #inflight = new Map<Promise<void>, { kind: string; record: string }>();
   #stopped = false;
+  /** Aborted at stop: the start's withdraws of claims an earlier process left (#withdrawLeftovers) end with it. */
+  readonly #stopping = new AbortController();
   /** This process's own freezes during an exec attempt (a stream broken by them is not the provider's non-delivery). */
   readonly #stalls = new StallWatch();
 
@@ -79,6 +83,7 @@ export class BuyerWiring {
    */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#stopping.abort();
     const due = [...this.#retries.values()];
     for (const t of this.#retries.keys()) clearTimeout(t);
     this.#retries.clear();
@@ -95,8 +100,42 @@ export class BuyerWiring {
     }
   }
 
-  /** The Buyer of this overlay (set it as the overlay's `buyer`). */
+  /**
+   * The Buyer of this overlay (set it as the overlay's `buyer`). On an overlay with a steward, its start withdraws in
+   * the background the claims of the jobs an earlier process of this node left (#withdrawLeftovers).
+   */
   createBuyer(): Buyer {
+    if (this.o.d.network.steward) this.#withdrawLeftovers(this.o.d.network.steward);
+    return this.#createBuyer();
+  }
+
+  /**
+   * A buyer killed (kill -9, a crash, lost power) mid-run left its admitted claims open at the steward: no run ended
+   * `interrupted` to withdraw them, and nothing resumes a run, so each held its team's reservation and devices until
+   * its job's deadline (up to 90 days). Shortly after the start (LEFTOVER_START_MS), those of the node's jobs that
+   * were live when it opened and did not end completed are withdrawn, each with the receipts held for it, one at a
+   * time, a steward not reached tried again with a doubling wait (withdrawLeftovers); the start never waits for it,
+   * and the stop ends it. Their late receipts are still taken (MarketService keeps the jobs as the node's own).
+   */
+  #withdrawLeftovers(steward: string): void {
+    const jobs = this.o.market.earlierJobs;
+    if (!jobs.length) return;
+    const timer = setTimeout(() => {
+      const signal = this.#stopping.signal;
+      if (signal.aborted) return;
+      const claims = leftoverClaims(jobs, this.o.market.evidence, this.o.did, this.o.clock());
+      if (!claims.length) return;
+      const log = this.o.log.child({ role: 'buyer', overlay: this.o.name });
+      log.info({ claims: claims.length }, 'withdrawing the steward claims of jobs an earlier run of this node left');
+      void withdrawLeftovers({ request: (frames, opts) => this.o.net.request(steward, STEWARD_PROTOCOL, frames, opts), claims, clock: this.o.clock, log, signal }).then((r) => {
+        if (!signal.aborted) log.info({ ...r }, 'withdrew the steward claims of jobs an earlier run of this node left');
+      });
+    }, LEFTOVER_START_MS);
+    timer.unref();
+    this.#stopping.signal.addEventListener('abort', () => clearTimeout(timer), { once: true });
+  }
+
+  #createBuyer(): Buyer {
     const { config, identity } = this.o.d;
     return new Buyer({
       signer: identity.signer,

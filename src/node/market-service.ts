@@ -60,6 +60,12 @@ export class MarketService implements BuyerMarket {
   readonly #rep: LiveReputation;
   /** This node's own jobs (as a buyer), by address: the offers it stores are for these. */
   readonly #own = new Map<string, Opened<Job>>();
+  /**
+   * This node's jobs still live when the service opened: an earlier process's, whose runs died with it (nothing
+   * resumes a run). Their late receipts are still taken (#own); on an overlay with a steward the buyer withdraws
+   * their claims at start (BuyerWiring: docs/overlays.md "Admission").
+   */
+  #earlier: ReadonlyArray<Opened<Job>> = [];
   #evicted: Counter<'reason'> | undefined;
   #notStored: Counter | undefined;
 
@@ -109,7 +115,8 @@ export class MarketService implements BuyerMarket {
     if (o.registry) new Gauge({ name: 'c0mpute_reputation_evidence_held', help: 'Reputation evidence records held (receipts, acceptances, offers they cite, non-deliveries)', registers: [o.registry], collect() { this.set(evidence.size); } });
     if (o.registry) new Gauge({ name: 'c0mpute_reputation_evidence_bytes', help: 'Envelope bytes of the reputation evidence held (bounded by reputation.maxEvidenceBytes)', registers: [o.registry], collect() { this.set(evidence.bytes); } });
     const m = (made.m = new MarketService(o, book, evidence, adverts));
-    for (const j of await o.records.liveJobsOf(o.did, o.now)) m.#own.set(j.address, j);
+    m.#earlier = await o.records.liveJobsOf(o.did, o.now);
+    for (const j of m.#earlier) m.#own.set(j.address, j);
     await m.#capAdverts(o.maxAdverts ?? DEFAULT_MAX_ADVERTS);
     return m;
   }
@@ -191,6 +198,11 @@ export class MarketService implements BuyerMarket {
     const now = this.#clock();
     for (const [k, j] of this.#own) if (j.record.deadline < now) this.#own.delete(k);
     this.#own.set(job.address, job);
+  }
+
+  /** This node's jobs that were live when the service opened (an earlier process's runs: see #earlier). */
+  get earlierJobs(): ReadonlyArray<Opened<Job>> {
+    return this.#earlier;
   }
 
   ownJob(address: string): Opened<Job> | undefined {

@@ -36,7 +36,7 @@
 import { C0Error } from '../errors.js';
 import type { CborValue } from '../records/cbor.js';
 import type { Opened } from '../records/envelope.js';
-import type { Job } from '../records/kinds.js';
+import type { Acceptance, Job, Receipt } from '../records/kinds.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { unlessAborted } from '../util/signals.js';
@@ -216,4 +216,116 @@ export async function admitJob(o: AdmitJobOptions): Promise<Admission> {
     ...(o.sleep ? { sleep: o.sleep } : {}),
     ...(o.random ? { random: o.random } : {}),
   });
+}
+
+/** How long one `withdraw` of the start's sweep may take (the steward asks the buyer back for a claim's selections: WITHDRAW_ASK_MS, 5 s). */
+export const LEFTOVER_WITHDRAW_MS = 15_000;
+/** Sweeps of the start's withdraws at most (the steward unreachable: each later one after a doubling wait). */
+export const LEFTOVER_TRIES = 6;
+/** The receipts handed over with one claim's withdraw at most (the steward's own bound is 256). */
+export const LEFTOVER_RECEIPTS = 16;
+
+/** A claim an earlier process of this node left (its job's run died with it): what the start withdraws. */
+export interface LeftoverClaim {
+  claim: string;
+  deadline: number;
+  /** Receipts this node holds for the job (their bytes): handed over so the release charges them even if gossip missed one. */
+  receipts?: readonly Uint8Array[];
+}
+
+/** What the start reads of the evidence held for a job (the node's EvidenceStore). */
+export interface HeldOutcomes {
+  receiptsOf(job: string): ReadonlyArray<Opened<Receipt>>;
+  acceptancesOf(receipt: string): ReadonlyArray<Opened<Acceptance>>;
+}
+
+/**
+ * The claims to withdraw at start (withdrawLeftovers): of this node's jobs an earlier process left (`jobs`: live when
+ * the node opened), each whose deadline is after `now` and that did not end completed — a completed receipt for it
+ * that this node (`self`) accepted means its run ended and the steward released its claim on that receipt. Each
+ * carries the receipts held for the job naming `self` as the buyer.
+ */
+export function leftoverClaims(jobs: ReadonlyArray<Opened<Job>>, held: HeldOutcomes, self: string, now: number): LeftoverClaim[] {
+  const out: LeftoverClaim[] = [];
+  for (const j of jobs) {
+    if (j.signer !== self || j.record.deadline <= now) continue;
+    const receipts = held.receiptsOf(j.address).filter((r) => r.record.buyer === self);
+    const ended = receipts.some((r) => r.record.status === 'completed' && held.acceptancesOf(r.address).some((a) => a.signer === self && a.record.verdict === 'accepted'));
+    if (ended) continue;
+    out.push({ claim: j.address, deadline: j.record.deadline, ...(receipts.length ? { receipts: receipts.map((r) => r.bytes) } : {}) });
+  }
+  return out;
+}
+
+export interface LeftoverWithdrawOptions {
+  request: StewardRequest;
+  claims: readonly LeftoverClaim[];
+  clock: Clock;
+  log?: Logger;
+  /** The node stopping: nothing more is sent. */
+  signal?: AbortSignal;
+  sleep?: (ms: number) => Promise<void>;
+  /** Sweeps at most (default LEFTOVER_TRIES); the first wait between them (default 2 s, doubling up to `maxMs`, default 60 s). */
+  tries?: number;
+  initialMs?: number;
+  maxMs?: number;
+}
+
+/** What the start's withdraws did: the steward's answers by `released`, those it refused (its error code), and those never answered. */
+export interface LeftoverWithdrawn {
+  released: Record<string, number>;
+  refused: number;
+  unanswered: number;
+}
+
+/**
+ * At a buyer's start on an overlay with a steward: withdraw the claims of this node's live jobs that an earlier
+ * process ran and this one never resumes (it was killed, or lost power, mid-run: no `interrupted` run withdrew them),
+ * so their reservation and devices are released now rather than at the jobs' deadlines (docs/overlays.md
+ * "Admission"). One claim at a time, each with the receipts held for it. The steward answers `yes` (released with
+ * what its receipts show), `dequeued`, `noted` or `no` (released already, or never admitted): all final, as is an
+ * error it answered (detail.remote: a steward that does not know the op, or a claim not this node's). A transport
+ * failure (the steward down or not reached yet) ends the sweep: the claims left are tried again after a wait
+ * doubling from `initialMs`, `tries` sweeps in all; a claim whose deadline passed meanwhile is left to the steward's
+ * own deadline release. Never throws; the node's stop (`signal`) ends it.
+ */
+export async function withdrawLeftovers(o: LeftoverWithdrawOptions): Promise<LeftoverWithdrawn> {
+  const out: LeftoverWithdrawn = { released: {}, refused: 0, unanswered: 0 };
+  const sleep = o.sleep ?? ((ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref()));
+  const tries = o.tries ?? LEFTOVER_TRIES;
+  const maxMs = o.maxMs ?? 60_000;
+  let wait = o.initialMs ?? 2_000;
+  let left = [...o.claims];
+  for (let sweep = 1; left.length && sweep <= tries; sweep++) {
+    if (sweep > 1) {
+      await unlessAborted(sleep(wait), o.signal).catch(() => {});
+      wait = Math.min(wait * 2, maxMs);
+    }
+    const next: LeftoverClaim[] = [];
+    for (let i = 0; i < left.length; i++) {
+      const c = left[i]!;
+      if (o.signal?.aborted) return { ...out, unanswered: left.length - i };
+      if (c.deadline <= o.clock()) continue;
+      try {
+        const receipts = (c.receipts ?? []).slice(0, LEFTOVER_RECEIPTS);
+        const frames = await o.request([{ op: 'withdraw', job: c.claim, ...(receipts.length ? { receipts: [...receipts] } : {}) } as never], { ...(o.signal ? { signal: o.signal } : {}), limits: { deadlineMs: LEFTOVER_WITHDRAW_MS } });
+        const said = String((frames[0] as { released?: unknown } | undefined)?.released ?? 'no answer');
+        out.released[said] = (out.released[said] ?? 0) + 1;
+        o.log?.[said === 'yes' || said === 'dequeued' || said === 'noted' ? 'info' : 'debug']({ claim: c.claim, released: said }, 'withdrew the claim of a job an earlier run of this node left');
+      } catch (e) {
+        if (isRemote(e) || !isTransport(e)) {
+          out.refused++;
+          o.log?.warn({ claim: c.claim, code: (e as C0Error).code, err: (e as Error).message }, 'the steward refused the withdraw of a job an earlier run of this node left; it releases the claim at the deadline');
+          continue;
+        }
+        // not reached (down, or not connected yet): the rest would fail alike; this one and the rest go to the next sweep
+        next.push(...left.slice(i));
+        o.log?.[sweep < tries ? 'debug' : 'warn']({ claims: left.length - i, sweep, code: e.code, err: e.message }, sweep < tries ? 'could not reach the steward to withdraw claims an earlier run left; trying again' : 'could not reach the steward to withdraw claims an earlier run left; it releases them at their deadlines');
+        break;
+      }
+    }
+    left = next;
+  }
+  out.unanswered += left.filter((c) => c.deadline > o.clock()).length;
+  return out;
 }

@@ -53,6 +53,7 @@ function setup(o: { steward?: string; jobs: Array<Opened<Job>>; held: Array<Open
     log: silentLogger(),
     registry: new Registry(),
     market: {
+      earlierJobs: [],
       ownJob: (addr: string) => o.jobs.find((j) => j.address === addr),
       book: { candidates: (addr: string) => o.held.filter((x) => x.record.job === addr) },
       evidence: { receipts: new Map((o.receipts ?? []).map((r) => [r.address, r])) },

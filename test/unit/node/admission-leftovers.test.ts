@@ -1,0 +1,148 @@
+/**
+ * The start's withdraws of the claims an earlier process of a buyer left (src/roles/admission-client.ts leftoverClaims,
+ * withdrawLeftovers; review rvC C1): which claims, each with its receipts; one at a time; a steward not reached tried
+ * again with a doubling wait, bounded; an error it answered final; the node's stop ends it.
+ */
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { C0Error } from '../../../src/errors.js';
+import { Ed25519Signer, didFromPublicKey, seal, T, type Acceptance, type Job, type Opened, type Receipt } from '../../../src/records/index.js';
+import { hashHex } from '../../../src/records/address.js';
+import { leftoverClaims, withdrawLeftovers, type LeftoverClaim } from '../../../src/roles/admission-client.js';
+import { fakeClock } from '../../../src/util/clock.js';
+
+const now = Date.now();
+const buyerKey = Ed25519Signer.generate();
+const buyer = didFromPublicKey(buyerKey.publicKey);
+const providerKey = Ed25519Signer.generate();
+const provider = didFromPublicKey(providerKey.publicKey);
+
+function job(deadline = now + 600_000): Opened<Job> {
+  const input = randomBytes(8);
+  return seal(T.job, { workload: 'builtin.sleep', requirements: {}, maxPrice: { amount: '0.01', currency: 'EUR' }, announcedAt: now - 5_000, deadline, timeoutMs: 30_000, input: { hash: hashHex(input), size: 8 }, inputSealed: 'no' }, buyerKey) as Opened<Job>;
+}
+
+function receipt(j: Opened<Job>, status: 'completed' | 'failed'): Opened<Receipt> {
+  const failure = status === 'failed' ? { failure: { code: 'EXEC_BUYER_GONE', message: 'the buyer went away' } } : {};
+  const out = status === 'completed' ? { outputHash: hashHex(randomBytes(4)) } : {};
+  return seal(T.receipt, { job: j.address, offer: 'sha256:' + 'cd'.repeat(32), buyer, provider, workload: 'builtin.sleep', status, startedAt: now - 4_000, completedAt: now - 1_000, inputHash: j.record.input.hash, ...out, price: { amount: '0.001', currency: 'EUR' }, energy: { uj: 7, grade: 'Estimator' }, ...failure }, providerKey) as Opened<Receipt>;
+}
+
+/** What the node held when it restarted: a job its crash broke off (the provider's EXEC_BUYER_GONE receipt came late), one that completed and was accepted, one that never got a receipt, and one past its deadline. */
+function held() {
+  const broken = job();
+  const done = job();
+  const silent = job();
+  const past = job(now - 1);
+  const gone = receipt(broken, 'failed');
+  const ok = receipt(done, 'completed');
+  const accepted = seal(T.acceptance, { receipt: ok.address, verdict: 'accepted', signedAt: now - 500 }, buyerKey) as Opened<Acceptance>;
+  const receipts = new Map<string, Array<Opened<Receipt>>>([[broken.address, [gone]], [done.address, [ok]]]);
+  const evidence = { receiptsOf: (j: string) => receipts.get(j) ?? [], acceptancesOf: (r: string) => (r === ok.address ? [accepted] : []) };
+  return { broken, done, silent, past, gone, evidence, jobs: [broken, done, silent, past] };
+}
+
+describe('leftoverClaims', () => {
+  test('the live jobs that did not end completed and accepted, each with its receipts naming this buyer', () => {
+    const h = held();
+    const c = leftoverClaims(h.jobs, h.evidence, buyer, now);
+    assert.deepEqual(c, [
+      { claim: h.broken.address, deadline: h.broken.record.deadline, receipts: [h.gone.bytes] },
+      { claim: h.silent.address, deadline: h.silent.record.deadline },
+    ]);
+  });
+
+  test('a completed receipt this buyer disputed does not end the job: its claim is withdrawn', () => {
+    const j = job();
+    const r = receipt(j, 'completed');
+    const disputed = seal(T.acceptance, { receipt: r.address, verdict: 'disputed', reason: 'output hash mismatch', signedAt: now }, buyerKey) as Opened<Acceptance>;
+    const c = leftoverClaims([j], { receiptsOf: () => [r], acceptancesOf: () => [disputed] }, buyer, now);
+    assert.deepEqual(c.map((x) => x.claim), [j.address]);
+  });
+});
+
+describe('withdrawLeftovers', () => {
+  const claims = (n: number, deadline = now + 600_000): LeftoverClaim[] => Array.from({ length: n }, (_, i) => ({ claim: `sha256:${String(i).padStart(64, '0')}`, deadline }));
+
+  test('a steward not reached yet is tried again with a doubling wait, from the claim the sweep stopped at', async () => {
+    const clock = fakeClock(now);
+    const waits: number[] = [];
+    const sent: string[] = [];
+    let down = 2;
+    const r = await withdrawLeftovers({
+      claims: claims(3),
+      clock,
+      sleep: async (ms) => {
+        waits.push(ms);
+        clock.advance(ms);
+      },
+      request: async (frames) => {
+        const f = frames[0] as { job: string };
+        if (sent.length === 1 && down-- > 0) throw new C0Error('NET_DIAL_FAILED', 'cannot dial the steward');
+        sent.push(f.job);
+        return [{ t: 'withdrawn', released: sent.length === 2 ? 'no' : 'yes' }];
+      },
+    });
+    assert.deepEqual(waits, [2_000, 4_000]);
+    assert.deepEqual(sent, claims(3).map((c) => c.claim));
+    assert.deepEqual(r, { released: { yes: 2, no: 1 }, refused: 0, unanswered: 0 });
+  });
+
+  test('an error the steward answered is final for that claim; the others are still withdrawn', async () => {
+    const sent: string[] = [];
+    const r = await withdrawLeftovers({
+      claims: claims(2),
+      clock: () => now,
+      sleep: async () => assert.fail('no retry'),
+      request: async (frames) => {
+        sent.push((frames[0] as { job: string }).job);
+        if (sent.length === 1) throw new C0Error('STEWARD_NOT_BUYER', 'only the job’s buyer may withdraw it', { detail: { remote: true } });
+        return [{ t: 'withdrawn', released: 'yes' }];
+      },
+    });
+    assert.equal(sent.length, 2);
+    assert.deepEqual(r, { released: { yes: 1 }, refused: 1, unanswered: 0 });
+  });
+
+  test('bounded: a steward never reached is given up after `tries` sweeps; a claim past its deadline is left to the steward', async () => {
+    const clock = fakeClock(now);
+    let asked = 0;
+    const waits: number[] = [];
+    const r = await withdrawLeftovers({
+      claims: [...claims(2), { claim: 'sha256:' + 'ee'.repeat(32), deadline: now + 3_000 }],
+      clock,
+      tries: 4,
+      sleep: async (ms) => {
+        waits.push(ms);
+        clock.advance(ms);
+      },
+      request: async () => {
+        asked++;
+        throw new C0Error('NET_DIAL_FAILED', 'cannot dial the steward');
+      },
+    });
+    assert.equal(asked, 4, 'one ask per sweep: the rest would fail alike');
+    assert.deepEqual(waits, [2_000, 4_000, 8_000]);
+    // the third claim's deadline passed during the waits: not counted, not asked
+    assert.deepEqual(r, { released: {}, refused: 0, unanswered: 2 });
+  });
+
+  test("the node's stop ends it during a wait", async () => {
+    const stop = new AbortController();
+    let asked = 0;
+    const r = await withdrawLeftovers({
+      claims: claims(2),
+      clock: () => now,
+      signal: stop.signal,
+      sleep: () => new Promise<void>(() => {}),
+      request: async () => {
+        asked++;
+        setTimeout(() => stop.abort(), 10);
+        throw new C0Error('NET_DIAL_FAILED', 'cannot dial the steward');
+      },
+    });
+    assert.equal(asked, 1);
+    assert.deepEqual(r, { released: {}, refused: 0, unanswered: 2 });
+  });
+});

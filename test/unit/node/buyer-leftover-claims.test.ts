@@ -1,0 +1,115 @@
+/**
+ * A buyer killed mid-run (kill -9, a crash) and restarted (review rvC C1): its runs died with the process, nothing
+ * resumes them, and no run ended `interrupted` to withdraw its admitted claims, so each held its team's reservation and
+ * devices at the steward until the job's deadline (10 minutes measured, up to 90 days). Now the buyer's start, on an
+ * overlay with a steward, withdraws in the background the claims of the node's jobs an earlier process left that did
+ * not end completed, each with the receipts held for it; a steward not reached is tried again with a doubling wait,
+ * bounded (src/node/buyer-wiring.ts, src/roles/admission-client.ts withdrawLeftovers).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { Registry } from 'prom-client';
+import { Ed25519Signer, didFromPublicKey, seal, T, type Acceptance, type Job, type Opened, type Receipt } from '../../../src/records/index.js';
+import { hashHex } from '../../../src/records/address.js';
+import { BuyerWiring } from '../../../src/node/buyer-wiring.js';
+import type { OverlayNode } from '../../../src/node/overlay.js';
+import { silentLogger } from '../../../src/util/log.js';
+
+const now = Date.now();
+const buyerKey = Ed25519Signer.generate();
+const buyer = didFromPublicKey(buyerKey.publicKey);
+const providerKey = Ed25519Signer.generate();
+const provider = didFromPublicKey(providerKey.publicKey);
+const steward = didFromPublicKey(Ed25519Signer.generate().publicKey);
+
+function job(deadline = now + 600_000): Opened<Job> {
+  const input = randomBytes(8);
+  return seal(T.job, { workload: 'builtin.sleep', requirements: {}, maxPrice: { amount: '0.01', currency: 'EUR' }, announcedAt: now - 5_000, deadline, timeoutMs: 30_000, input: { hash: hashHex(input), size: 8 }, inputSealed: 'no' }, buyerKey) as Opened<Job>;
+}
+
+function receipt(j: Opened<Job>, status: 'completed' | 'failed'): Opened<Receipt> {
+  const failure = status === 'failed' ? { failure: { code: 'EXEC_BUYER_GONE', message: 'the buyer went away' } } : {};
+  const out = status === 'completed' ? { outputHash: hashHex(randomBytes(4)) } : {};
+  return seal(T.receipt, { job: j.address, offer: 'sha256:' + 'cd'.repeat(32), buyer, provider, workload: 'builtin.sleep', status, startedAt: now - 4_000, completedAt: now - 1_000, inputHash: j.record.input.hash, ...out, price: { amount: '0.001', currency: 'EUR' }, energy: { uj: 7, grade: 'Estimator' }, ...failure }, providerKey) as Opened<Receipt>;
+}
+
+/** What the node held when it restarted: a job its crash broke off (the provider's EXEC_BUYER_GONE receipt came late), one that completed and was accepted, one that never got a receipt, and one past its deadline. */
+function held() {
+  const broken = job();
+  const done = job();
+  const silent = job();
+  const past = job(now - 1);
+  const gone = receipt(broken, 'failed');
+  const ok = receipt(done, 'completed');
+  const accepted = seal(T.acceptance, { receipt: ok.address, verdict: 'accepted', signedAt: now - 500 }, buyerKey) as Opened<Acceptance>;
+  const receipts = new Map<string, Array<Opened<Receipt>>>([[broken.address, [gone]], [done.address, [ok]]]);
+  const evidence = { receiptsOf: (j: string) => receipts.get(j) ?? [], acceptancesOf: (r: string) => (r === ok.address ? [accepted] : []) };
+  return { broken, done, silent, past, gone, evidence, jobs: [broken, done, silent, past] };
+}
+
+const later = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+async function until(what: string, cond: () => boolean, ms = 20_000): Promise<void> {
+  for (const t0 = Date.now(); !cond(); await later(20)) if (Date.now() - t0 > ms) assert.fail(`gave up waiting for ${what}`);
+}
+
+test("a buyer's start on an overlay with a steward withdraws the claims an earlier process left, not the completed one", async () => {
+  const h = held();
+  const asked: Array<{ to: string; op: string; job: string; receipts?: Uint8Array[] }> = [];
+  const overlay = {
+    d: { config: { buyer: { collectWindowMs: 1000, enoughOffers: 0, policy: 'cheapest', offersWanted: 8, inviteAbove: 200 }, network: {}, overlays: [] }, identity: { signer: buyerKey }, network: { steward } },
+    did: buyer,
+    name: 'lab',
+    clock: () => now,
+    log: silentLogger(),
+    registry: new Registry(),
+    market: { earlierJobs: h.jobs, evidence: h.evidence },
+    records: { advertOf: () => undefined, get: async () => undefined },
+    net: {
+      request: async (to: string, _protocol: string, frames: Array<{ op: string; job: string; receipts?: Uint8Array[] }>) => {
+        asked.push({ to, ...frames[0]! });
+        return [{ t: 'withdrawn', released: 'yes' }];
+      },
+    },
+  } as unknown as OverlayNode;
+  const wiring = new BuyerWiring(overlay);
+  wiring.createBuyer();
+  try {
+    await until('the withdraws', () => asked.length >= 2);
+    await later(100);
+    assert.deepEqual(
+      asked.map((a) => [a.to, a.op, a.job]),
+      [
+        [steward, 'withdraw', h.broken.address],
+        [steward, 'withdraw', h.silent.address],
+      ],
+    );
+    // the late EXEC_BUYER_GONE receipt goes along, so the release charges it even if gossip missed it
+    assert.deepEqual(asked[0]!.receipts, [h.gone.bytes]);
+    assert.equal(asked[1]!.receipts, undefined);
+  } finally {
+    await wiring.stop();
+  }
+});
+
+test('without a steward the start asks nothing', async () => {
+  const h = held();
+  let asked = 0;
+  const overlay = {
+    d: { config: { buyer: { collectWindowMs: 1000, enoughOffers: 0, policy: 'cheapest', offersWanted: 8, inviteAbove: 200 }, network: {}, overlays: [] }, identity: { signer: buyerKey }, network: {} },
+    did: buyer,
+    name: 'public',
+    clock: () => now,
+    log: silentLogger(),
+    registry: new Registry(),
+    market: { earlierJobs: h.jobs, evidence: h.evidence },
+    records: { advertOf: () => undefined, get: async () => undefined },
+    net: { request: async () => void asked++ },
+  } as unknown as OverlayNode;
+  const wiring = new BuyerWiring(overlay);
+  wiring.createBuyer();
+  await later(2_500);
+  await wiring.stop();
+  assert.equal(asked, 0);
+});
+
