@@ -145,7 +145,8 @@ export async function readExecInput(io: ExecIO, header: ExecHeader, job: Opened<
     return await receive(io, header, job, limits, clock, expected, progress);
   } catch (e) {
     // whatever ended it, thrown from one place: the hold is judged however the input failed (review s41 D F1)
-    throw lapsed(io, e, progress, expected, clock() - taken);
+    // whole milliseconds: the monotonic clock has fractions, and the log line carries the figure
+    throw lapsed(io, e, progress, expected, Math.round(clock() - taken), limits.minInputBytesPerSec);
   }
 }
 
@@ -177,12 +178,26 @@ async function receive(io: ExecIO, header: ExecHeader, job: Opened<Job>, limits:
 }
 
 /**
+ * Whether `received` bytes of input after the slot was held `heldMs` kept up with `minInputBytesPerSec`: what the rate
+ * asks of the hold past INPUT_HOLD_GRACE_MS, the chunk being read counted in (a frame refused as it arrives is not in
+ * `received` yet). A buyer sending at the minimum rate is, whatever its round trip up to the grace; one that held the
+ * slot and sent nothing for more than the grace plus one chunk at the rate (4 s by default) is not.
+ */
+export function inputOnPace(received: number, heldMs: number, minInputBytesPerSec: number): boolean {
+  return received + EXEC_CHUNK_BYTES >= (minInputBytesPerSec * Math.max(0, heldMs - INPUT_HOLD_GRACE_MS)) / 1000;
+}
+
+/**
  * What a failed read of the input is thrown as: a lapse when the stream's own deadline ended it, or when the caller
  * ended it (a reset, a lost connection, a short end: the error's own code kept, a NET_STREAM_FAILED when it had none)
  * or what it sent was refused (its code and message kept) after holding the slot `heldMs`, longer than
- * INPUT_HOLD_GRACE_MS; else as it came.
+ * INPUT_HOLD_GRACE_MS; else as it came. The node's own byte budget refusing a chunk (NET_BUFFER_LIMIT: each frame's
+ * bytes are taken from it as they arrive, beside the input's reservation, so a budget other streams filled meanwhile
+ * can refuse one) is not the buyer's lapse while its input was coming at the minimum rate (inputOnPace); before, an
+ * honest upload cut that way paused its buyer (review s41 D round 2 F3). Past that pace it is one: else a buyer could
+ * hold the slot, then fill its own peer budget on another stream and end the hold with a refusal it caused.
  */
-function lapsed(io: ExecIO, e: unknown, progress: { received: number; short: boolean }, expected: number, heldMs: number): unknown {
+function lapsed(io: ExecIO, e: unknown, progress: { received: number; short: boolean }, expected: number, heldMs: number, minInputBytesPerSec: number): unknown {
   const { received } = progress;
   const why: unknown = io.signal.aborted ? io.signal.reason : undefined;
   if (why instanceof C0Error && why.code === 'NET_DEADLINE') {
@@ -190,6 +205,7 @@ function lapsed(io: ExecIO, e: unknown, progress: { received: number; short: boo
     return new C0Error('NET_DEADLINE', `${why.message}: ${received} of ${expected} bytes of input in`, { detail: { ...detail }, cause: e });
   }
   if (heldMs <= INPUT_HOLD_GRACE_MS) return e;
+  if (e instanceof C0Error && e.code === 'NET_BUFFER_LIMIT' && inputOnPace(received, heldMs, minInputBytesPerSec)) return e;
   // a refusal of the buyer's own frames (its message is what the buyer is told); a stream ended, or ended short, by it
   const refused = e instanceof C0Error && !e.code.startsWith('NET_') && !progress.short;
   const detail: InputLapse = { phase: 'input', received, expected, ended: refused ? 'refused' : 'caller', heldMs };

@@ -216,12 +216,25 @@ export const DECIDED_MAX = 10_000;
 export const PREEMPTED_MAX = 4096;
 export const PREEMPTED_KEEP_MS = 24 * 60 * 60 * 1000;
 
+/**
+ * Jobs whose exec input lapsed here that are remembered at most (Provider #lapsedJobs; the oldest goes first). Each
+ * took a lapse to add: a slot held past the grace, and a pause for its buyer.
+ */
+export const LAPSED_JOBS_MAX = 4096;
+
 export class Provider {
   #advert: Opened<Advert> | undefined;
   #timer: NodeJS.Timeout | undefined;
   #running = new Map<string, AbortController>();
   /** Jobs started here recently (bounded; read by `runs`). */
   readonly #started = new Set<string>();
+  /**
+   * Jobs whose exec input lapsed here (#inputLapsed), the last LAPSED_JOBS_MAX: an exec of one is refused
+   * EXEC_JOB_LAPSED, whatever offer or claim and selection it carries. Before, the buyer opened exec again at once with
+   * the same ones and held the slot again (an open order's claim has no start-by: until the job's deadline, review s41
+   * D round 2 F1).
+   */
+  readonly #lapsedJobs = new Set<string>();
   /**
    * Jobs being preempted: `done` resolves once the job's receipt is signed and its slot is free (undefined: it could not
    * be signed); every stop of the job asked meanwhile waits for it.
@@ -633,7 +646,7 @@ export class Provider {
    */
   async handleExec(io: ExecIO): Promise<void> {
     const { send } = io;
-    let checked: { job: Opened<Job>; offer: Opened<Offer>; input: Uint8Array; ctl: AbortController; keepalive: boolean };
+    let checked: { job: Opened<Job>; offer: Opened<Offer>; input: Uint8Array; ctl: AbortController; keepalive: boolean; takenAt: number };
     try {
       const header = parseExecHeader(await io.next());
       const h = await this.#checkHeader(header, io.peer);
@@ -643,9 +656,9 @@ export class Provider {
       try {
         const input = await readExecInput(io, header, h.job, { maxInputBytes: this.d.config.maxInputBytes, minInputBytesPerSec: this.d.config.execMinInputBytesPerSec, requestMs: this.d.config.execRequestMs, clock: mono, heldSince: takenAt });
         try {
-          checked = { ...h, input: this.#checkInput(h.job, input), keepalive: header.keepalive === 'yes' };
+          checked = { ...h, input: this.#checkInput(h.job, input), keepalive: header.keepalive === 'yes', takenAt };
         } catch (e) {
-          throw refusedAfterHold(e, mono() - takenAt, h.job.record);
+          throw refusedAfterHold(e, Math.round(mono() - takenAt), h.job.record);
         }
         // a stop that came while the input was read: nothing has run yet, so nothing runs
         if (this.#stopped) throw new C0Error('EXEC_BUSY', 'this provider is stopping');
@@ -690,16 +703,20 @@ export class Provider {
    * sent input that was refused, after holding the slot past INPUT_HOLD_GRACE_MS. It gets no offer from this provider
    * for a while (QuoteBudget.lapsed, doubling with each lapse its work has not made up for), and the log says so once
    * per peer (then a count a minute). Charged to the stream's peer: #checkHeader let only the job's signer open it.
-   * Not an abuse strike in itself: a slow link lapses too (a refused frame is one, as it always was).
+   * Not an abuse strike in itself: a slow link lapses too (a refused frame is one, as it always was). The job is not
+   * taken again here (#checkLapsed: EXEC_JOB_LAPSED).
    */
   #inputLapsed(io: ExecIO, job: Opened<Job>, lapse: InputLapse): void {
+    this.#lapsedJobs.delete(job.address);
+    while (this.#lapsedJobs.size >= LAPSED_JOBS_MAX) this.#lapsedJobs.delete(this.#lapsedJobs.values().next().value!);
+    this.#lapsedJobs.add(job.address);
     const pauseMs = this.budget.lapsed(job.signer, lapse.heldMs);
     const { received, expected, ended, heldMs } = lapse;
     this.#refusals.warn(io.peer ?? job.signer, 'EXEC_INPUT_LAPSED', 'exec input lapsed: the buyer held a slot without sending its input in time; no offers to it for a while', { job: job.address, buyer: job.signer, received, expected, ended, heldMs, pauseMs });
   }
 
   /** The accepted run of `handleExec`: the work, its receipt kept and sent (`handedOff` once it is), then acknowledged or re-delivered. */
-  async #run(io: ExecIO, checked: { job: Opened<Job>; offer: Opened<Offer>; input: Uint8Array; ctl: AbortController; keepalive: boolean }, handedOff: () => void): Promise<void> {
+  async #run(io: ExecIO, checked: { job: Opened<Job>; offer: Opened<Offer>; input: Uint8Array; ctl: AbortController; keepalive: boolean; takenAt: number }, handedOff: () => void): Promise<void> {
     const { send, signal } = io;
     io.setDeadline(runPhaseMs(checked.job.record, this.d.clock()), 'run');
     // #checkHeader reserved the slot (this.#running) in the same synchronous step as its last check.
@@ -788,8 +805,10 @@ export class Provider {
       }
       await this.d.onReceipt(env, offer, job);
       stored = true;
-      // work done for the buyer: its run time forgives lapses (QuoteBudget.delivered; a failed run's does not)
-      if (receipt.status === 'completed') this.budget.delivered(job.signer, mono() - monoStart);
+      // Work done for the buyer: the job's whole slot time, from the slot taken (its input's upload included) to its
+      // receipt kept, forgives lapses (QuoteBudget.delivered; a failed run's does not). Before, only the run counted, and
+      // a buyer of big inputs and short runs on a poor link was never forgiven (review s41 D round 2 F2).
+      if (receipt.status === 'completed') this.budget.delivered(job.signer, mono() - checked.takenAt);
     } finally {
       // Released only once the receipt is stored (or could not be signed), so a request in between cannot run the job again.
       this.#running.delete(job.address);
@@ -881,7 +900,10 @@ export class Provider {
    */
   async #checkHeader(req: ExecHeader, peer: string | undefined): Promise<{ job: Opened<Job>; offer: Opened<Offer>; ctl: AbortController }> {
     const job = open(req.job, T.job);
-    // An open order's winning claim stands where an auction's offer stands (same job, signer, address and price; no startBy).
+    // An open order's winning claim stands where an auction's offer stands (same job, signer, address and price; no
+    // startBy, so the EXEC_OFFER_LAPSED check below never refuses one). A won claim stops being opened once it ran here
+    // (EXEC_ALREADY_RUN), once its input lapsed here (EXEC_JOB_LAPSED), while its buyer is paused (EXEC_BUYER_PAUSED),
+    // and at the job's deadline.
     const offer = job.record.order ? (open(req.offer, T.claim) as unknown as Opened<Offer>) : open(req.offer, T.offer);
     const selection: Opened<Selection> = open(req.selection, T.selection);
     const now = this.d.clock();
@@ -900,6 +922,7 @@ export class Provider {
     if (peer !== undefined && peer !== peerIdFromDid(job.signer).toString()) throw new C0Error('EXEC_NOT_BUYER', 'only the job’s buyer (its signer’s peer) may open its exec');
     if (now > offer.record.startBy) throw new C0Error('EXEC_OFFER_LAPSED', 'the offer’s start-by time has passed');
     if (now >= job.record.deadline) throw new C0Error('EXEC_DEADLINE_PASSED', 'the job’s deadline has passed');
+    this.#checkLapsed(job);
     if (job.record.input.size > this.d.config.maxInputBytes) throw new C0Error('EXEC_INPUT_TOO_LARGE', `the job's input of ${job.record.input.size} bytes exceeds this provider's ${this.d.config.maxInputBytes}`);
     this.#checkBarred(job.address);
     await this.#checkBarKept(job.address);
@@ -911,6 +934,7 @@ export class Provider {
     // must not both pass (the same job run twice, or more jobs than slots), and a stop that came meanwhile bars it.
     if (this.#stopped) throw new C0Error('EXEC_BUSY', 'this provider is stopping');
     this.#checkBarred(job.address);
+    this.#checkLapsed(job);
     if (this.#running.has(job.address)) throw new C0Error('EXEC_ALREADY_RUN', 'this job already ran here');
     if (this.#running.size >= this.d.config.slots) throw new C0Error('EXEC_BUSY', 'all slots are busy');
     const ctl = new AbortController();
@@ -919,6 +943,18 @@ export class Provider {
     this.#started.add(job.address);
     this.d.onSlotsChanged?.();
     return { job, offer, ctl };
+  }
+
+  /**
+   * Refuse an exec whose input lapsed here before (EXEC_JOB_LAPSED: the job is not taken again, with its offer or
+   * claim or any other), or whose buyer is in a lapse pause (EXEC_BUYER_PAUSED: none of its jobs gets a slot until the
+   * pause is over, as none gets an offer or a claim). A pause stopped only new offers and claims before, so a buyer
+   * re-opened what it had already won at once (review s41 D round 2 F1). Neither is an abuse strike: an honest buyer
+   * whose link dropped may retry, and the refusal sends it to its runner-up.
+   */
+  #checkLapsed(job: Opened<Job>): void {
+    if (this.#lapsedJobs.has(job.address)) throw new C0Error('EXEC_JOB_LAPSED', 'this job’s exec input lapsed here: it is not taken again');
+    if (this.budget.paused(job.signer)) throw new C0Error('EXEC_BUYER_PAUSED', 'an exec input of this buyer’s lapsed here lately: no slot for it until its pause is over');
   }
 
   /**

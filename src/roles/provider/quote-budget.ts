@@ -20,18 +20,23 @@
  * send its input in time: exec-input.ts) held a slot for nothing; it gets no
  * offer for a while (`lapsed`): `lapseMs` the first time, twice as long for each
  * lapse after it, at most `maxLapseMs`. The count is forgiven by real use of
- * the slot: the run time of its jobs that complete here (`delivered`), four
- * times what the lapse held the slot for (LAPSE_FORGIVEN_BY_WORK: a 32 s stall is
- * forgiven after 128 s of its work run, whatever the number of jobs); the pause
- * it is in runs on. A quiet `maxLapseMs` after the last pause clears it too. A
+ * the slot: the slot time of its jobs that complete here (`delivered`: from the
+ * slot taken to the receipt kept, the input's upload included), each lapse
+ * four times what it held the slot for (LAPSE_FORGIVEN_BY_WORK: a 32 s stall is
+ * forgiven after 128 s of its jobs, whatever their number; the smallest debts
+ * first, so one long hold does not keep the short ones after it counted); the
+ * pause it is in runs on. A quiet `maxLapseMs` after the last pause clears it too. A
  * slow link is paused, never barred for good, and forgiven by the work it buys;
  * a key that takes slots and sends nothing gets ever fewer offers to do it with,
  * and its stalls can hold the slot at most a fifth of the time it keeps it busy
  * with paid work. Before, one job delivered cleared the count (review s40 F3),
  * then each input delivered took a quarter off whatever its size, and four jobs of
  * a few bytes between 32 s stalls kept every pause at 30 s (the slot held by
- * stalls half the time, 94% with two keys taking turns: review s41 D F2). The
- * claimer asks `paused` too: a paused buyer's orders are not claimed either.
+ * stalls half the time, 94% with two keys taking turns: review s41 D F2); and
+ * until round 2 only run time counted (a buyer of big inputs and short runs on a
+ * poor link was never forgiven) and every lapse owed four times the longest hold
+ * on record. The claimer asks `paused` too: a paused buyer's orders are not
+ * claimed either, and the provider opens no exec of its (EXEC_BUYER_PAUSED).
  *
  * Bookkeeping: the wall clock is passed in (`now`): offers' `expiresAt` are signed wall times. The per-buyer rate
  * window is a duration this provider measures for itself, on the monotonic clock (`monoClock`), so a wall-clock step
@@ -80,6 +85,11 @@ const LAPSE_FORGIVEN_BY_WORK = 4;
 const MIN_LAPSE_HOLD_MS = INPUT_HOLD_GRACE_MS;
 /** A lapse count this close to a whole number is taken as it (work forgiven in many small parts adds up in floating point). */
 const COUNT_EPSILON = 1e-9;
+/**
+ * Lapses whose debts are held apart for one buyer at most; a lapse past them is added to the largest debt held (its
+ * pause is at `maxLapseMs` long before: 2^15 × `lapseMs`).
+ */
+const MAX_LAPSE_DEBTS = 16;
 /** The longest delay setTimeout takes (2^31-1 ms); past it Node fires at once. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
@@ -104,10 +114,11 @@ export class QuoteBudget<R = unknown> {
   readonly lapseMs: number;
   readonly maxLapseMs: number;
   /**
-   * buyer → its exec inputs that lapsed lately, less what its work run since forgave; until when it gets no offer
-   * (monotonic clock); and the run time that forgives one lapse, ms (LAPSE_FORGIVEN_BY_WORK × the longest hold counted)
+   * buyer → its exec inputs that lapsed lately, each as the work that forgives it (LAPSE_FORGIVEN_BY_WORK × its hold,
+   * ms) and what of that is still owed; until when it gets no offer (monotonic clock). Its count is the sum of the
+   * parts still owed (lapseCount).
    */
-  readonly #lapsed = new Map<string, { n: number; until: number; forgiveMs: number }>();
+  readonly #lapsed = new Map<string, { debts: Array<{ owedMs: number; leftMs: number }>; until: number }>();
   /** buyer → issue times of its offers within the window, oldest first (monotonic clock) */
   readonly #recent = new Map<string, number[]>();
   /** job address → the live offer made for it */
@@ -243,27 +254,44 @@ export class QuoteBudget<R = unknown> {
     const mono = this.#mono();
     const was = this.#lapsed.get(buyer);
     // a quiet maxLapseMs after the last pause ended: counted afresh
-    const still = was !== undefined && was.until + this.maxLapseMs > mono;
-    const n = still ? was.n + 1 : 1;
-    const forgiveMs = Math.max(still ? was.forgiveMs : 0, LAPSE_FORGIVEN_BY_WORK * Math.max(MIN_LAPSE_HOLD_MS, heldMs));
+    const debts = was !== undefined && was.until + this.maxLapseMs > mono ? was.debts : [];
+    // this lapse owes four times its own hold (before round 2: four times the longest hold on record, for every lapse)
+    const owedMs = LAPSE_FORGIVEN_BY_WORK * Math.max(MIN_LAPSE_HOLD_MS, heldMs);
+    const merged = debts.length >= MAX_LAPSE_DEBTS;
+    if (!merged) debts.push({ owedMs, leftMs: owedMs });
+    else {
+      const largest = debts.reduce((x, y) => (y.owedMs > x.owedMs ? y : x));
+      largest.owedMs += owedMs;
+      largest.leftMs += owedMs;
+    }
+    // (merged: still one lapse more; the debts held are all owed but one at most, delivered paying the smallest first)
+    const n = lapseCount(debts) + (merged ? 1 : 0);
     const pauseMs = Math.min(this.maxLapseMs, this.lapseMs * 2 ** Math.min(Math.ceil(n - COUNT_EPSILON) - 1, 52));
     this.#lapsed.delete(buyer);
     while (this.#lapsed.size >= MAX_LAPSED_BUYERS) this.#lapsed.delete(this.#lapsed.keys().next().value!);
-    this.#lapsed.set(buyer, { n, until: mono + pauseMs, forgiveMs });
+    this.#lapsed.set(buyer, { debts, until: mono + pauseMs });
     return pauseMs;
   }
 
   /**
-   * A job of the buyer's completed here after running `workedMs` (its slot time from the run's start to its receipt
-   * kept): that much of LAPSE_FORGIVEN_BY_WORK × a lapse's hold is forgiven; the count goes when nothing is left of
-   * it and its pause is over. A pause it is in runs on (the offer it ran on was made before it).
+   * A job of the buyer's completed here after holding its slot `workedMs` (from the slot taken, its input's upload
+   * included, to its receipt kept): that much of its lapses' debts is forgiven, the smallest first (a lapse paid off
+   * leaves the count; one long hold does not keep the short ones after it counted); the record goes when nothing is
+   * owed and its pause is over. A pause it is in runs on (the offer it ran on was made before it).
    */
   delivered(buyer: string, workedMs: number): void {
     const l = this.#lapsed.get(buyer);
     if (!l || !(workedMs > 0)) return;
-    const left = l.n - workedMs / l.forgiveMs;
-    l.n = left < COUNT_EPSILON ? 0 : left;
-    if (l.n === 0 && l.until <= this.#mono()) this.#lapsed.delete(buyer);
+    let work = workedMs;
+    l.debts.sort((a, b) => a.leftMs - b.leftMs);
+    for (const d of l.debts) {
+      const paid = Math.min(work, d.leftMs);
+      d.leftMs -= paid;
+      work -= paid;
+      if (work <= 0) break;
+    }
+    l.debts = l.debts.filter((d) => d.leftMs / d.owedMs >= COUNT_EPSILON);
+    if (l.debts.length === 0 && l.until <= this.#mono()) this.#lapsed.delete(buyer);
   }
 
   /** Whether the buyer is in a pause for an exec input that lapsed here (`check`'s `buyer-lapsed`; the claimer asks too). */
@@ -343,4 +371,11 @@ export class QuoteBudget<R = unknown> {
   get skipped(): number {
     return this.#skips;
   }
+}
+
+/** A buyer's lapse count: each lapse counts by the part of its debt still owed (a half-paid one is half a lapse). */
+function lapseCount(debts: ReadonlyArray<{ owedMs: number; leftMs: number }>): number {
+  let n = 0;
+  for (const d of debts) n += d.leftMs / d.owedMs;
+  return n;
 }

@@ -1,7 +1,9 @@
 /**
- * The exec input lapse tests' shared rig (exec-input-lapse, exec-lapse-holder, exec-lapse-escape): a buyer, its jobs,
- * and a one-slot provider on fake clocks whose log lines and strikes the test reads, with a job it quoted and its
- * buyer selected; a stream the test holds and ends (heldIO), and a whole job run through it (ranJob).
+ * The exec input lapse tests' shared rig (exec-input-lapse, exec-lapse-holder, exec-lapse-escape, exec-lapse-reopen):
+ * a buyer, its jobs, and a one-slot provider on fake clocks whose log lines and strikes the test reads, with a job it
+ * quoted and its buyer selected (selected), or an open order it claimed and its buyer took the claim (claimed); a
+ * stream the test holds and ends (heldIO), and a whole job run through it (ranJob, or streamedJob for an input sent in
+ * chunks while the clock moves).
  */
 import assert from 'node:assert/strict';
 import { pino } from 'pino';
@@ -29,8 +31,8 @@ export const buyerDid = didFromPublicKey(buyer.publicKey);
 export const buyerPeer = peerIdFromDid(buyerDid).toString();
 let nonce = 0;
 
-/** A job of `size` bytes of input, each one new. */
-export function makeJob(size: number, signer = buyer): Opened<Job> {
+/** A job of `size` bytes of input, each one new (an open order with `opts.order`; its deadline `opts.deadline`). */
+export function makeJob(size: number, signer = buyer, opts: { order?: boolean; deadline?: number } = {}): Opened<Job> {
   return seal(
     T.job,
     {
@@ -38,11 +40,12 @@ export function makeJob(size: number, signer = buyer): Opened<Job> {
       requirements: {},
       maxPrice: { amount: '0.01', currency: 'USD' },
       announcedAt: NOW,
-      deadline: NOW + 600_000,
+      deadline: opts.deadline ?? NOW + 600_000,
       timeoutMs: 10_000,
       input: { hash: hashHex(new Uint8Array(size)), size },
       inputSealed: 'no',
       nonce: Uint8Array.of(nonce++ & 0xff, (nonce >> 8) & 0xff),
+      ...(opts.order ? { order: {} } : {}),
     },
     signer,
   );
@@ -81,7 +84,7 @@ export function lapseProvider(live: Provider[]) {
     quoteBudget: new QuoteBudget({ windowMs: config.offerLifetimeMs, clock, monoClock: mono }),
   });
   live.push(provider);
-  return { provider, clock, mono, lines, struck, config, work };
+  return { provider, signer, clock, mono, lines, struck, config, work };
 }
 
 /** A job of `size` that `p` quoted and its buyer selected, and the exec header that runs it. */
@@ -91,6 +94,19 @@ export async function selected(p: Provider, size: number) {
   assert.ok(offer, 'the provider offers on the job');
   const selection = seal(T.selection, { job: job.address, buyer: buyerDid, policy: 'balanced', winner: offer.address, considered: [{ provider: offer.signer, offer: offer.address }], decidedAt: NOW }, buyer);
   return { job, offer, selection, header: { t: 'exec', job: job.bytes, offer: offer.bytes, selection: selection.bytes } };
+}
+
+/**
+ * An open order of `size` (deadline `deadlineMs` from NOW, default 30 days) that the provider signing with `signer`
+ * claimed at NOW (what its claimer signs: job, advert, price, issuedAt; no start-by) and its buyer took (a first-claim
+ * selection), and the exec header that runs it: the claim stands where an auction's offer stands.
+ */
+export function claimed(signer: Ed25519Signer, size: number, deadlineMs = 30 * 86_400_000) {
+  const job = makeJob(size, buyer, { order: true, deadline: NOW + deadlineMs });
+  const claim = seal(T.claim, { job: job.address, advert: job.address, price: { amount: '0.001', currency: 'USD' }, issuedAt: NOW }, signer);
+  const provider = didFromPublicKey(signer.publicKey);
+  const selection = seal(T.selection, { job: job.address, buyer: buyerDid, policy: 'first-claim', winner: claim.address, considered: [{ provider, offer: claim.address }], arrivals: [{ seq: 1, receivedAt: NOW, provider, claim: claim.address }], decidedAt: NOW }, buyer);
+  return { job, claim, selection, header: { t: 'exec', job: job.bytes, offer: claim.bytes, selection: selection.bytes } };
 }
 
 /**
@@ -134,6 +150,29 @@ export function heldIO(frames: unknown[], peer: string | undefined) {
   };
   const refusals = () => out.filter((f) => f.t === 'refused').map((f) => (f as { code: string }).code);
   return { io, out, send, end, waiting, refusals };
+}
+
+/**
+ * Run one whole job of `size` bytes of input through `p` for the buyer, its input streamed after `ready` in 256 KiB
+ * chunks over `uploadMs` on `mono` (the provider's monotonic clock, which `wall` follows); its frames.
+ */
+export async function streamedJob(p: Provider, mono: { advance(ms: number): void }, wall: { advance(ms: number): void }, size: number, uploadMs: number): Promise<ExecFrame[]> {
+  const { header } = await selected(p, size);
+  const h = heldIO([header], buyerPeer);
+  const served = p.handleExec(h.io);
+  await h.waiting;
+  const chunk = 256 * 1024;
+  const n = Math.ceil(size / chunk);
+  for (let i = 0; i < n; i++) {
+    mono.advance(uploadMs / n);
+    wall.advance(uploadMs / n);
+    h.send({ t: 'input', data: new Uint8Array(Math.min(chunk, size - i * chunk)) });
+    await new Promise((r) => setImmediate(r));
+  }
+  h.end();
+  await served;
+  assert.ok(h.out.some((f) => f.t === 'receipt'), `the job ran: ${JSON.stringify(h.out.map((f) => f.t))}`);
+  return h.out;
 }
 
 /** Run one whole job of `size` bytes of input (inline, its header then its end) through `p` for the buyer; its frames. */
