@@ -1193,6 +1193,11 @@ export class Buyer {
             log.warn({ provider: cand.provider, job: job.address, err: f.message }, 'the provider runs only work its overlay’s steward admitted');
             return { outcome: `refused: ${f.code}` };
           }
+          // All its slots busy while another of our jobs runs there (two of our runs selected it at once): the slot
+          // went to our own job, so it is not the provider's failure, as with NET_BUFFER_LIMIT for another of our inputs
+          // (below). Before, a one-slot provider chosen for two of our jobs at once was signed a `refused` non-delivery,
+          // at twice a failure's weight, for every second one (review s41 C3: 113 over ~560 jobs, its score 0.595).
+          if (f.code === 'EXEC_BUSY' && (concurrent > 0 || (this.#inFlight.get(cand.provider) ?? 0) > 1)) return { outcome: `provider busy with another of our jobs: refused: ${f.code}` };
           return { outcome: `refused: ${f.code}`, nondelivery: 'refused' };
         }
         if (f.t === 'accepted') onEvent({ e: 'accepted', provider: cand.provider });
