@@ -62,6 +62,10 @@ export const INTERRUPT_WAIT_MS = 3_000;
 export const JOB_INTERRUPTED = 'JOB_INTERRUPTED';
 /** The code in an attempt's outcome when this node was frozen during it (no non-delivery signed). */
 export const BUYER_STALLED = 'BUYER_STALLED';
+/** Attempts ended without a receipt remembered for a provider's lapse refusals (per provider and per job), at most. */
+const UNFINISHED_KEPT = 4096;
+/** How long such an attempt explains a lapse refusal: a provider's longest lapse pause (64 × a 30 s offer lifetime) and as much again. */
+const UNFINISHED_WINDOW_MS = 2 * 64 * 30_000;
 
 /**
  * A provider that promised no keepalives is given up once its quoted duration has overrun by as much again, and by
@@ -554,6 +558,11 @@ export class Buyer {
 
   /** Exec streams in flight, by provider: a provider refusing a second large input on our connection is our doing. */
   readonly #inFlight = new Map<string, number>();
+  /**
+   * Attempts of ours that ended without a receipt, for a provider's lapse refusals (EXEC_BUYER_PAUSED: when, per
+   * provider; EXEC_JOB_LAPSED: provider|job). Bounded: the oldest goes past UNFINISHED_KEPT.
+   */
+  readonly #unfinished = new Map<string, number>();
   /** Aborted when the node stops (`interrupt`): every run in flight ends as interrupted, blaming no provider. */
   readonly #stop = new AbortController();
   /** Runs in flight, for `interrupt` to wait on. */
@@ -1127,6 +1136,21 @@ export class Buyer {
     await this.d.withdraw(job).catch((e) => this.d.log.warn({ job: job.address, err: (e as Error).message }, 'could not withdraw the claim; the steward releases it at the deadline'));
   }
 
+  #noteUnfinished(provider: string, job: string): void {
+    const now = this.d.clock();
+    for (const k of [provider, `${provider}|${job}`]) {
+      this.#unfinished.delete(k);
+      this.#unfinished.set(k, now);
+    }
+    while (this.#unfinished.size > UNFINISHED_KEPT) this.#unfinished.delete(this.#unfinished.keys().next().value!);
+  }
+
+  /** A lapse refusal (EXEC_BUYER_PAUSED, EXEC_JOB_LAPSED) that an attempt of ours there, ended without its receipt, explains. */
+  #lapseRefusalOurs(code: string, provider: string, job: string): boolean {
+    const at = code === 'EXEC_BUYER_PAUSED' ? this.#unfinished.get(provider) : code === 'EXEC_JOB_LAPSED' ? this.#unfinished.get(`${provider}|${job}`) : undefined;
+    return at !== undefined && this.d.clock() - at <= UNFINISHED_WINDOW_MS;
+  }
+
   /** One exec exchange with a selected provider (an auction's winner, or an open order's winning claim: src/roles/buyer-orders.ts). */
   async attempt(
     job: Opened<Job>,
@@ -1168,6 +1192,7 @@ export class Buyer {
     let output: Uint8Array | undefined;
     let receipt: Opened<Receipt> | undefined;
     const concurrent = this.#inFlight.get(cand.provider) ?? 0;
+    let refused = false;
     this.#inFlight.set(cand.provider, concurrent + 1);
     const progress = new ProgressGate(clock, onEvent);
     // A stream that broke while this node stopped or did not run is not the provider's non-delivery (localInterruption).
@@ -1184,6 +1209,7 @@ export class Buyer {
         const f: ExecFrame = parseExecFrame(raw);
         silence.heard(f);
         if (f.t === 'refused') {
+          refused = true;
           // On an overlay with a steward, a job the steward reclaimed before it ran here is refused with the reclaim's
           // code: the provider did what the steward asked, so no non-delivery is signed against it once the steward
           // confirms it (run(): #checkReclaim; a refusal it did not ask for earns the non-delivery there).
@@ -1198,6 +1224,11 @@ export class Buyer {
           // (below). Before, a one-slot provider chosen for two of our jobs at once was signed a `refused` non-delivery,
           // at twice a failure's weight, for every second one (review s41 C3: 113 over ~560 jobs, its score 0.595).
           if (f.code === 'EXEC_BUSY' && (concurrent > 0 || (this.#inFlight.get(cand.provider) ?? 0) > 1)) return { outcome: `provider busy with another of our jobs: refused: ${f.code}` };
+          // A provider pausing us after an exec input of ours lapsed there (docs/node.md "Exec input lapses") refuses
+          // for our own doing, if an attempt of ours there did end without its receipt lately (for that job, when it
+          // names the job): no non-delivery. The same code with no such attempt is the provider's word alone, and
+          // counts as any refusal (else any provider could refuse what it won for free).
+          if (this.#lapseRefusalOurs(f.code, cand.provider, job.address)) return { outcome: `provider paused us after an attempt of ours there ended without its input: refused: ${f.code}` };
           return { outcome: `refused: ${f.code}`, nondelivery: 'refused' };
         }
         if (f.t === 'accepted') onEvent({ e: 'accepted', provider: cand.provider });
@@ -1243,6 +1274,8 @@ export class Buyer {
       const n = (this.#inFlight.get(cand.provider) ?? 1) - 1;
       if (n > 0) this.#inFlight.set(cand.provider, n);
       else this.#inFlight.delete(cand.provider);
+      // an attempt that ended without a receipt and without the provider's refusal: its input may have lapsed there
+      if (!receipt && !refused) this.#noteUnfinished(cand.provider, job.address);
     }
     if (!receipt) return local() ?? { outcome: 'stream ended without a receipt', nondelivery: 'no-receipt' };
     onEvent({ e: 'receipt', receipt });

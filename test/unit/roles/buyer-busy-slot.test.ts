@@ -59,3 +59,49 @@ test('EXEC_BUSY while another of our jobs runs at that provider signs no non-del
   assert.equal(r3.nondelivery, 'refused');
   assert.equal(r3.outcome, 'refused: EXEC_BUSY');
 });
+
+test('a provider’s lapse refusal (EXEC_BUYER_PAUSED, EXEC_JOB_LAPSED) after an attempt of ours there ended without its receipt signs no non-delivery; with no such attempt it counts', async () => {
+  const noop = () => {};
+  const log = { info: noop, warn: noop, debug: noop, error: noop, child: () => log };
+  const answers: Array<'fail' | string> = [];
+  const deps = {
+    signer: ME.signer,
+    did: ME.did,
+    clock: () => NOW,
+    log,
+    exec: async function* () {
+      const a = answers.shift()!;
+      if (a === 'fail') throw new C0Error('NET_STREAM_FAILED', 'the link dropped during the upload');
+      yield { t: 'refused', code: a, message: 'paused' };
+    },
+  } as unknown as BuyerDeps;
+  const buyer = new Buyer(deps);
+  const sel = { bytes: new Uint8Array(1) } as unknown as Opened<Selection>;
+  const spec = { input: new Uint8Array(4) } as unknown as JobSpec;
+  const at = (prov: typeof PROV, i: number) => {
+    const j = job(ME, { announcedAt: NOW + 100 + i });
+    return { j, cand: { provider: prov.did, offer: offer(prov, j, advert(prov)) } as unknown as RankedCandidate };
+  };
+  const other = P(753);
+  // no attempt of ours at `other` that could have lapsed (a refusal of its own is none): its word alone
+  answers.push('EXEC_BUSY');
+  const w = at(other, 9);
+  assert.equal((await buyer.attempt(w.j, w.cand, sel, spec, noop)).nondelivery, 'refused');
+  answers.push('EXEC_BUYER_PAUSED');
+  const x = at(other, 0);
+  assert.equal((await buyer.attempt(x.j, x.cand, sel, spec, noop)).nondelivery, 'refused');
+  // our upload to PROV dropped: its pause is our doing, for any job; its job refusal, for that job only
+  const a = at(PROV, 1);
+  answers.push('fail');
+  assert.equal((await buyer.attempt(a.j, a.cand, sel, spec, noop)).nondelivery, 'unreachable');
+  answers.push('EXEC_JOB_LAPSED');
+  const again = await buyer.attempt(a.j, a.cand, sel, spec, noop);
+  assert.equal(again.nondelivery, undefined);
+  assert.match(again.outcome, /paused us after an attempt of ours there ended without its input: refused: EXEC_JOB_LAPSED/);
+  const b = at(PROV, 2);
+  answers.push('EXEC_BUYER_PAUSED');
+  assert.equal((await buyer.attempt(b.j, b.cand, sel, spec, noop)).nondelivery, undefined);
+  const c = at(PROV, 3);
+  answers.push('EXEC_JOB_LAPSED');
+  assert.equal((await buyer.attempt(c.j, c.cand, sel, spec, noop)).nondelivery, 'refused', 'another job: not explained by our attempt');
+});
