@@ -92,7 +92,18 @@ export interface LeaseInput {
    * Default: the provider serves the order's workload now.
    */
   eligible?: (provider: LiveProvider, order: OpenOrder) => boolean;
+  /**
+   * A provider DID whose place in each open bid's ranking to record (LeaseView.places), for the escalation check
+   * (rule 6) of the node's own claimer. Changes no lease.
+   */
+  placeOf?: string;
 }
+
+/**
+ * A provider's place in an open bid's ranking (rule 2, not rotated): `ahead` of the `n` providers that may hold it
+ * rank ahead of it; null when it may not hold the order.
+ */
+export type Place = { ahead: number; n: number } | null;
 
 export interface LeaseView {
   /** Every lease, in lease order (leaseOrder: oldest first among orders in their front periods, then the others). */
@@ -101,6 +112,11 @@ export interface LeaseView {
   byProvider: Map<string, Lease[]>;
   /** The lease on each order address (absent: nobody may or can hold it now). */
   byOrder: Map<string, Lease>;
+  /**
+   * With LeaseInput.placeOf: that provider's place in the ranking of each open bid the computation ranked (every open
+   * bid up to the one that took the last free slot; the others are absent).
+   */
+  places?: Map<string, Place>;
 }
 
 const byString = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
@@ -224,16 +240,21 @@ export function computeLeases(input: LeaseInput): LeaseView {
   // per-order scratch, reused: the providers that may claim it and their weights
   const cand = new Int32Array(np);
   const ws = new Float64Array(np);
+  const places = input.placeOf !== undefined ? new Map<string, Place>() : undefined;
+  const me = input.placeOf !== undefined ? withRoom.findIndex((p) => p.did === input.placeOf) : -1;
   for (const { order: o, period, hash: oh } of leaseOrder(input.orders, input.now, leaseMs, frontPeriods)) {
     if (roomLeft === 0) break; // every slot is leased: no later order can be
     let n = 0;
+    let mine = -1; // placeOf's slot in cand
     for (let j = 0; j < np; j++) {
       const p = withRoom[j]!;
       if ((o.designated !== undefined ? p.did === o.designated : o.openBid) && eligible(p, o)) {
+        if (j === me) mine = n;
         cand[n] = j;
         ws[n++] = mixWeight(oh, dh[j]!);
       }
     }
+    if (places && o.openBid && o.designated === undefined) places.set(o.address, mine < 0 ? null : { ahead: aheadOf(mine, n, cand, ws, withRoom), n });
     if (n === 0) continue;
     const sorted = ws.slice(0, n).sort(); // ascending; rank r (0 = highest weight) sits at n-1-r
     let at: Map<number, number[]> | undefined; // weight → candidate slots, DID order within a weight (built on demand)
@@ -274,7 +295,53 @@ export function computeLeases(input: LeaseInput): LeaseView {
       break;
     }
   }
-  return { leases, byProvider, byOrder };
+  return { leases, byProvider, byOrder, ...(places ? { places } : {}) };
+}
+
+/** How many of the n candidates rank ahead of candidate `mine` (a higher weight, or an equal one and a lower DID). */
+function aheadOf(mine: number, n: number, cand: Int32Array, ws: Float64Array, providers: readonly LiveProvider[]): number {
+  const w = ws[mine]!;
+  const did = providers[cand[mine]!]!.did;
+  let ahead = 0;
+  for (let c = 0; c < n; c++) if (ws[c]! > w || (ws[c] === w && c !== mine && providers[cand[c]!]!.did < did)) ahead++;
+  return ahead;
+}
+
+/**
+ * `did`'s place in an open bid's ranking over `providers` (already normalised and with room, as computeLeases takes
+ * them): the same as LeaseView.places gives, for an order the lease computation did not rank.
+ */
+export function placeIn(order: OpenOrder, providers: readonly LiveProvider[], did: string, eligible: (p: LiveProvider, o: OpenOrder) => boolean, didHash: (j: number) => readonly [number, number] = (j) => hash64(providers[j]!.did)): Place {
+  if (!order.openBid || order.designated !== undefined) return null;
+  const me = providers.findIndex((p) => p.did === did);
+  if (me < 0 || !eligible(providers[me]!, order)) return null;
+  const oh = hash64(order.address);
+  const mine = mixWeight(oh, didHash(me));
+  let n = 0;
+  let ahead = 0;
+  for (let j = 0; j < providers.length; j++) {
+    const p = providers[j]!;
+    if (j !== me && !eligible(p, order)) continue;
+    n++;
+    if (j === me) continue;
+    const w = mixWeight(oh, didHash(j));
+    if (w > mine || (w === mine && p.did < did)) ahead++;
+  }
+  return { ahead, n };
+}
+
+/**
+ * May the provider at `place` in an open bid's ranking claim it by escalation at `now` (rule 6)? The rotation is by
+ * the order's lease period (from announcedAt, as the leases); the width by its age counted from `since` (default
+ * announcedAt; the node passes the later of announcedAt and when it first heard the order).
+ */
+export function escalatesTo(place: Place, order: OpenOrder, now: number, leaseMs: number = MATCH_LEASE_MS, graceMs: number = MATCH_ESCALATE_MS, since: number = order.announcedAt): boolean {
+  if (place === null || !order.openBid || order.designated !== undefined) return false;
+  const width = escalationWidth(Math.max(order.announcedAt, since), now, place.n, graceMs);
+  if (width === 0) return false;
+  if (width >= place.n) return true;
+  const k = leasePeriod(order.announcedAt, now, leaseMs);
+  return (((place.ahead - k) % place.n) + place.n) % place.n < width;
 }
 
 /**
@@ -297,6 +364,18 @@ export interface EscalationInput {
   graceMs?: number;
   /** As LeaseInput.eligible. */
   eligible?: (provider: LiveProvider, order: OpenOrder) => boolean;
+  /**
+   * When this node first heard the order (undefined: not known). The width counts the order's age from the later of
+   * this and announcedAt, so an order that arrives already old (a slow buyer clock, gossip heard late, a sync) is not
+   * open to 2^⌊age/G⌋ providers at once. The rotation still counts from announcedAt, as the leases.
+   */
+  heardAt?: (order: OpenOrder) => number | undefined;
+  /**
+   * Places of the provider `placeOf` in open bids' rankings, computed over the same providers (LeaseView.places of a
+   * lease view for the same live set): may() for `placeOf` takes its place from here, and adds those it computes.
+   */
+  places?: Map<string, Place>;
+  placeOf?: string;
 }
 
 export interface Escalation {
@@ -311,51 +390,56 @@ export interface Escalation {
  * that may claim an open bid `order` in claimMode `leased` besides its lease holder are, in lease period k at age
  * a ≥ G, the first min(n, 2^⌊a/G⌋) of its ranking rotated by k (ranked[k], ranked[k+1], … mod n), the ranking being leaseRanking's over
  * the same providers computeLeases considers (live, a free slot, eligible). Deterministic from the records and `now`
- * like the leases; it does not change them (heldByProvider, probes and plans count the leases only). Designated
- * orders do not escalate: only their provider may claim them.
+ * like the leases (with `heardAt`, the width also from when this node heard the order); it does not change them
+ * (heldByProvider, probes and plans count the leases only). Designated orders do not escalate: only their provider
+ * may claim them.
  */
 export function escalation(input: EscalationInput): Escalation {
   const leaseMs = input.leaseMs ?? MATCH_LEASE_MS;
   const graceMs = input.graceMs ?? MATCH_ESCALATE_MS;
   if (!Number.isSafeInteger(graceMs) || graceMs <= 0) throw new RangeError(`graceMs must be a positive integer, got ${graceMs}`);
   const eligible = input.eligible ?? servesWorkload;
-  const withRoom = normaliseProviders(input.providers, input.now).filter((p) => p.freeSlots >= 1);
-  const index = new Map(withRoom.map((p, j) => [p.did, j]));
+  let withRoom: LiveProvider[] | undefined; // normalised on first need (a tick whose open bids are all in their first grace needs none)
+  let index: Map<string, number> | undefined;
   const dh: Array<[number, number] | undefined> = [];
-  const hashOf = (j: number): [number, number] => dh[j] ?? (dh[j] = hash64(withRoom[j]!.did));
+  const providers = (): LiveProvider[] => {
+    if (!withRoom) {
+      withRoom = normaliseProviders(input.providers, input.now).filter((p) => p.freeSlots >= 1);
+      index = new Map(withRoom.map((p, j) => [p.did, j]));
+    }
+    return withRoom;
+  };
+  const hashOf = (j: number): [number, number] => dh[j] ?? (dh[j] = hash64(providers()[j]!.did));
+  const since = (order: OpenOrder): number => Math.max(order.announcedAt, input.heardAt?.(order) ?? order.announcedAt);
   return {
     claimers(order) {
       if (!order.openBid || order.designated !== undefined) return [];
-      const ranked = leaseRanking(order, withRoom, eligible, (did) => hashOf(index.get(did)!));
+      const ps = providers();
+      const ranked = leaseRanking(order, ps, eligible, (did) => hashOf(index!.get(did)!));
       const n = ranked.length;
       const k = leasePeriod(order.announcedAt, input.now, leaseMs);
-      const width = escalationWidth(order.announcedAt, input.now, n, graceMs);
+      const width = escalationWidth(since(order), input.now, n, graceMs);
       const out: string[] = [];
       for (let i = 0; i < width; i++) out.push(ranked[(k + i) % n]!.did);
       return out;
     },
     may(order, did) {
       if (!order.openBid || order.designated !== undefined) return false;
-      const me = index.get(did);
-      if (me === undefined || !eligible(withRoom[me]!, order)) return false;
-      const width = escalationWidth(order.announcedAt, input.now, withRoom.length, graceMs);
-      if (width === 0) return false; // in its first grace: the lease alone (no ranking to compute)
-      if (width >= withRoom.length) return true; // every provider that may claim it may, whatever its rank
-      // its place in the ranking: those ranked ahead (higher weight, or equal and a lower DID), of n that may claim it
-      const oh = hash64(order.address);
-      const mine = mixWeight(oh, hashOf(me));
-      let n = 0;
-      let ahead = 0;
-      for (let j = 0; j < withRoom.length; j++) {
-        const p = withRoom[j]!;
-        if (j !== me && !eligible(p, order)) continue;
-        n++;
-        if (j === me) continue;
-        const w = mixWeight(oh, hashOf(j));
-        if (w > mine || (w === mine && p.did < did)) ahead++;
+      const from = since(order);
+      // in its first grace: the lease alone (no ranking to compute)
+      if (escalationWidth(from, input.now, Number.MAX_SAFE_INTEGER, graceMs) === 0) return false;
+      const kept = did === input.placeOf ? input.places : undefined;
+      let place = kept?.get(order.address);
+      if (place === undefined) {
+        const ps = providers();
+        const me = index!.get(did);
+        if (me === undefined || !eligible(ps[me]!, order)) return false;
+        // escalated to every provider that may claim it, whatever its rank: no ranking to compute
+        if (escalationWidth(from, input.now, ps.length, graceMs) >= ps.length) return true;
+        place = placeIn(order, ps, did, eligible, hashOf);
+        kept?.set(order.address, place);
       }
-      const k = leasePeriod(order.announcedAt, input.now, leaseMs);
-      return (((ahead - k) % n) + n) % n < escalationWidth(order.announcedAt, input.now, n, graceMs);
+      return escalatesTo(place, order, input.now, leaseMs, graceMs, from);
     },
   };
 }

@@ -16,7 +16,7 @@
 import type { Opened } from '../records/envelope.js';
 import type { Advert, Job } from '../records/kinds.js';
 import { candidates, orderFromJob } from './candidates.js';
-import { computeLeases, escalation, leasePeriod, type Escalation, type LeaseView, type OpenOrder } from './leases.js';
+import { computeLeases, escalation, leasePeriod, type Escalation, type LeaseView, type OpenOrder, type Place } from './leases.js';
 import { MATCH_FRONT_PERIODS, MATCH_LEASE_MS, type LiveProvider } from './types.js';
 import { ExpiringKeys } from '../util/expiring.js';
 
@@ -45,7 +45,7 @@ export const EVICTED_MEMORY_MS = 600_000;
 
 export class OpenOrders {
   readonly opts: OpenOrdersOptions;
-  readonly #jobs = new Map<string, { job: Opened<Job>; order: OpenOrder }>();
+  readonly #jobs = new Map<string, { job: Opened<Job>; order: OpenOrder; heardAt: number }>();
   /**
    * Orders decided (a selection seen, or the buyer's node said so to a claim): not re-added when the job is heard
    * again. Each until its order's deadline (after it `add` refuses the job anyway), at most 4 × `maxOrders`: lapsed
@@ -65,7 +65,13 @@ export class OpenOrders {
    * The latest lease computation: it stands for every `now` in [from, until) while the open orders (version) and the
    * live providers (by content, sameProviders) are unchanged (#validUntil).
    */
-  #cache: { from: number; until: number; live: readonly LiveProvider[]; version: number; view: LeaseView } | undefined;
+  #cache: { from: number; until: number; live: readonly LiveProvider[]; version: number; view: LeaseView; placeOf?: string; places?: Map<string, Place> } | undefined;
+  /**
+   * The provider DID whose place in each open bid's ranking the lease computations record (the node's own claimer's,
+   * set by its first leases()/escalation() call naming it): its escalation check is then a lookup per order, kept
+   * with the lease view, not a pass over the live providers per order and tick.
+   */
+  #placeOf: string | undefined;
   /** Lease computations run (a cache miss each; for tests and diagnostics). */
   #computed = 0;
   /**
@@ -110,7 +116,7 @@ export class OpenOrders {
     // dropped for room a while ago and brought back by a sync: refused without a scan (the set would drop it again)
     if (this.#evicted.has(job.address, now)) return false;
     this.#evicted.delete(job.address);
-    this.#jobs.set(job.address, { job, order: { address: job.address, buyer: job.signer, announcedAt: job.record.announcedAt, workload: job.record.workload, ...(o.designated ? { designated: o.designated } : {}), openBid: o.designated === undefined } });
+    this.#jobs.set(job.address, { job, order: { address: job.address, buyer: job.signer, announcedAt: job.record.announcedAt, workload: job.record.workload, ...(o.designated ? { designated: o.designated } : {}), openBid: o.designated === undefined }, heardAt: now });
     if (this.#jobs.size > this.opts.maxOrders) {
       const out = this.#evictee();
       this.#rememberEvicted(out, this.#jobs.get(out)!.job.record.deadline, now);
@@ -265,25 +271,48 @@ export class OpenOrders {
    * (by content: a presence view builds a new list at every read) are the same and `now` is before the first time the
    * answer could change (#validUntil); then the same answer comes back for any `now` in between.
    */
-  leases(now: number, live: readonly LiveProvider[]): LeaseView {
+  leases(now: number, live: readonly LiveProvider[], placeOf?: string): LeaseView {
+    if (placeOf !== undefined) this.#placeOf = placeOf;
     this.prune(now);
     const c = this.#cache;
     if (c && c.version === this.#version && c.from <= now && now < c.until && (c.live === live || sameProviders(c.live, live))) return c.view;
     this.#liveSeen = live.length;
     this.#computed++;
     const orders = [...this.#jobs.values()].map((x) => x.order);
-    const view = computeLeases({ providers: live, orders, now, ...(this.opts.leaseMs ? { leaseMs: this.opts.leaseMs } : {}), eligible: (p, o) => this.eligible(p, o, now) });
-    this.#cache = { from: now, until: Math.min(validUntil(view, live, now), rankingChanges(orders, now, this.opts.leaseMs ?? MATCH_LEASE_MS)), live, version: this.#version, view };
+    const placeFor = this.#placeOf;
+    const view = computeLeases({ providers: live, orders, now, ...(this.opts.leaseMs ? { leaseMs: this.opts.leaseMs } : {}), eligible: (p, o) => this.eligible(p, o, now), ...(placeFor !== undefined ? { placeOf: placeFor } : {}) });
+    this.#cache = { from: now, until: Math.min(validUntil(view, live, now), rankingChanges(orders, now, this.opts.leaseMs ?? MATCH_LEASE_MS)), live, version: this.#version, view, ...(placeFor !== undefined ? { placeOf: placeFor, places: view.places ?? new Map() } : {}) };
     return view;
   }
 
   /**
    * Escalation of the open bids' leases at `now` over the live providers (src/matching/leases.ts `escalation`, rule 6):
    * who may claim an open bid in claimMode `leased` besides its lease holder. Uses the same eligibility answers as the
-   * leases; not counted in leasesHeld (it reserves nothing).
+   * leases; not counted in leasesHeld (it reserves nothing). An order's width counts its age from when this node first
+   * heard it (add), when that is later than its announcedAt: an order that arrives already old is not open to every
+   * provider at once. With `placeOf` (the node's own DID), may() for it takes its place in each open bid's ranking
+   * from the lease view for the same live set (recorded when the leases were computed, or computed once and kept with
+   * it), so a claimer tick costs a lookup per open bid, not a pass over the live providers.
    */
-  escalation(now: number, live: readonly LiveProvider[]): Escalation {
-    return escalation({ providers: live, now, ...(this.opts.leaseMs ? { leaseMs: this.opts.leaseMs } : {}), eligible: (p, o) => this.eligible(p, o, now) });
+  escalation(now: number, live: readonly LiveProvider[], placeOf?: string): Escalation {
+    let places: Map<string, Place> | undefined;
+    if (placeOf !== undefined) {
+      this.leases(now, live, placeOf); // the lease view for this live set, and with it the places
+      const c = this.#cache!;
+      if (c.placeOf !== placeOf || !c.places) {
+        c.placeOf = placeOf;
+        c.places = new Map();
+      }
+      places = c.places;
+    }
+    return escalation({
+      providers: live,
+      now,
+      ...(this.opts.leaseMs ? { leaseMs: this.opts.leaseMs } : {}),
+      eligible: (p, o) => this.eligible(p, o, now),
+      heardAt: (o) => this.#jobs.get(o.address)?.heardAt,
+      ...(places ? { places, placeOf: placeOf! } : {}),
+    });
   }
 
   /**

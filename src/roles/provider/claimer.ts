@@ -272,7 +272,7 @@ export class Claimer {
     if (open.length === 0) return [];
     const mode = this.d.mode ?? 'leased';
     const live = mode === 'leased' ? this.d.live(now) : undefined;
-    const view = live ? this.d.orders.leases(now, live) : undefined;
+    const view = live ? this.d.orders.leases(now, live, this.d.did) : undefined;
     const out: Array<{ job: Opened<Job>; price: Claim['price']; advert: Opened<Advert> }> = [];
     // leases this provider holds on orders it already claimed with no winner (the claim failed, or went unanswered)
     let spent = 0;
@@ -305,7 +305,7 @@ export class Claimer {
       // did not claim them (a key that advertises and never claims holds leases as any provider does). After our own
       // leases and designated orders; orders in their front periods first, oldest first, then the others.
       const taken = new Set(out.map((t) => t.job.address));
-      const esc = this.d.orders.escalation(now, live!);
+      const esc = this.d.orders.escalation(now, live!, this.d.did);
       const front: typeof out = [];
       const late: typeof out = [];
       for (const { job, order } of open) {

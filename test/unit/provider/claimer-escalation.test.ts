@@ -44,7 +44,7 @@ function bidRanked(place: number, at: number, from = 0): Opened<Job> {
 function run(bids: Array<Opened<Job>>, freeSlots = 2): { at: number | undefined; sent: string[] } {
   let now = NOW;
   const orders = new OpenOrders();
-  for (const b of bids) orders.add(b, now);
+  for (const b of bids) orders.add(b, Math.min(now, b.record.announcedAt)); // heard when announced (the width counts from then)
   const sent: string[] = [];
   let at: number | undefined;
   const c = claimerFor(ME, ads.get(1)!, orders, {
