@@ -90,6 +90,8 @@ export class OpenOrders {
    * each presence read), then by workloads (from the presence, which can change under one advert).
    */
   readonly #providerKeys = new WeakMap<Opened<Advert>, Map<string, string>>();
+  /** #providerKey's answer per LiveProvider object (with the advert it was built from), so the workloads are joined once per provider, not per pair. */
+  readonly #keyOf = new WeakMap<LiveProvider, { advert: Opened<Advert>; key: string }>();
   #version = 0;
 
   constructor(opts: Partial<OpenOrdersOptions> = {}) {
@@ -224,6 +226,15 @@ export class OpenOrders {
   }
 
   #providerKey(p: LiveProvider): string {
+    // a lease computation asks about each provider once per order: its key is built once per LiveProvider object
+    const known = this.#keyOf.get(p);
+    if (known !== undefined && known.advert === p.advert) return known.key;
+    const key = this.#advertKey(p);
+    this.#keyOf.set(p, { advert: p.advert, key });
+    return key;
+  }
+
+  #advertKey(p: LiveProvider): string {
     const w = p.workloads.join(',');
     let byWorkloads = this.#providerKeys.get(p.advert);
     if (!byWorkloads) this.#providerKeys.set(p.advert, (byWorkloads = new Map()));
