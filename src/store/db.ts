@@ -18,7 +18,7 @@
  * that queued while the last group was written go as one batch: a group
  * commit), so no write can slip into LevelDB's log behind the one that fails.
  */
-import { resolve, join } from 'node:path';
+import { basename, resolve, join } from 'node:path';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { open as openFile, rm } from 'node:fs/promises';
 import { EventEmitter } from 'node:events';
@@ -495,13 +495,26 @@ export function corrupt(path: string, err: unknown): C0Error {
   return new C0Error(STORE_CORRUPT, `the database at ${path} is damaged (${why}); nothing was changed: ${STORE_RECOVERY}`, { cause: err, detail: { path } });
 }
 
-/** The damage in the database's write-ahead logs (wal-check.ts); one it cannot read is left to LevelDB's open to report. */
-function logDamage(dir: string, files?: string[]): LogDamage | undefined {
+/**
+ * The damage in the database's write-ahead logs (wal-check.ts); one it cannot read is left to LevelDB's open to report.
+ * A torn end of the newest log (a zero-filled, unsynced last record a power cut left) is not damage: `torn` is told.
+ */
+function logDamage(dir: string, files?: string[], torn: (t: LogDamage) => void = (t) => warnTorn(dir, t)): LogDamage | undefined {
   try {
-    return checkLogs(dir, files);
+    return checkLogs(dir, files, torn);
   } catch {
     return undefined;
   }
+}
+
+/** The words for a torn log end the open goes on past (OpenDbOptions.onTornLog). */
+export function tornLogMessage(path: string, t: LogDamage): string {
+  return `the database at ${path}: the last record of its write-ahead log ${t.file} (at byte ${t.offset}) is zero-filled, a write a power cut left unfinished (never synced, so never acknowledged); LevelDB's open drops it and keeps every record before it`;
+}
+
+/** By default a torn log end is said on stderr (a process with a log passes OpenDbOptions.onTornLog). */
+function warnTorn(path: string, t: LogDamage): void {
+  process.stderr.write(`warning: ${tornLogMessage(path, t)}\n`);
 }
 
 /** STORE_CORRUPT for a damaged write-ahead log, found before LevelDB's open (which would drop its records). */
@@ -531,6 +544,11 @@ export interface OpenDbOptions {
    * out) is refused STORE_MISSING, not created anew as an empty database. Remove it to start on a new one on purpose.
    */
   createdMark?: string;
+  /**
+   * Told when the newest write-ahead log ends in a torn, zero-filled record (a power cut; wal-check.ts): the open goes
+   * on (LevelDB drops that unacknowledged record). Default: a warning line on stderr (tornLogMessage).
+   */
+  onTornLog?: (t: LogDamage) => void;
 }
 
 /**
@@ -621,8 +639,9 @@ export async function openDb(path: string, opts: OpenDbOptions = {}): Promise<Db
     const exists = files.includes('CURRENT');
     const data = files.filter((f) => DATA_FILE.test(f)).sort();
     if (created && !exists && data.length === 0) {
+      const base = basename(key);
       const state = existsSync(key) ? (files.length ? `holds no database (only ${files.slice(0, 4).join(', ')})` : 'is empty') : 'is missing';
-      throw new C0Error(STORE_MISSING, `the database directory ${key} ${state}, but a database was created there before (${mark}): a volume not mounted (db/ a link to it, or its mount point), or a restore that left db/ out; opening it would begin a new empty database in its place. Nothing was changed: mount the volume or restore db/, then run the command again; to begin a new empty database on purpose, remove ${mark}`, { detail: { path: key, mark } });
+      throw new C0Error(STORE_MISSING, `the database directory ${key} ${state}, but a database was created there before (${mark}): a volume not mounted (${base}/ a link to it, or its mount point), or a restore that left ${base}/ out; opening it would begin a new empty database in its place. Nothing was changed: mount the volume or restore ${base}/, then run the command again; to begin a new empty database on purpose, remove ${mark}`, { detail: { path: key, mark } });
     }
     if (!exists && data.length > 0) {
       const tables = data.filter((f) => !f.endsWith('.log')).length;
@@ -644,7 +663,7 @@ export async function openDb(path: string, opts: OpenDbOptions = {}): Promise<Db
       }
       // a damaged record in a write-ahead log: LevelDB's open would drop it (and what follows in its block) and delete
       // the log, saying so only in db/LOG (wal-check.ts)
-      const damaged = logDamage(key, files);
+      const damaged = logDamage(key, files, opts.onTornLog);
       if (damaged) throw logCorrupt(key, damaged);
     }
     const deadline = Date.now() + (opts.lockWaitMs ?? 0);

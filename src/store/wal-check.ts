@@ -15,6 +15,16 @@
  * preallocated, zero-filled region; a block's trailer under 7 bytes) is not damage: a node killed mid-write opens
  * normally and loses nothing it acknowledged.
  *
+ * Two cases are told apart further than the reader does:
+ * - A record running past the end of the file whose checksum matches its data at a shorter length: its length field
+ *   is damaged, not its write cut off (a record really cut off matches at a shorter length only by chance, 2^-32 a
+ *   length). The reader takes it as the end and drops every record after it: damage ("bad record length").
+ * - A torn end after a power cut (a filesystem that zero-fills appended data that never reached the disk): the last
+ *   record of the newest log fails its checksum, its data zeros from a 4 KiB page boundary (or from its start) on,
+ *   and nothing but zeros follows to the end of the file. That record was never synced, so never acknowledged; the
+ *   reader drops it and nothing else. Not damage: reported as `torn` (the open goes on, with a warning). The same
+ *   anywhere else (an older log, a record followed by data, a mismatch with data in its last page) stays damage.
+ *
  * The format (LevelDB doc/log_format.md): 32 KiB blocks; each record a 7-byte header (masked crc32c of the type byte
  * and the data, little-endian 32 bits; the data's length, 16 bits; the type: 1 full, 2 first, 3 middle, 4 last)
  * and its data; a record never crosses a block.
@@ -69,8 +79,45 @@ export interface LogDamage {
   reason: string;
 }
 
+/** Options of checkLogFile. */
+export interface LogCheckOptions {
+  /** the newest log of its database: only there is a zero-filled last record a torn end (the module comment) */
+  newest?: boolean;
+  /** told of a torn end (a zero-filled, unsynced last record LevelDB's open drops), which is not returned as damage */
+  torn?: (t: LogDamage) => void;
+}
+
+/** A page of the filesystem's: what a power cut loses of a file's unsynced end, whole. */
+const PAGE = 4096;
+
+/** Whether the bytes of the file from `from` to its end are all zero. */
+function zerosToEnd(fd: number, from: number): boolean {
+  const buf = Buffer.allocUnsafe(CHUNK);
+  for (let at = from; ; ) {
+    const n = readSync(fd, buf, 0, CHUNK, at);
+    if (n === 0) return true;
+    for (let i = 0; i < n; i++) if (buf[i] !== 0) return false;
+    at += n;
+  }
+}
+
+/**
+ * Whether the checksum `stored` (a header's) matches the type byte at buf[p + 6] with the first L bytes of the data
+ * after the header, for some L < len that fits before `end`: a record running past the end whose length is damaged.
+ */
+function matchesShorter(buf: Buffer, p: number, end: number, stored: number): boolean {
+  const t0 = TABLES[0]!;
+  let c = t0[(-1 ^ buf[p + 6]!) & 0xff]! ^ (-1 >>> 8);
+  if (mask(~c >>> 0) === stored) return true;
+  for (let i = p + HEADER; i < end; i++) {
+    c = t0[(c ^ buf[i]!) & 0xff]! ^ (c >>> 8);
+    if (mask(~c >>> 0) === stored) return true;
+  }
+  return false;
+}
+
 /** The damage LevelDB's log reader would report in the log at `path`, or undefined (an intact or torn-tailed log). */
-export function checkLogFile(path: string, file = path): LogDamage | undefined {
+export function checkLogFile(path: string, file = path, opts: LogCheckOptions = {}): LogDamage | undefined {
   const fd = openSync(path, 'r');
   try {
     const buf = Buffer.allocUnsafe(CHUNK);
@@ -92,11 +139,23 @@ export function checkLogFile(path: string, file = path): LogDamage | undefined {
           const type = buf[p + 6]!;
           const damage = (reason: string): LogDamage => ({ file, offset: at + p, reason });
           if (p + HEADER + len > end) {
-            if (eof) return undefined; // the writer died mid-record: the end, not damage
+            // the writer died mid-record: the end, not damage; unless the checksum holds at a shorter length (a damaged
+            // length field: LevelDB's reader would take it as the end and drop every record after it)
+            if (eof) return matchesShorter(buf, p, end, buf.readUInt32LE(p)) ? damage('bad record length') : undefined;
             return damage('bad record length');
           }
           if (type === 0 && len === 0) break; // a zero-filled (preallocated) region: the rest of the block is skipped
-          if (mask(crc32c(buf, p + 6, p + HEADER + len)) !== buf.readUInt32LE(p)) return damage('checksum mismatch');
+          if (mask(crc32c(buf, p + 6, p + HEADER + len)) !== buf.readUInt32LE(p)) {
+            // a torn end (a power cut): the newest log's last record, its data zeros from a page boundary (or its
+            // start) on, nothing but zeros after it
+            const dataEnd = at + p + HEADER + len;
+            const zerosFrom = Math.max(at + p + HEADER, Math.floor((dataEnd - 1) / PAGE) * PAGE);
+            if (opts.newest && len > 0 && zerosToEnd(fd, zerosFrom)) {
+              opts.torn?.(damage('checksum mismatch in a zero-filled last record (a torn, unsynced end)'));
+              return undefined;
+            }
+            return damage('checksum mismatch');
+          }
           if (type === FULL || type === FIRST) {
             if (inFragment) return damage('partial record without end');
             inFragment = type === FIRST;
@@ -118,10 +177,14 @@ export function checkLogFile(path: string, file = path): LogDamage | undefined {
 /** A LevelDB log's name. */
 const LOG = /^\d+\.log$/;
 
-/** The first damaged log in the LevelDB directory `dir` (its logs in order), or undefined. */
-export function checkLogs(dir: string, files: string[] = readdirSync(dir)): LogDamage | undefined {
-  for (const f of files.filter((x) => LOG.test(x)).sort()) {
-    const d = checkLogFile(join(dir, f), f);
+/**
+ * The first damaged log in the LevelDB directory `dir` (its logs in order), or undefined. A torn end of the newest log
+ * (the module comment) is not damage: `torn` is told of it.
+ */
+export function checkLogs(dir: string, files: string[] = readdirSync(dir), torn?: (t: LogDamage) => void): LogDamage | undefined {
+  const logs = files.filter((x) => LOG.test(x)).sort((a, b) => Number(a.slice(0, -4)) - Number(b.slice(0, -4)));
+  for (const [i, f] of logs.entries()) {
+    const d = checkLogFile(join(dir, f), f, { newest: i === logs.length - 1, ...(torn ? { torn } : {}) });
     if (d) return d;
   }
   return undefined;

@@ -11,7 +11,7 @@ import { appendFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { closeDb, injectWriteFault, onStoreFatal, openDb, setRecovery, sub } from '../../../src/store/db.js';
-import { checkLogFile, crc32c } from '../../../src/store/wal-check.js';
+import { checkLogFile, checkLogs, crc32c, type LogDamage } from '../../../src/store/wal-check.js';
 import { C0Error } from '../../../src/errors.js';
 
 const root = mkdtempSync(join(tmpdir(), 'c0-db-log-damage-'));
@@ -129,4 +129,110 @@ describe("a damaged write-ahead log", () => {
     assert.equal(checkLogFile(log), undefined);
     assert.deepEqual(await read(dir, 2), [1, 2]);
   });
+
+  it('a damaged length field in the last block (its record now running past the end): STORE_CORRUPT, not taken as the end (review r2 E S1)', async () => {
+    const { dir, log } = await logged([value(0), value(1), value(2)]);
+    const buf = readFileSync(log);
+    assert.ok(buf.length < 32 * 1024, 'the whole log is its last block');
+    const at = records(buf);
+    assert.equal(at.length, 3);
+    const len1 = buf.readUInt16LE(at[1]! + 4);
+    buf.writeUInt16LE(20_000, at[1]! + 4); // record 1 now runs past the end of the file
+    writeFileSync(log, buf);
+    const before = listing(dir);
+    await assert.rejects(openDb(dir), (e: unknown) => e instanceof C0Error && e.code === 'STORE_CORRUPT' && /bad record length/.test(e.message));
+    assert.deepEqual(listing(dir), before);
+    // the last record's length damaged the same way
+    buf.writeUInt16LE(len1, at[1]! + 4);
+    buf.writeUInt16LE(buf.readUInt16LE(at[2]! + 4) + 1, at[2]! + 4);
+    writeFileSync(log, buf);
+    assert.equal(checkLogFile(log)?.reason, 'bad record length');
+  });
+
+  it('a log cut at any byte of its last record opens (no shorter length matches a checksum by chance)', async () => {
+    const { log } = await logged([value(0), value(1), value(2, 3000)]);
+    const buf = readFileSync(log);
+    const last = records(buf).at(-1)!;
+    for (let cut = last + 7; cut < buf.length; cut++) assert.equal(checkCut(buf, cut, log), undefined, `cut at ${cut}`);
+  });
+
+  it('a torn zero-filled last record of the newest log (a power cut): opens with a warning, keeping every record before it (review r2 E S6)', async () => {
+    const { dir, log } = await logged([value(0), value(1), value(2, 3000)]);
+    const buf = readFileSync(log);
+    const last = records(buf).at(-1)!;
+    buf.fill(0, last + 7); // its header survived, its data never reached the disk
+    writeFileSync(log, Buffer.concat([buf, Buffer.alloc(5000)]));
+    const torn: LogDamage[] = [];
+    const db = await openDb(dir, { onTornLog: (t) => torn.push(t) });
+    await closeDb(db);
+    assert.equal(torn.length, 1);
+    assert.equal(torn[0]!.offset, last);
+    assert.deepEqual(await read(dir, 3), [1, 2, undefined]);
+  });
+
+  it('a last record zero-filled from a 4 KiB page boundary in its data on: a torn end too', async () => {
+    const { dir, log } = await logged([value(0), value(1), value(2, 9000)]);
+    const buf = readFileSync(log);
+    const page = Math.floor((buf.length - 1) / 4096) * 4096;
+    assert.ok(page > records(buf).at(-1)! + 7);
+    buf.fill(0, page);
+    writeFileSync(log, buf);
+    const torn: LogDamage[] = [];
+    assert.equal(checkLogFile(log, undefined, { newest: true, torn: (t) => torn.push(t) }), undefined);
+    assert.equal(torn.length, 1);
+    assert.deepEqual(await read(dir, 3), [1, 2, undefined]);
+  });
+
+  it('zeros elsewhere stay damage: in an older log, before a later record, with data after them, or not reaching its last page', async () => {
+    const { dir, log } = await logged([value(0), value(1, 3000), value(2, 9000)]);
+    const clean = readFileSync(log);
+    const at = records(clean);
+    // the last record zero-filled, but the log is not the newest
+    let buf = Buffer.from(clean).fill(0, at[2]! + 7);
+    writeFileSync(log, buf);
+    assert.equal(checkLogFile(log, undefined, { newest: false })?.reason, 'checksum mismatch');
+    const newer = join(dir, '999999.log');
+    writeFileSync(newer, Buffer.alloc(0));
+    assert.equal(checkLogs(dir)?.reason, 'checksum mismatch');
+    rmSync(newer);
+    // a middle record zero-filled, a whole record after it
+    buf = Buffer.from(clean).fill(0, at[1]! + 7, at[2]!);
+    writeFileSync(log, buf);
+    await assert.rejects(openDb(dir), (e: unknown) => e instanceof C0Error && e.code === 'STORE_CORRUPT');
+    // the last record zero-filled, a stray byte after it
+    buf = Buffer.concat([Buffer.from(clean).fill(0, at[2]! + 7), Buffer.alloc(100)]);
+    buf[buf.length - 50] = 1;
+    writeFileSync(log, buf);
+    await assert.rejects(openDb(dir), (e: unknown) => e instanceof C0Error && e.code === 'STORE_CORRUPT');
+    // zeros in the last record that stop short of its end, or start after its last page boundary
+    buf = Buffer.from(clean).fill(0, at[2]! + 7, clean.length - 1);
+    buf[buf.length - 1] = 7;
+    writeFileSync(log, buf);
+    await assert.rejects(openDb(dir), (e: unknown) => e instanceof C0Error && e.code === 'STORE_CORRUPT');
+    buf = Buffer.from(clean).fill(0, Math.floor((clean.length - 1) / 4096) * 4096 + 10);
+    buf[Math.floor((clean.length - 1) / 4096) * 4096]! ^= 0x40;
+    writeFileSync(log, buf);
+    await assert.rejects(openDb(dir), (e: unknown) => e instanceof C0Error && e.code === 'STORE_CORRUPT');
+    // a flipped byte in the last record, no zeros
+    buf = Buffer.from(clean);
+    buf[buf.length - 10]! ^= 0x01;
+    writeFileSync(log, buf);
+    await assert.rejects(openDb(dir), (e: unknown) => e instanceof C0Error && e.code === 'STORE_CORRUPT');
+    writeFileSync(log, clean);
+    assert.deepEqual(await read(dir, 3), [1, 2, 3]);
+  });
 });
+
+/** Where each record of a log under one block starts. */
+function records(buf: Buffer): number[] {
+  const out: number[] = [];
+  for (let p = 0; p + 7 <= buf.length; p += 7 + buf.readUInt16LE(p + 4)) out.push(p);
+  return out;
+}
+
+/** checkLogFile of the log `buf` cut at `cut` (a copy next to `log`). */
+function checkCut(buf: Buffer, cut: number, log: string): LogDamage | undefined {
+  const path = `${log}.cut`;
+  writeFileSync(path, buf.subarray(0, cut));
+  return checkLogFile(path);
+}
