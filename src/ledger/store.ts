@@ -83,6 +83,12 @@ export interface LedgerOptions {
    * A directory holding more keeps, at open, the keys with the longest receipts (then in DID order).
    */
   maxWitnesses?: number;
+  /**
+   * A live ledger's record that it was created (the steward's: <data-dir>/steward/<overlay>/ledger.created; openDb's
+   * createdMark): while it is there, a ledger directory that is empty or missing (moved aside, a volume not mounted)
+   * is refused STORE_MISSING, not begun anew at length 0. Ledger directories given to `ledger import`/`verify` have none.
+   */
+  createdMark?: string;
 }
 
 /** Default `LedgerOptions.maxWitnesses`: witness keys whose receipts a ledger without a witness list holds. */
@@ -201,7 +207,7 @@ export class Ledger {
       throw new C0Error(LEDGER_ERR.WRONG_STEWARD, 'steward: the signer is not the named steward', { field: 'steward' });
     }
     const expected = opts.steward ?? signerDid;
-    const db = await openDb(dir);
+    const db = await openDb(dir, opts.createdMark === undefined ? {} : { createdMark: opts.createdMark });
     try {
       const entries = await readAll(sub(db, 'entries'));
       const metaBytes = await sub(db, 'meta').get('head');

@@ -63,7 +63,7 @@
  *   formed, would otherwise stay unwitnessed until the next append. Witness
  *   receipts heard on pool-witness are kept.
  */
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import { NET_ERR } from '../net/protocols.js';
@@ -186,8 +186,9 @@ export class Steward {
     }
     const tree = treeFromYaml(text, cfg.treeFile);
     const dir = join(dataDir, 'steward', o.name, 'ledger');
-    mkdirSync(dir, { recursive: true });
-    const ledger = await Ledger.open(dir, { signer: identity.signer, now: o.clock, logger: o.log.child({ role: 'steward', overlay: o.name }), ...(cfg.witnesses ? { witnesses: cfg.witnesses } : {}), ...(cfg.maxWitnesses === undefined ? {} : { maxWitnesses: cfg.maxWitnesses }) });
+    // openDb makes the directory the first time only: with ledger.created there, a ledger directory moved aside or not
+    // mounted is STORE_MISSING, not a new chain at length 0 (docs/pool.md)
+    const ledger = await Ledger.open(dir, { createdMark: join(dataDir, 'steward', o.name, 'ledger.created'), signer: identity.signer, now: o.clock, logger: o.log.child({ role: 'steward', overlay: o.name }), ...(cfg.witnesses ? { witnesses: cfg.witnesses } : {}), ...(cfg.maxWitnesses === undefined ? {} : { maxWitnesses: cfg.maxWitnesses }) });
     const s = new Steward(o, ledger, tree, cfg, identity);
     const open = openEntitlements(tree);
     if (open.length) {
