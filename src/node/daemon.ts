@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { AggregatorRegistry, Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { C0Error } from '../errors.js';
 import { checkDataDirWritable, writingDataFile } from './data-files.js';
-import { closeDb, onStoreEvent, openDb, storeHealth, type Db, type StoreHealth } from '../store/db.js';
+import { closeDb, onStoreEvent, openDb, storeHealth, tornLogMessage, type Db, type StoreHealth } from '../store/db.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { logLinesDropped, type Logger } from '../util/log.js';
 import type { BuyerEvent, JobResult, JobSpec } from '../roles/buyer.js';
@@ -122,7 +122,7 @@ export class Daemon {
     checkDataDirWritable(dataDir);
     // a daemon's start waits a while for a database a one-shot command (`run`, an offline `jobs`) holds during a restart
     const lockWaitMs = this.opts.advertise === false ? 0 : 10_000;
-    this.db = await openDb(join(dataDir, 'db'), { lockWaitMs, createdMark: join(dataDir, 'db.created'), onLockWait: (holder) => this.log.warn({ code: 'STORE_LOCKED', holder }, `the database is held by ${holder ?? 'another process'}; waiting up to ${lockWaitMs / 1000} s for it`) });
+    this.db = await openDb(join(dataDir, 'db'), { lockWaitMs, createdMark: join(dataDir, 'db.created'), onTornLog: (t) => this.log.warn({ code: 'STORE_LOG_TORN', file: t.file, offset: t.offset }, tornLogMessage(join(dataDir, 'db'), t)), onLockWait: (holder) => this.log.warn({ code: 'STORE_LOCKED', holder }, `the database is held by ${holder ?? 'another process'}; waiting up to ${lockWaitMs / 1000} s for it`) });
     this.#stops.push(() => closeDb(this.db));
     this.#watchStore(this.db);
     for (const n of networksOf(config)) {
