@@ -65,7 +65,10 @@ export interface StartRecord {
   config: string | null;
   via: 'config.yaml' | '--config' | 'defaults';
   at: string;
-  /** The file set nothing (empty, or comments only): the node ran on the defaults through it (CONFIG_EMPTY). */
+  /**
+   * Whether the file set nothing (empty, or comments only): the node ran on the defaults through it (CONFIG_EMPTY).
+   * Absent in a record written before this field existed (before 0402f13): unknown, which refuses nothing.
+   */
   empty?: boolean;
 }
 
@@ -73,7 +76,7 @@ export interface StartRecord {
 export function readStartRecord(dataDir: string): StartRecord | undefined {
   try {
     const r = JSON.parse(readFileSync(join(dataDir, START_RECORD), 'utf8')) as Partial<StartRecord>;
-    if ((typeof r.config === 'string' || r.config === null) && (r.via === 'config.yaml' || r.via === '--config' || r.via === 'defaults')) return { config: r.config, via: r.via, at: typeof r.at === 'string' ? r.at : '', ...(r.empty === true ? { empty: true } : {}) };
+    if ((typeof r.config === 'string' || r.config === null) && (r.via === 'config.yaml' || r.via === '--config' || r.via === 'defaults')) return { config: r.config, via: r.via, at: typeof r.at === 'string' ? r.at : '', ...(typeof r.empty === 'boolean' ? { empty: r.empty } : {}) };
   } catch {
     /* none, or unreadable: as none */
   }
@@ -82,7 +85,7 @@ export function readStartRecord(dataDir: string): StartRecord | undefined {
 
 /** Record which config this start ran with (`file`: what it was given; undefined: the defaults; `empty`: it set nothing). */
 export function writeStartRecord(dataDir: string, flagFile: string | undefined, file: string | undefined, empty = false): void {
-  const rec: StartRecord = { config: file === undefined ? null : resolve(file), via: file === undefined ? 'defaults' : flagFile !== undefined ? '--config' : 'config.yaml', at: new Date().toISOString(), ...(empty ? { empty: true } : {}) };
+  const rec: StartRecord = { config: file === undefined ? null : resolve(file), via: file === undefined ? 'defaults' : flagFile !== undefined ? '--config' : 'config.yaml', at: new Date().toISOString(), empty };
   const path = join(dataDir, START_RECORD);
   writingDataFile(path, 'the record of which config the node starts with', () => writeFileAtomic(path, JSON.stringify(rec) + '\n'));
 }
@@ -128,19 +131,26 @@ export function dataDirConfig(dataDir: string, daemon = false, warn?: (message: 
  * `start` takes (dataDirConfig: config.yaml; CONFIG_MISSING when the last start ran with a config.yaml that is gone).
  * Before (review s41 rvB F3) these took config.yaml or the built-in defaults, whatever the daemon ran with: a node
  * started with a --config outside its data directory showed another reputation offline than it used, silently.
+ *
+ * When that --config file has moved, the command still shows what the node holds, from config.yaml (or the built-in
+ * defaults when there is none), and `warn` hears that (CONFIG_MISSING), naming the way out. Before (review r2E S5)
+ * it was refused CONFIG_MISSING with no way out: `jobs` and `reputation` take no --config. This is safe because the
+ * display node lets nothing go (keepEverything: no bound evicts at open, no pruning) and runs no role; what may
+ * differ is only what is shown (reputation counted with that config's trusted buyers, the overlays it names), which
+ * the warning says.
  */
-export function displayConfigFile(dataDir: string): string | undefined {
+export function displayConfigFile(dataDir: string, warn?: (message: string) => void): string | undefined {
   const last = readStartRecord(dataDir);
   if (last?.via !== '--config' || last.config === null) return dataDirConfig(dataDir, true);
   try {
     lstatSync(last.config);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new C0Error('CONFIG_UNREADABLE', `cannot read config ${last.config}: ${(e as Error).message}`);
-    throw new C0Error(
-      'CONFIG_MISSING',
-      `the last start on ${dataDir}${last.at ? ` (${last.at})` : ''} ran with --config ${last.config}, which is not there now: restore it; without a daemon, this command reads the config the node last ran with (whose evidence counts, what it keeps)`,
-      { field: 'config', detail: { last: last.config, via: last.via } },
+    const instead = dataDirConfig(dataDir);
+    warn?.(
+      `the last start on ${dataDir}${last.at ? ` (${last.at})` : ''} ran with --config ${last.config}, which is not there now: showing what the node holds read with ${instead ?? 'the built-in defaults'} instead (reputation counts that config's trusted buyers; its overlays). To read it with the node's own config again, start the node once with --config <where the file is now> (the record then names it), or restore the file there`,
     );
+    return instead;
   }
   return last.config;
 }
@@ -150,11 +160,13 @@ export function displayConfigFile(dataDir: string): string | undefined {
  * same file while it set something: refused as a missing one is (CONFIG_MISSING). Before (review s41 rvE F6) an
  * emptied config.yaml (a truncated copy, a failed edit) started a provider as a buyer listening on every interface,
  * with a CONFIG_EMPTY warning only, while a renamed one was refused. A file that set nothing at the last start too,
- * and a data directory whose record names another file (or none), keep the CONFIG_EMPTY warning.
+ * and a data directory whose record names another file (or none), keep the CONFIG_EMPTY warning; so does a record
+ * that does not say (one written before the record had `empty`: review r2E S4, an upgraded node whose config.yaml had
+ * been comments only all along was refused with a false "ran with it while it set something").
  */
 export function refuseEmptied(dataDir: string, file: string, viaFlag: boolean): void {
   const last = readStartRecord(dataDir);
-  if (!last || last.config === null || last.empty) return;
+  if (!last || last.config === null || last.empty !== false) return;
   const same = last.via === 'config.yaml' ? !viaFlag && resolve(file) === resolve(join(dataDir, 'config.yaml')) : last.via === '--config' && resolve(file) === last.config;
   if (!same) return;
   const deliberately = last.via === 'config.yaml' ? `to run this node on the built-in defaults, write them there with \`c0mpute --data-dir ${dataDir} init --force-config\`` : `to run this node on the built-in defaults, start it without --config (or write them into that file: config/default.yaml)`;
@@ -196,7 +208,7 @@ export function nodeConfig(dataDir: string, f: StartFlags, warnings?: ConfigWarn
   if (f.logFormat !== undefined) log.format = f.logFormat;
   if (Object.keys(log).length) flags.log = log;
   // after the flags' own checks: a wrong command line is said first
-  const file = f.config ?? (mode === 'display' ? displayConfigFile(dataDir) : dataDirConfig(dataDir, mode === 'start', warn));
+  const file = f.config ?? (mode === 'display' ? displayConfigFile(dataDir, warn) : dataDirConfig(dataDir, mode === 'start', warn));
   const said: ConfigWarning[] = [];
   let config: NodeConfig;
   try {
@@ -539,7 +551,7 @@ export function keepEverything(config: NodeConfig): void {
 
 /** Open the node's stores without networking (for offline jobs/reputation), with the config the daemon last ran with. */
 export async function offlineNode(dataDir: string): Promise<Daemon> {
-  const config = nodeConfig(dataDir, {}, undefined, 'display');
+  const config = nodeConfig(dataDir, {}, undefined, 'display', undefined, (m) => process.stderr.write(`warning CONFIG_MISSING: ${m}\n`));
   keepEverything(config);
   config.roles = [];
   config.network.listen = ['/ip4/127.0.0.1/tcp/0'];
