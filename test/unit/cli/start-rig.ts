@@ -1,0 +1,56 @@
+/**
+ * The real CLI in a temporary root, for tests of what `start` does with a data directory (config-last-start,
+ * start-record-success): `c0` runs a command to its end; `start` runs `start` on loopback until it says the node started
+ * (then SIGINT) or exits on its own; `keysInit` makes a data directory with a key and no passphrase.
+ */
+import { after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
+
+export function startRig(prefix: string) {
+  const bin = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
+  const root = mkdtempSync(join(tmpdir(), prefix));
+  after(() => rmSync(root, { recursive: true, force: true }));
+  const env = { ...process.env, C0MPUTE_PASSPHRASE: '', C0MPUTE_HOME: join(root, 'home') };
+  const LOOPBACK = ['--listen', '/ip4/127.0.0.1/tcp/0', '--api', '127.0.0.1:0', '--bootstrap', '/ip4/127.0.0.1/tcp/1/p2p/12D3KooWHmrHaAecUJxqiAbQU8UPEazeWPrtDYnqZWBgf2ExqX3W', '--log-format', 'json'];
+
+  const c0 = (d: string, ...args: string[]) => {
+    const r = spawnSync(process.execPath, [bin, '--data-dir', d, ...args], { encoding: 'utf8', timeout: 60_000, env });
+    return { code: r.status ?? -1, out: r.stdout + r.stderr };
+  };
+
+  /** `start` until it says the node started (then SIGINT) or it exits on its own; its exit code and all it wrote. */
+  async function start(d: string, ...args: string[]): Promise<{ code: number | null; started: boolean; out: string }> {
+    const p = spawn(process.execPath, [bin, '--data-dir', d, 'start', ...LOOPBACK, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
+    const exit = once(p, 'exit');
+    let out = '';
+    let started = false;
+    const giveUp = setTimeout(() => p.kill('SIGKILL'), 60_000);
+    const onData = (b: Buffer) => {
+      out += b.toString();
+      if (!started && out.includes('node started')) {
+        started = true;
+        p.kill('SIGINT');
+      }
+    };
+    p.stdout!.on('data', onData);
+    p.stderr!.on('data', onData);
+    const [code] = (await exit) as [number | null];
+    clearTimeout(giveUp);
+    return { code, started, out };
+  }
+
+  function keysInit(name: string): string {
+    const d = join(root, name);
+    const r = c0(d, 'keys', 'init', '--no-passphrase');
+    assert.equal(r.code, 0, r.out);
+    return d;
+  }
+
+  return { bin, root, env, LOOPBACK, c0, start, keysInit };
+}
