@@ -141,9 +141,13 @@ class GuardedLevel extends Level<string, Uint8Array> {
   #recovering: Promise<void> | undefined;
   readonly #stop = new AbortController();
 
-  constructor(path: string) {
+  /** Told of a torn log end an open goes on past (OpenDbOptions.onTornLog), at the first open and at each reopen. */
+  readonly #onTornLog: ((t: LogDamage) => void) | undefined;
+
+  constructor(path: string, onTornLog?: (t: LogDamage) => void) {
     super(path, { valueEncoding: 'view' });
     this.path = path;
+    this.#onTornLog = onTornLog;
     this.hooks.newsub.add((s) => {
       this.#subs.add(s as unknown as Reopenable);
       this.#mapNotOpen(s as unknown as Record<string, unknown>);
@@ -397,7 +401,7 @@ class GuardedLevel extends Level<string, Uint8Array> {
     if (this.#stop.signal.aborted) return;
     await this.recovery.beforeOpen?.();
     // LevelDB replays the log at the open and drops a damaged record without a word (wal-check.ts)
-    const damaged = logDamage(this.path);
+    const damaged = logDamage(this.path, undefined, this.#onTornLog);
     if (damaged) throw logCorrupt(this.path, damaged);
     // never a new empty database in place of this one (openDb)
     await this.open({ createIfMissing: false });
@@ -670,7 +674,7 @@ export async function openDb(path: string, opts: OpenDbOptions = {}): Promise<Db
     let delay = 100;
     let waited = false;
     for (;;) {
-      const db = new GuardedLevel(key) as unknown as Db;
+      const db = new GuardedLevel(key, opts.onTornLog) as unknown as Db;
       try {
         // (createIfMissing: false on a database that is there: should CURRENT go between the check and the open)
         await db.open({ createIfMissing: !exists });
