@@ -12,6 +12,7 @@ import type { PeerId } from '@libp2p/interface';
 import { multiaddr, isMultiaddr, type Multiaddr } from '@multiformats/multiaddr';
 import type { Registry } from 'prom-client';
 import { C0Error } from '../errors.js';
+import { RECORD_CACHE_DEFAULTS } from './record-cache.js';
 import type { CborValue } from '../records/cbor.js';
 import type { Ed25519Signer } from '../records/ed25519.js';
 import type { Opened } from '../records/envelope.js';
@@ -147,7 +148,7 @@ export interface CatchUpOptions {
   marginMs?: number;
 }
 
-export const CATCH_UP_DEFAULTS = { maxAgeMs: 3_600_000, windowMs: 60_000, marginMs: 60_000 } as const;
+export const CATCH_UP_DEFAULTS = { maxAgeMs: RECORD_CACHE_DEFAULTS.ttlMs, windowMs: 60_000, marginMs: 60_000 } as const;
 
 export interface PeerInfo {
   peerId: string;

@@ -209,9 +209,15 @@ export class EvidenceStore {
 
   /** When r is an acceptance: the other acceptance held of its (signer, receipt), if any. */
   #verdictHeld(r: Opened): Opened<Acceptance> | undefined {
-    const k = EvidenceStore.#verdictKey(r);
-    const held = k === undefined ? undefined : this.#verdictOf.get(k);
-    return held !== undefined && held !== r.address ? this.acceptances.get(held) : undefined;
+    if (r.type !== T.acceptance) return undefined;
+    const held = this.#verdictOn(r.signer, (r.record as Acceptance).receipt);
+    return held !== undefined && held.address !== r.address ? held : undefined;
+  }
+
+  /** The one verdict `signer` holds here on `receipt` (its acceptance or dispute), if any. */
+  #verdictOn(signer: string, receipt: string): Opened<Acceptance> | undefined {
+    const held = this.#verdictOf.get(`${signer}|${receipt}`);
+    return held === undefined ? undefined : this.acceptances.get(held);
   }
 
   /** Keep r (a verdict: once the one it replaces is dropped). */
@@ -528,9 +534,7 @@ export class EvidenceStore {
     if (b.dealtWith && self !== undefined) {
       for (const r of this.receipts.values()) {
         if (r.signer !== self || r.record.status !== 'completed' || trusted.has(r.record.buyer)) continue;
-        const held = this.#verdictOf.get(`${r.record.buyer}|${r.address}`);
-        const v = held === undefined ? undefined : (this.acceptances.get(held) as Opened<Acceptance> | undefined);
-        if (v?.record.verdict === 'accepted') dealt.add(r.record.buyer);
+        if (this.#verdictOn(r.record.buyer, r.address)?.record.verdict === 'accepted') dealt.add(r.record.buyer);
       }
     }
     // what names this node as buyer is its own only through a record it signed (#own), not as a trusted buyer's
@@ -559,10 +563,10 @@ export class EvidenceStore {
         // A trusted buyer's outcome counts here only with that buyer's verdict on it: a receipt's `buyer` is only its
         // signer's claim. Before, fresh provider keys naming a trusted buyer (and acceptances by fresh keys riding in a
         // trusted buyer's outcome) ranked as that buyer's, newest first, and pushed out its real history.
-        const verdicts = [...(this.#acceptancesOf.get(c.address) ?? [])].filter((a) => a.signer === c.record.buyer);
-        recs.push(c, ...verdicts);
+        const verdict = this.#verdictOn(c.record.buyer, c.address);
+        recs.push(c, ...(verdict ? [verdict] : []));
         when = Math.max(when, at(c));
-        if (verdicts.length > 0) weight = Math.max(weight, counts(c.record.buyer)) as Unit['weight'];
+        if (verdict) weight = Math.max(weight, counts(c.record.buyer)) as Unit['weight'];
       }
       if (o && r.signer === quoter) recs.push(o);
       for (const x of recs) {

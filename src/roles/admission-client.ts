@@ -174,10 +174,15 @@ export async function requestAdmission(o: AdmissionClientOptions): Promise<Admis
 /** One request on `/c0mpute/steward/1` to the overlay's steward (the network's `request`, the steward bound). */
 export type StewardRequest = (frames: CborValue[], opts: { onFrame?: (f: CborValue) => void; signal?: AbortSignal; limits: { deadlineMs: number } }) => Promise<CborValue[]>;
 
-/** `withdraw` a claim (a job's address, or a gang's run address) at the steward: what the client sends on giving up. */
-export function withdrawClaim(request: StewardRequest, claim: string): (signal: AbortSignal) => Promise<unknown> {
+/**
+ * `withdraw` a claim (a job's address, or a gang's run address) at the steward: what the client sends on giving up
+ * (and, with the receipts it holds for it, for a job an earlier run of this node left). Resolves to the steward's
+ * `released`.
+ */
+export function withdrawClaim(request: StewardRequest, claim: string, o: { receipts?: readonly Uint8Array[]; deadlineMs?: number } = {}): (signal?: AbortSignal) => Promise<unknown> {
+  const receipts = o.receipts?.length ? { receipts: [...o.receipts] } : {};
   return async (signal) => {
-    const frames = await request([{ op: 'withdraw', job: claim } as never], { signal, limits: { deadlineMs: GIVE_UP_WITHDRAW_MS } });
+    const frames = await request([{ op: 'withdraw', job: claim, ...receipts } as never], { ...(signal ? { signal } : {}), limits: { deadlineMs: o.deadlineMs ?? GIVE_UP_WITHDRAW_MS } });
     return (frames[0] as { released?: unknown } | undefined)?.released;
   };
 }
@@ -308,12 +313,11 @@ export async function withdrawLeftovers(o: LeftoverWithdrawOptions): Promise<Lef
       if (c.deadline <= o.clock()) continue;
       try {
         const receipts = (c.receipts ?? []).slice(0, LEFTOVER_RECEIPTS);
-        const frames = await o.request([{ op: 'withdraw', job: c.claim, ...(receipts.length ? { receipts: [...receipts] } : {}) } as never], { ...(o.signal ? { signal: o.signal } : {}), limits: { deadlineMs: LEFTOVER_WITHDRAW_MS } });
-        const said = String((frames[0] as { released?: unknown } | undefined)?.released ?? 'no answer');
+        const said = String((await withdrawClaim(o.request, c.claim, { receipts, deadlineMs: LEFTOVER_WITHDRAW_MS })(o.signal)) ?? 'no answer');
         out.released[said] = (out.released[said] ?? 0) + 1;
         o.log?.[said === 'yes' || said === 'dequeued' || said === 'noted' ? 'info' : 'debug']({ claim: c.claim, released: said }, 'withdrew the claim of a job an earlier run of this node left');
       } catch (e) {
-        if (isRemote(e) || !isTransport(e)) {
+        if (!isTransport(e)) {
           out.refused++;
           o.log?.warn({ claim: c.claim, code: (e as C0Error).code, err: (e as Error).message }, 'the steward refused the withdraw of a job an earlier run of this node left; it releases the claim at the deadline');
           continue;

@@ -25,13 +25,18 @@ export function tableDamage(e: unknown): string | undefined {
   return undefined;
 }
 
-/** tableDamage of `e` or of an error it was caused by (at most 5 deep). */
-export function tableDamageIn(e: unknown): string | undefined {
+/** `f` of `e` or of the first error it was caused by (at most 5 deep) for which `f` gives something. */
+function inCauses<T>(e: unknown, f: (x: unknown) => T | undefined): T | undefined {
   for (let x = e, i = 0; x && typeof x === 'object' && i < 5; x = (x as { cause?: unknown }).cause, i++) {
-    const why = tableDamage(x);
-    if (why !== undefined) return why;
+    const found = f(x);
+    if (found !== undefined) return found;
   }
   return undefined;
+}
+
+/** tableDamage of `e` or of an error it was caused by (at most 5 deep). */
+export function tableDamageIn(e: unknown): string | undefined {
+  return inCauses(e, tableDamage);
 }
 
 /**
@@ -73,11 +78,7 @@ export function readFailure(e: unknown): ReadFailure | undefined {
 
 /** readFailure of `e` or of an error it was caused by (at most 5 deep). */
 export function readFailureIn(e: unknown): ReadFailure | undefined {
-  for (let x = e, i = 0; x && typeof x === 'object' && i < 5; x = (x as { cause?: unknown }).cause, i++) {
-    const f = readFailure(x);
-    if (f !== undefined) return f;
-  }
-  return undefined;
+  return inCauses(e, readFailure);
 }
 
 /** The operator's text for a failed read of the database at `path`. */

@@ -264,6 +264,17 @@ export class Claimer {
     }
   }
 
+  /** Claimed already and not due to be sent again (a claim waiting for its retry time). */
+  #claimedNow(address: string, now: number): boolean {
+    const again = this.#retry.get(address);
+    return this.#claimed.has(address, now) && !(again && again.at <= this.#mono());
+  }
+
+  /** A buyer whose orders are not claimed now: this node itself, one backed off, one paused for a lapsed input. */
+  #skipsBuyer(signer: string): boolean {
+    return signer === this.d.did || this.backedOff(signer) || (this.d.paused?.(signer) ?? false);
+  }
+
   /** The orders this provider would claim now, oldest first (leases computed from the node's view). */
   targets(now: number): Array<{ job: Opened<Job>; price: Claim['price']; advert: Opened<Advert> }> {
     const advert = this.d.advert();
@@ -277,12 +288,11 @@ export class Claimer {
     // leases this provider holds on orders it already claimed with no winner (the claim failed, or went unanswered)
     let spent = 0;
     for (const { job, order } of open) {
-      const again = this.#retry.get(job.address);
-      if (this.#claimed.has(job.address, now) && !(again && again.at <= this.#mono())) {
-        if (view?.byOrder.get(job.address)?.provider === this.d.did && !again && !this.#pending.has(job.address)) spent++;
+      if (this.#claimedNow(job.address, now)) {
+        if (view?.byOrder.get(job.address)?.provider === this.d.did && !this.#retry.has(job.address) && !this.#pending.has(job.address)) spent++;
         continue;
       }
-      if (job.signer === this.d.did || this.backedOff(job.signer) || this.d.paused?.(job.signer)) continue;
+      if (this.#skipsBuyer(job.signer)) continue;
       const mine = order.designated !== undefined ? order.designated === this.d.did : mode === 'any' || view!.byOrder.get(job.address)?.provider === this.d.did;
       if (!mine) continue;
       const price = this.#price(job, advert, now);
@@ -294,7 +304,7 @@ export class Claimer {
     if (view) {
       for (const { job, order } of open) {
         if (spent <= 0) break;
-        if (!order.openBid || view.byOrder.has(job.address) || this.#claimed.has(job.address, now) || job.signer === this.d.did || this.backedOff(job.signer) || this.d.paused?.(job.signer)) continue;
+        if (!order.openBid || view.byOrder.has(job.address) || this.#claimed.has(job.address, now) || this.#skipsBuyer(job.signer)) continue;
         const price = this.#price(job, advert, now);
         if (price) {
           out.push({ job, price, advert });
@@ -310,9 +320,7 @@ export class Claimer {
       const late: typeof out = [];
       for (const { job, order } of open) {
         if (!order.openBid || taken.has(job.address) || view.byOrder.get(job.address)?.provider === this.d.did) continue;
-        const again = this.#retry.get(job.address);
-        if (this.#claimed.has(job.address, now) && !(again && again.at <= this.#mono())) continue;
-        if (job.signer === this.d.did || this.backedOff(job.signer) || this.d.paused?.(job.signer) || !esc.may(order, this.d.did)) continue;
+        if (this.#claimedNow(job.address, now) || this.#skipsBuyer(job.signer) || !esc.may(order, this.d.did)) continue;
         const price = this.#price(job, advert, now);
         if (price) (leasePeriod(order.announcedAt, now, this.d.orders.opts.leaseMs ?? MATCH_LEASE_MS) < MATCH_FRONT_PERIODS ? front : late).push({ job, price, advert });
       }
