@@ -9,9 +9,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
+import { execFileSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import { Registry } from 'prom-client';
-import { API_MAX_CONNECTIONS, splitHostPort, startApi } from '../../../src/node/api.js';
+import { API_LISTEN_BACKLOG, API_MAX_CONNECTIONS, splitHostPort, startApi } from '../../../src/node/api.js';
 import { silentLogger, type Logger } from '../../../src/util/log.js';
 
 const TOKEN = 'test-token-0123456789';
@@ -166,6 +168,42 @@ test('a request without the token is answered and its connection closed; one wit
     assert.equal(ok.status, 404);
     assert.equal(ok.connection, 'keep-alive');
   } finally {
+    await s.close();
+  }
+});
+
+test('the listen backlog is API_LISTEN_BACKLOG (the kernel caps it at net.core.somaxconn), not Node\'s 511 (review s41 r2E S2)', { timeout: 30_000, skip: !existsSync('/usr/bin/ss') && !existsSync('/bin/ss') ? 'no ss(8) here' : false }, async () => {
+  // Under a local flood of ~5,000 new connections a second a 511 queue overflowed (ListenOverflows 11,497 in 20 s):
+  // the kernel dropped the CLI's SYN, retried it at 1, 3 and 7 s, and `c0mpute status` waited out its 10 s.
+  const s = await startApi({ listen: '127.0.0.1:0', token: TOKEN, routes: [], registry: new Registry(), log: silentLogger() });
+  try {
+    const { port } = splitHostPort(s.address);
+    // a listening socket's Send-Q in ss(8) is its backlog
+    const line = execFileSync('ss', ['-ltnH', `sport = :${port}`], { encoding: 'utf8' }).trim().split('\n')[0] ?? '';
+    const backlog = Number(line.split(/\s+/)[2]);
+    const somaxconn = Number(readFileSync('/proc/sys/net/core/somaxconn', 'utf8').trim());
+    assert.equal(backlog, Math.min(API_LISTEN_BACKLOG, somaxconn), `ss: ${line}`);
+  } finally {
+    await s.close();
+  }
+});
+
+test('connections closed after the first API_CONNECTIONS_FULL warning are told when its interval ends, though none come after (review s41 r2E S2)', { timeout: 30_000 }, async () => {
+  const warned: Array<{ code?: string; evicted?: number; refused?: number }> = [];
+  const log = { ...silentLogger(), warn: (o: never) => void warned.push(o) } as unknown as Logger;
+  const s = await startApi({ listen: '127.0.0.1:0', token: TOKEN, routes: [], registry: new Registry(), log, maxConnections: 10, maxPendingConnections: 1, pendingGraceMs: 0, headersTimeoutMs: 60_000, fullWarnMs: 300 });
+  let held: Socket[] = [];
+  try {
+    held = await holdSlow(s.address, 4); // each after the first closes the one before it: 3 closed
+    await Promise.all(held.slice(0, 3).map(closed));
+    assert.deepEqual([warned[0]?.code, warned[0]?.evicted], ['API_CONNECTIONS_FULL', 1], 'the first closed is warned at once');
+    // before, the other two were told only by a warning at a connection closed past the interval: never, here
+    while (warned.length < 2) await new Promise((r) => setTimeout(r, 50));
+    assert.deepEqual([warned[1]?.code, warned[1]?.evicted, warned[1]?.refused], ['API_CONNECTIONS_FULL', 2, 0]);
+    await new Promise((r) => setTimeout(r, 400));
+    assert.equal(warned.length, 2, 'nothing more to tell, nothing more warned');
+  } finally {
+    for (const h of held) h.destroy();
     await s.close();
   }
 });
