@@ -225,7 +225,10 @@ export async function admitJob(o: AdmitJobOptions): Promise<Admission> {
 
 /** How long one `withdraw` of the start's sweep may take (the steward asks the buyer back for a claim's selections: WITHDRAW_ASK_MS, 5 s). */
 export const LEFTOVER_WITHDRAW_MS = 15_000;
-/** Sweeps of the start's withdraws at most (the steward unreachable: each later one after a doubling wait). */
+/**
+ * Sweeps of the start's withdraws before a steward still not reached is warned of (each later one after a doubling
+ * wait, 2 s up to 60 s: about a minute). The sweeps go on after it, a minute apart, while any claim's deadline is ahead.
+ */
 export const LEFTOVER_TRIES = 6;
 /** The receipts handed over with one claim's withdraw at most (the steward's own bound is 256). */
 export const LEFTOVER_RECEIPTS = 16;
@@ -270,7 +273,7 @@ export interface LeftoverWithdrawOptions {
   /** The node stopping: nothing more is sent. */
   signal?: AbortSignal;
   sleep?: (ms: number) => Promise<void>;
-  /** Sweeps at most (default LEFTOVER_TRIES); the first wait between them (default 2 s, doubling up to `maxMs`, default 60 s). */
+  /** Sweeps before a steward not reached is warned of (default LEFTOVER_TRIES); the first wait between them (default 2 s, doubling up to `maxMs`, default 60 s). */
   tries?: number;
   initialMs?: number;
   maxMs?: number;
@@ -291,8 +294,11 @@ export interface LeftoverWithdrawn {
  * what its receipts show), `dequeued`, `noted` or `no` (released already, or never admitted): all final, as is an
  * error it answered (detail.remote: a steward that does not know the op, or a claim not this node's). A transport
  * failure (the steward down or not reached yet) ends the sweep: the claims left are tried again after a wait
- * doubling from `initialMs`, `tries` sweeps in all; a claim whose deadline passed meanwhile is left to the steward's
- * own deadline release. Never throws; the node's stop (`signal`) ends it.
+ * doubling from `initialMs` up to `maxMs`, for as long as one of their deadlines is ahead (warned once after `tries`
+ * sweeps): a steward that comes up after its buyers, as after a power cut, still gets them. Before (second-round
+ * review s42 R1 F1) six sweeps, about 64 s, then every claim was held to its deadline, up to 90 days. A claim whose
+ * deadline passed meanwhile is left to the steward's own deadline release. Never throws; the node's stop (`signal`)
+ * ends it.
  */
 export async function withdrawLeftovers(o: LeftoverWithdrawOptions): Promise<LeftoverWithdrawn> {
   const out: LeftoverWithdrawn = { released: {}, refused: 0, unanswered: 0 };
@@ -301,7 +307,7 @@ export async function withdrawLeftovers(o: LeftoverWithdrawOptions): Promise<Lef
   const maxMs = o.maxMs ?? 60_000;
   let wait = o.initialMs ?? 2_000;
   let left = [...o.claims];
-  for (let sweep = 1; left.length && sweep <= tries; sweep++) {
+  for (let sweep = 1; left.length; sweep++) {
     if (sweep > 1) {
       await unlessAborted(sleep(wait), o.signal).catch(() => {});
       wait = Math.min(wait * 2, maxMs);
@@ -324,12 +330,11 @@ export async function withdrawLeftovers(o: LeftoverWithdrawOptions): Promise<Lef
         }
         // not reached (down, or not connected yet): the rest would fail alike; this one and the rest go to the next sweep
         next.push(...left.slice(i));
-        o.log?.[sweep < tries ? 'debug' : 'warn']({ claims: left.length - i, sweep, code: e.code, err: e.message }, sweep < tries ? 'could not reach the steward to withdraw claims an earlier run left; trying again' : 'could not reach the steward to withdraw claims an earlier run left; it releases them at their deadlines');
+        o.log?.[sweep === tries ? 'warn' : 'debug']({ claims: left.length - i, sweep, code: e.code, err: e.message }, sweep === tries ? 'could not reach the steward to withdraw claims an earlier run left; trying again every minute until their deadlines (the steward releases them then)' : 'could not reach the steward to withdraw claims an earlier run left; trying again');
         break;
       }
     }
-    left = next;
+    left = next.filter((c) => c.deadline > o.clock());
   }
-  out.unanswered += left.filter((c) => c.deadline > o.clock()).length;
   return out;
 }

@@ -1,7 +1,7 @@
 /**
  * The start's withdraws of the claims an earlier process of a buyer left (src/roles/admission-client.ts leftoverClaims,
  * withdrawLeftovers; review rvC C1): which claims, each with its receipts; one at a time; a steward not reached tried
- * again with a doubling wait, bounded; an error it answered final; the node's stop ends it.
+ * again with a doubling wait up to a minute while a deadline is ahead; an error it answered final; the node's stop ends it.
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,6 +11,7 @@ import { Ed25519Signer, didFromPublicKey, seal, T, type Acceptance, type Job, ty
 import { hashHex } from '../../../src/records/address.js';
 import { leftoverClaims, withdrawLeftovers, type LeftoverClaim } from '../../../src/roles/admission-client.js';
 import { fakeClock } from '../../../src/util/clock.js';
+import type { Logger } from '../../../src/util/log.js';
 
 const now = Date.now();
 const buyerKey = Ed25519Signer.generate();
@@ -105,12 +106,37 @@ describe('withdrawLeftovers', () => {
     assert.deepEqual(r, { released: { yes: 1 }, refused: 1, unanswered: 0 });
   });
 
-  test('bounded: a steward never reached is given up after `tries` sweeps; a claim past its deadline is left to the steward', async () => {
+  test('a steward not reached for over a minute (it came up after its buyers) still gets the withdraws (second-round review s42 R1 F1)', async () => {
+    // before: six sweeps, ~64 s, then every claim was held to its deadline (up to 90 days) though the steward came back at 70 s
+    const clock = fakeClock(now);
+    const waits: number[] = [];
+    const warned: string[] = [];
+    const log = { info() {}, debug() {}, warn: (_o: unknown, m: string) => void warned.push(m) } as unknown as Logger;
+    const r = await withdrawLeftovers({
+      claims: claims(3),
+      clock,
+      log,
+      sleep: async (ms) => {
+        waits.push(ms);
+        clock.advance(ms);
+      },
+      request: async () => {
+        if (clock() - now < 70_000) throw new C0Error('NET_DIAL_FAILED', 'cannot dial the steward');
+        return [{ t: 'withdrawn', released: 'yes' }];
+      },
+    });
+    assert.deepEqual(waits, [2_000, 4_000, 8_000, 16_000, 32_000, 60_000]);
+    assert.deepEqual(r, { released: { yes: 3 }, refused: 0, unanswered: 0 });
+    assert.equal(warned.length, 1, 'warned once, at the sixth sweep');
+    assert.match(warned[0]!, /trying again every minute/);
+  });
+
+  test('a steward never reached is asked a minute apart until the last deadline; a claim past its deadline is left to the steward', async () => {
     const clock = fakeClock(now);
     let asked = 0;
     const waits: number[] = [];
     const r = await withdrawLeftovers({
-      claims: [...claims(2), { claim: 'sha256:' + 'ee'.repeat(32), deadline: now + 3_000 }],
+      claims: [...claims(2, now + 300_000), { claim: 'sha256:' + 'ee'.repeat(32), deadline: now + 3_000 }],
       clock,
       tries: 4,
       sleep: async (ms) => {
@@ -122,10 +148,11 @@ describe('withdrawLeftovers', () => {
         throw new C0Error('NET_DIAL_FAILED', 'cannot dial the steward');
       },
     });
-    assert.equal(asked, 4, 'one ask per sweep: the rest would fail alike');
-    assert.deepEqual(waits, [2_000, 4_000, 8_000]);
-    // the third claim's deadline passed during the waits: not counted, not asked
-    assert.deepEqual(r, { released: {}, refused: 0, unanswered: 2 });
+    // 2+4+8+16+32+60+60+60+60 = 302 s: the sweep after the last deadline asks nothing and ends
+    assert.deepEqual(waits, [2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000, 60_000, 60_000]);
+    assert.equal(asked, 9, 'one ask per sweep: the rest would fail alike');
+    // the third claim's deadline passed during the waits, the others' at the end: nothing left unanswered ahead of its deadline
+    assert.deepEqual(r, { released: {}, refused: 0, unanswered: 0 });
   });
 
   test("the node's stop ends it during a wait", async () => {
