@@ -171,9 +171,11 @@ export function createLogger(opts: LogOptions = {}): Logger {
 }
 
 /**
- * A minimal human-readable line format: `LEVEL name msg key=value …`, for a terminal: the message and every value
- * pass through printable (a log line quotes other nodes' text: a refusal's message, a remote error), so one entry is
- * one line and carries no control character.
+ * A minimal human-readable line format: `LEVEL name msg key=value …`, for a terminal: the message and every key and
+ * value pass through printable (a log line quotes other nodes' text: a refusal's message, a remote error), so one
+ * entry is one line and carries no control character. A value with a space, `=` or `"` in it is written quoted, as a
+ * JSON string, so a peer's text cannot add fields that read as the node's own (`why=… status=completed`: review s42
+ * R4 F1).
  */
 export function prettyStream(dest: { write(s: string): unknown }): { write(s: string): void } {
   return {
@@ -182,7 +184,7 @@ export function prettyStream(dest: { write(s: string): unknown }): { write(s: st
         const o = JSON.parse(line) as Record<string, unknown>;
         const { level, name, msg, pid: _pid, hostname: _h, ...rest } = o;
         const kv = Object.entries(rest)
-          .map(([k, v]) => `${k}=${printable(typeof v === 'string' ? v : JSON.stringify(v))}`)
+          .map(([k, v]) => `${printable(k)}=${logfmtValue(typeof v === 'string' ? v : JSON.stringify(v))}`)
           .join(' ');
         dest.write(`${String(level).toUpperCase().padEnd(5)} ${name ? `[${printable(String(name))}] ` : ''}${printable(String(msg ?? ''))}${kv ? ' ' + kv : ''}\n`);
       } catch {
@@ -190,6 +192,11 @@ export function prettyStream(dest: { write(s: string): unknown }): { write(s: st
       }
     },
   };
+}
+
+/** A value as prettyStream writes it: as it is, or quoted (a JSON string) when it holds a space, `=` or `"`, or is empty. */
+function logfmtValue(v: string): string {
+  return v === '' || /[\s="]/.test(v) ? printable(JSON.stringify(v)) : printable(v);
 }
 
 /** A logger that drops everything (unit tests). */

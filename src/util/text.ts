@@ -27,7 +27,11 @@ function isHighSurrogate(c: number): boolean {
  * 52). The bidirectional controls (embeddings, overrides, isolates and the
  * LRM/RLM/ALM marks) are escaped too, so a peer's text cannot reorder what a
  * terminal that applies bidi shows on the line (a right-to-left override makes
- * a failure read as "verified"); right-to-left letters themselves stay. A tab
+ * a failure read as "verified"); right-to-left letters themselves stay. So
+ * are the line and paragraph separators (U+2028, U+2029: a line break in
+ * editors and web log viewers) and the invisible ones (zero-width space,
+ * joiners, word joiner, BOM), which let a peer's text look like another's
+ * (second-round review s42 R4 F2). A tab
  * stays; a line break stays only where `lines` (a caller printing several
  * lines of its own), never inside one event's line.
  */
@@ -36,6 +40,6 @@ export function printable(s: string, lines = false): string {
 }
 
 // eslint-disable-next-line no-control-regex
-const CONTROLS = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const CONTROLS = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]/g;
 // eslint-disable-next-line no-control-regex
-const CONTROLS_BUT_NEWLINE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+const CONTROLS_BUT_NEWLINE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]/g;

@@ -20,13 +20,28 @@ describe('the pretty log format', () => {
     // eslint-disable-next-line no-control-regex
     assert.doesNotMatch(line.slice(0, -1), /[\u0000-\u0008\u000a-\u001f\u007f-\u009f]/, 'no control character but the final line break');
     assert.match(line, /^WARN {2}\[n\\u001bode\] refused: \\u001b\]0;pwned-title\\u0007/);
-    assert.match(line, /err=\\u001b\]0;pwned-title/);
-    assert.match(line, /detail=\{"message":"\\u001b\]0;pwned-title\\u0007.*\\u009b2J"\}/);
+    assert.match(line, /err="\\u001b\]0;pwned-title/, 'quoted: it has a space');
+    assert.match(line, /detail="\{\\"message\\":\\"\\\\u001b\]0;pwned-title\\\\u0007.*\\u009b2J\\"\}"/);
   });
 
   it('a line that is not JSON is written with its controls escaped', () => {
     const out: string[] = [];
     prettyStream({ write: (s: string) => out.push(s) }).write('not json \u001b[2K\n');
     assert.equal(out[0], 'not json \\u001b[2K\n');
+  });
+
+  it('a value with a space, = or a quote is written quoted, so a peer\'s text cannot add fields (review s42 R4 F1)', () => {
+    const out: string[] = [];
+    const log = pino({ level: 'info', base: undefined, timestamp: false, formatters: { level: (label) => ({ level: label }) } }, prettyStream({ write: (s: string) => out.push(s) }));
+    log.info({ code: 'EXEC_BAD_PARAMS', why: 'rounds must be a whole number, got "1" failure=none status=completed\n', empty: '', n: 3, o: { a: 'b c' } }, 'skipped');
+    const line = out[0]!;
+    assert.equal(line, 'INFO  skipped code=EXEC_BAD_PARAMS why="rounds must be a whole number, got \\"1\\" failure=none status=completed\\n" empty="" n=3 o="{\\"a\\":\\"b c\\"}"\n');
+  });
+
+  it('line and paragraph separators and invisible characters are escaped (review s42 R4 F2)', () => {
+    const out: string[] = [];
+    const log = pino({ level: 'info', base: undefined, timestamp: false, formatters: { level: (label) => ({ level: label }) } }, prettyStream({ write: (s: string) => out.push(s) }));
+    log.info({ err: 'a\u2028NEXTLINE\u2029b\u200bc\u200dd\u2060e\ufefff' }, 'x\u2028y');
+    assert.equal(out[0], 'INFO  x\\u2028y err="a\\u2028NEXTLINE\\u2029b\\u200bc\\u200dd\\u2060e\\ufefff"\n');
   });
 });
