@@ -21,7 +21,11 @@ export const NET_ERR = {
   HANDLER: 'NET_HANDLER_FAILED',
   BAD_REQUEST: 'NET_BAD_REQUEST',
   BUFFER_LIMIT: 'NET_BUFFER_LIMIT',
+  BAD_REMOTE_CODE: 'NET_BAD_REMOTE_CODE',
 } as const;
+
+/** What an error code looks like (ours, and any node's of this protocol): upper case, digits and `_`, at most 64. */
+const CODE_FORM = /^[A-Z][A-Z0-9_]{0,63}$/;
 
 /**
  * The codes a peer's error frame may carry that this node keeps as they are in
@@ -64,7 +68,12 @@ export function decodeFrame(b: Uint8Array): Frame {
   if (Array.isArray(v)) {
     if (v[0] === 0 && v.length === 2) return { t: 'data', v: v[1]! };
     if (v[0] === 1 && v.length === 1) return { t: 'end' };
-    if (v[0] === 2 && v.length === 3 && typeof v[1] === 'string' && typeof v[2] === 'string') return { t: 'error', code: v[1].slice(0, 64), message: v[2].slice(0, 500) };
+    // a code not in code form is not shown as one (the CLI, /v1 answers and logs show a peer's code as a code): its
+    // text goes first in the message, as the peer's (review s42 R4 F1: spaces and escapes in a made-up code)
+    if (v[0] === 2 && v.length === 3 && typeof v[1] === 'string' && typeof v[2] === 'string') {
+      if (CODE_FORM.test(v[1])) return { t: 'error', code: v[1], message: v[2].slice(0, 500) };
+      return { t: 'error', code: NET_ERR.BAD_REMOTE_CODE, message: `${JSON.stringify(v[1].slice(0, 64))}: ${v[2]}`.slice(0, 500) };
+    }
   }
   throw new C0Error(NET_ERR.BAD_FRAME, 'frame is not [0,v], [1] or [2,code,message]');
 }
