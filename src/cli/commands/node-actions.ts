@@ -72,15 +72,18 @@ export interface StartRecord {
   empty?: boolean;
 }
 
-/** The data directory's record of its last start, or undefined when there is none (a directory no start has used since this record exists). */
-export function readStartRecord(dataDir: string): StartRecord | undefined {
+/**
+ * The data directory's record of its last start, or null when there is none (a directory no start has used since this
+ * record exists). A command reads it once (nodeConfig) and hands it to what needs it.
+ */
+export function readStartRecord(dataDir: string): StartRecord | null {
   try {
     const r = JSON.parse(readFileSync(join(dataDir, START_RECORD), 'utf8')) as Partial<StartRecord>;
     if ((typeof r.config === 'string' || r.config === null) && (r.via === 'config.yaml' || r.via === '--config' || r.via === 'defaults')) return { config: r.config, via: r.via, at: typeof r.at === 'string' ? r.at : '', ...(typeof r.empty === 'boolean' ? { empty: r.empty } : {}) };
   } catch {
     /* none, or unreadable: as none */
   }
-  return undefined;
+  return null;
 }
 
 /** Record which config this start ran with (`file`: what it was given; undefined: the defaults; `empty`: it set nothing). */
@@ -99,9 +102,10 @@ export function writeStartRecord(dataDir: string, flagFile: string | undefined, 
  * last start ran on the defaults, a fresh one, and one only one-shot commands used start on the defaults; one with
  * db/ and no record of its last start (from before the record, or used only by `run`, `jobs`, `reputation`) does too,
  * with a warning (`warn`). `run`'s own node (a buyer on a port of its own) serves no one, and takes the defaults
- * there; the offline node of `jobs` and `reputation` takes what `start` would (displayConfigFile).
+ * there; the offline node of `jobs` and `reputation` takes what `start` would (displayConfigFile). `last`: the data
+ * directory's start record, as the command read it (only the daemon's case reads it).
  */
-export function dataDirConfig(dataDir: string, daemon = false, warn?: (message: string) => void): string | undefined {
+export function dataDirConfig(dataDir: string, daemon = false, warn?: (message: string) => void, last: StartRecord | null = daemon ? readStartRecord(dataDir) : null): string | undefined {
   const file = join(dataDir, 'config.yaml');
   try {
     lstatSync(file);
@@ -110,7 +114,6 @@ export function dataDirConfig(dataDir: string, daemon = false, warn?: (message: 
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new C0Error('CONFIG_UNREADABLE', `cannot read config ${file}: ${(e as Error).message}`);
   }
   if (!daemon) return undefined;
-  const last = readStartRecord(dataDir);
   const defaults = `to run this node on the built-in defaults (roles buyer, listening on every interface), write them there with \`c0mpute --data-dir ${dataDir} init\``;
   if (last && last.config !== null) {
     const when = last.at ? ` (${last.at})` : '';
@@ -137,11 +140,10 @@ export function dataDirConfig(dataDir: string, daemon = false, warn?: (message: 
  * it was refused CONFIG_MISSING with no way out: `jobs` and `reputation` take no --config. This is safe because the
  * display node lets nothing go (keepEverything: no bound evicts at open, no pruning) and runs no role; what may
  * differ is only what is shown (reputation counted with that config's trusted buyers, the overlays it names), which
- * the warning says.
+ * the warning says. `last`: the data directory's start record (readStartRecord).
  */
-export function displayConfigFile(dataDir: string, warn?: (message: string) => void): string | undefined {
-  const last = readStartRecord(dataDir);
-  if (last?.via !== '--config' || last.config === null) return dataDirConfig(dataDir, true);
+export function displayConfigFile(dataDir: string, last: StartRecord | null, warn?: (message: string) => void): string | undefined {
+  if (last?.via !== '--config' || last.config === null) return dataDirConfig(dataDir, true, undefined, last);
   try {
     lstatSync(last.config);
   } catch (e) {
@@ -162,10 +164,10 @@ export function displayConfigFile(dataDir: string, warn?: (message: string) => v
  * with a CONFIG_EMPTY warning only, while a renamed one was refused. A file that set nothing at the last start too,
  * and a data directory whose record names another file (or none), keep the CONFIG_EMPTY warning; so does a record
  * that does not say (one written before the record had `empty`: review r2E S4, an upgraded node whose config.yaml had
- * been comments only all along was refused with a false "ran with it while it set something").
+ * been comments only all along was refused with a false "ran with it while it set something"). `last`: the data
+ * directory's start record (readStartRecord).
  */
-export function refuseEmptied(dataDir: string, file: string, viaFlag: boolean): void {
-  const last = readStartRecord(dataDir);
+export function refuseEmptied(dataDir: string, file: string, viaFlag: boolean, last: StartRecord | null): void {
   if (!last || last.config === null || last.empty !== false) return;
   const same = last.via === 'config.yaml' ? !viaFlag && resolve(file) === resolve(join(dataDir, 'config.yaml')) : last.via === '--config' && resolve(file) === last.config;
   if (!same) return;
@@ -207,8 +209,10 @@ export function nodeConfig(dataDir: string, f: StartFlags, warnings?: ConfigWarn
   if (f.logLevel !== undefined) log.level = f.logLevel;
   if (f.logFormat !== undefined) log.format = f.logFormat;
   if (Object.keys(log).length) flags.log = log;
-  // after the flags' own checks: a wrong command line is said first
-  const file = f.config ?? (mode === 'display' ? displayConfigFile(dataDir, warn) : dataDirConfig(dataDir, mode === 'start', warn));
+  // after the flags' own checks: a wrong command line is said first. The start record is read once, here: only the
+  // daemon and a display of what it ran with go by it (`run`'s own node takes config.yaml or the defaults)
+  const last = mode === 'oneshot' ? null : readStartRecord(dataDir);
+  const file = f.config ?? (mode === 'display' ? displayConfigFile(dataDir, last, warn) : dataDirConfig(dataDir, mode === 'start', warn, last));
   const said: ConfigWarning[] = [];
   let config: NodeConfig;
   try {
@@ -221,7 +225,7 @@ export function nodeConfig(dataDir: string, f: StartFlags, warnings?: ConfigWarn
   }
   const empty = said.some((w) => w.code === 'CONFIG_EMPTY');
   // the daemon, and a display of what it ran with: an emptied config is as a missing one
-  if (file !== undefined && empty && mode !== 'oneshot') refuseEmptied(dataDir, file, f.config !== undefined);
+  if (file !== undefined && empty && mode !== 'oneshot') refuseEmptied(dataDir, file, f.config !== undefined, last);
   warnings?.push(...said);
   chosen?.({ file, empty });
   return config;
