@@ -36,6 +36,26 @@ export const EXIT = {
  */
 export class UsageError extends C0Error {}
 
+/**
+ * An option value that names nothing (`--role ""`, a unit's `--config "$CFG"` or `--data-dir "$DIR"` with the variable
+ * unset): a wrong command line, USAGE_EMPTY_VALUE (exit 2). Before (reviews s40 F9, s40 round 2 F3, s41 rvE) such a
+ * value was dropped, and the command ran as if the flag were not there: on the config's roles or API address, on the
+ * built-in defaults, on the default data directory. `takes`: what the flag takes ('a value', 'a file', 'a directory');
+ * `field`: the error's field (the flag's name unless given). The one error every such check throws; which values name
+ * nothing is the option's (nonEmpty: blank; a list: no item; --config: the empty string only).
+ */
+export function emptyValue(flag: string, v: string, takes = 'a value', field = flag.slice(2)): UsageError {
+  return new UsageError('USAGE_EMPTY_VALUE', `${flag} takes ${takes}; got "${v.slice(0, 40)}", which names none`, { field });
+}
+
+/** A single-valued option's parser: a blank value (empty, or spaces only) is emptyValue. */
+export function nonEmpty(flag: string, takes?: string, field?: string): (v: string) => string {
+  return (v) => {
+    if (v.trim() === '') throw emptyValue(flag, v, takes, field);
+    return v;
+  };
+}
+
 /** An operator error that is an interruption (Ctrl-C at a prompt): printed as `error CODE: …` like any, exit 130. */
 export class Interrupted extends C0Error {}
 

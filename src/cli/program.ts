@@ -7,7 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { C0Error } from '../errors.js';
 import { printable } from '../util/text.js';
 import { STORE_CORRUPT, STORE_READ_FAILED, STORE_RECOVERY, readFailedMessage, readFailureIn, tableDamageIn } from '../util/store-damage.js';
-import { EXIT, Interrupted, NegativeAnswer, UsageError, defaultDataDir } from './context.js';
+import { EXIT, Interrupted, NegativeAnswer, UsageError, defaultDataDir, nonEmpty } from './context.js';
 import { registerCommands } from './commands/index.js';
 import { setPassphraseFile } from './passphrase.js';
 
@@ -17,7 +17,8 @@ export function buildProgram(): Command {
     .name('c0mpute')
     .description('Peer-to-peer compute market node: providers quote, buyers decide, every outcome is a signed receipt.')
     .version('0.1.0')
-    .option('--data-dir <dir>', 'node data directory (default: $C0MPUTE_HOME, else ~/.c0mpute)', dataDirArg)
+    // an empty one (`--data-dir "$DIR"` with DIR unset) is USAGE_EMPTY_VALUE, never the default data directory
+    .option('--data-dir <dir>', 'node data directory (default: $C0MPUTE_HOME, else ~/.c0mpute)', nonEmpty('--data-dir', 'a directory', 'dataDir'))
     .option('--passphrase-file <file>', 'read the key passphrase from this file (else $C0MPUTE_PASSPHRASE, $C0MPUTE_PASSPHRASE_FILE, or a prompt on a terminal)')
     .exitOverride();
   program.hook('preAction', (thisCommand, actionCommand) => {
@@ -37,15 +38,6 @@ export function buildProgram(): Command {
   };
   walk(program);
   return program;
-}
-
-/**
- * --data-dir's directory. An empty one (`--data-dir "$DIR"` with DIR unset) is a wrong command line (exit 2): before
- * (review s41 rvE) it was taken for no flag, and the command ran on the default data directory.
- */
-function dataDirArg(v: string): string {
-  if (v.trim() === '') throw new UsageError('USAGE_EMPTY_VALUE', `--data-dir takes a directory; got "${v.slice(0, 40)}", which names none`, { field: 'dataDir' });
-  return v;
 }
 
 /**

@@ -9,7 +9,7 @@ import { ROLE_NAMES } from '../../node/role-names.js';
 import { apiCall } from '../../node/api-client.js';
 import { JOBS_PAGE_MAX } from '../../node/jobs-page.js';
 import type { status as localStatus, market as localMarket } from '../../node/control.js';
-import { jsonReplacer, out, outJson, UsageError } from '../context.js';
+import { emptyValue, jsonReplacer, nonEmpty, out, outJson, UsageError } from '../context.js';
 import { short, shortAddr } from '../short.js';
 import { listLimit, num } from '../limit.js';
 import { globals } from './index.js';
@@ -23,7 +23,7 @@ import type { InitOpts, RunFlags, StartFlags } from './node-actions.js';
 function collect(flag: string): (v: string, prev?: string[]) => string[] {
   return (v, prev = []) => {
     const values = v.split(',').map((s) => s.trim()).filter(Boolean);
-    if (!values.length) throw new UsageError('USAGE_EMPTY_VALUE', `${flag} takes a value; got "${v.slice(0, 40)}", which names none`, { field: flag.slice(2) });
+    if (!values.length) throw emptyValue(flag, v);
     return [...prev, ...values];
   };
 }
@@ -33,20 +33,8 @@ function collect(flag: string): (v: string, prev?: string[]) => string[] {
  * (review s40 round 2 F3) it was dropped, and the node started on the built-in defaults as if the flag were not there.
  */
 function configFile(v: string): string {
-  if (v === '') throw new UsageError('USAGE_EMPTY_VALUE', '--config takes a file; got "", which names none', { field: 'config' });
+  if (v === '') throw emptyValue('--config', v, 'a file');
   return v;
-}
-
-/**
- * A single-valued option that must name something: `--api ""` and `--log-level ""` (a unit's `--api "$API"` with API
- * unset) are a wrong command line (exit 2). Before (review s41 rvE) they were dropped, and the config's value used as if
- * the flag were not there.
- */
-function nonEmpty(flag: string): (v: string) => string {
-  return (v) => {
-    if (v.trim() === '') throw new UsageError('USAGE_EMPTY_VALUE', `${flag} takes a value; got "${v.slice(0, 40)}", which names none`, { field: flag.slice(2) });
-    return v;
-  };
 }
 
 /** An option or argument that must be a DID: a wrong one is a wrong command line (exit 2), with the code `code`. */
