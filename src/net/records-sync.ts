@@ -72,6 +72,8 @@ export class RecordsSync {
   #gapFrom: number | undefined;
   /** The catch-up window open now: peers identified until `until` are asked for what was taken since `since`. */
   #window: { since: number; until: number } | undefined;
+  /** The outcome catch-ups asked so far, in turn: the next peer's starts when this settles. */
+  #catchUps: Promise<void> = Promise.resolve();
 
   constructor(private readonly d: RecordsSyncDeps) {
     this.#shardSet = new Set(d.shards);
@@ -254,7 +256,12 @@ export class RecordsSync {
 
   /**
    * A newly identified peer: sync from it once while connected, when it speaks records/1: `syncOnConnect`, and in a
-   * catch-up window the outcome kinds since the gap opened (one sync, so a refusal for the peer's budget stops both).
+   * catch-up window the outcome kinds since the gap opened. The catch-ups go one peer after another (`#catchUps`):
+   * each asks with the digest of what the ones before brought, so a second peer sends only what the first did not.
+   * Before (second-round review s42 R1 F2, F3), 20 peers identified together were each asked with the same empty
+   * digest and each sent the whole gap (19 copies of every outcome), and a signer's outcomes past its sync budget were
+   * refused from every copy at once, so none came later. A peer whose own sync was refused for its byte budget is not
+   * asked for the catch-up (it would refuse again, and charge this node there).
    */
   onIdentify(peerId: PeerId, protocols: readonly string[]): void {
     const key = peerId.toString();
@@ -263,14 +270,20 @@ export class RecordsSync {
     const since = this.#catchUpSince();
     const catchUp = since === undefined ? [] : this.catchUpKinds.filter((k) => !this.d.syncKinds.includes(k));
     if (!this.d.syncKinds.length && !catchUp.length) return;
-    const at = since === undefined ? {} : Object.fromEntries(catchUp.map((k) => [k, since]));
-    void this.sync(peerId, [...this.d.syncKinds, ...catchUp], { whileConnected: true, since: at }).then(
-      (r) => {
-        if (catchUp.length && r.accepted) this.d.log.info({ peer: key, since, ...r }, 'caught up on outcomes missed while away');
-        else this.d.log.debug({ peer: key, ...r }, 'synced from peer');
-      },
+    const first = this.d.syncKinds.length ? this.sync(peerId, this.d.syncKinds, { whileConnected: true }) : Promise.resolve(undefined);
+    void first.then(
+      (r) => r && this.d.log.debug({ peer: key, ...r }, 'synced from peer'),
       (e: unknown) => this.d.log.debug({ peer: key, err: (e as Error).message }, 'sync from peer failed'),
     );
+    if (!catchUp.length) return;
+    const at = Object.fromEntries(catchUp.map((k) => [k, since]));
+    const run = Promise.all([first.catch(() => undefined), this.#catchUps]).then(async ([r]) => {
+      if (r && Object.values(r.failed).includes(RECORDS_RATE_LIMITED)) return;
+      const c = await this.sync(peerId, catchUp, { whileConnected: true, since: at });
+      if (c.accepted) this.d.log.info({ peer: key, since, ...c }, 'caught up on outcomes missed while away');
+      else this.d.log.debug({ peer: key, since, ...c }, 'asked a peer for outcomes missed while away: nothing new');
+    });
+    this.#catchUps = run.catch((e: unknown) => this.d.log.debug({ peer: key, err: (e as Error).message }, 'outcome catch-up from peer failed'));
   }
 
   /** A peer disconnected: the next connection syncs again. The last one gone opens an outcome gap (from now, less a margin). */

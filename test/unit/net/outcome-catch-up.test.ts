@@ -52,11 +52,13 @@ function requester(server: ReturnType<typeof recordsHandler>, clock: ReturnType<
   const metrics = createNetMetrics(new Registry());
   const asked: Array<Record<string, CborValue>> = [];
   const got: Opened[] = [];
+  const served = { frames: 0 };
   const direct = {
     call: async (p: unknown, _proto: unknown, reqs: CborValue[]) => {
       asked.push(reqs[0] as Record<string, CborValue>);
       const frames: CborValue[] = [];
       await server(reqs, { peer: asPeer(String(p)), signal: new AbortController().signal, send: async (f: CborValue) => void frames.push(f) } as never);
+      served.frames += frames.length;
       return frames;
     },
   } as unknown as DirectProtocols;
@@ -87,7 +89,7 @@ function requester(server: ReturnType<typeof recordsHandler>, clock: ReturnType<
     for (let i = 0; i < 200 && asked.length < n; i++) await new Promise((r) => setTimeout(r, 5));
     await new Promise((r) => setTimeout(r, 20));
   };
-  return { sync, asked, got, own, settle };
+  return { sync, asked, got, own, settle, served };
 }
 
 test('a node back after a stop catches up, from the first peer it connects to, the outcomes taken while it was away, and no older ones', async () => {
@@ -157,6 +159,24 @@ test('the catch-up window: each peer identified in it is asked once with the dig
   r.sync.onIdentify(peerB, [PROTOCOLS.records]);
   await r.settle(17);
   assert.deepEqual(r.asked.slice(12).map((q) => [q.kind, q.since]), [['advert', undefined], ['presence', undefined], ['receipt', gone - 10_000], ['acceptance', gone - 10_000], ['nondelivery', gone - 10_000]]);
+});
+
+test('peers identified together are asked for the catch-up one after another, each with the digest of what the ones before brought (second-round review s42 R1 F2)', async () => {
+  // before: each of them asked at once with the same empty digest, and each sent the whole gap (here 3 x 80)
+  const clock = fakeClock(NOW - MIN);
+  const peer = new MemoryRecordCache({ clock });
+  for (const o of Array.from({ length: 40 }, (_, i) => outcomeOf(i + 1))) {
+    peer.add('receipt', o.receipt);
+    peer.add('acceptance', o.acceptance);
+  }
+  clock.set(NOW);
+  const r = requester(recordsHandler(peer, clock), clock, { kinds: OUTCOMES, from: NOW - 2 * MIN });
+  const peerC = peerIdFromString('12D3KooWKnDdG3iXw9eTFijk3EWSunZcFi54Zka4wmtqtt6rPxc8');
+  for (const p of [peerA, peerB, peerC]) r.sync.onIdentify(p, [PROTOCOLS.records]);
+  await r.settle(15);
+  assert.equal(r.asked.length, 15, 'each peer asked adverts, presence and the three outcome kinds');
+  assert.equal(r.got.length, 80, 'every outcome once');
+  assert.equal(r.served.frames, 80, 'and sent once: the later peers were asked with the digest of what the first brought');
 });
 
 test('without catchUp the sync on connect asks adverts and presence only (a node that does not count outcomes)', async () => {
