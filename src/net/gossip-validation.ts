@@ -247,9 +247,14 @@ export class RecordPipeline {
   /**
    * Validate one message (gossip) or one record (sync) of `kind`. Never throws:
    * counts, logs and returns the verdict. Accepted records new to this node are
-   * marked seen here, so each is returned in `fresh` exactly once.
+   * marked seen here, so each is returned in `fresh` exactly once. `history`: a record this node asked a peer for as
+   * history (an outcome catch-up, records-sync.ts), not held to its signer's live rate: a catch-up brings up to an
+   * hour of a signer's outcomes at once (a busy buyer's 150 acceptances), and the per-signer limit (60, then 10 a
+   * second) refused all but the first ~60 from every peer asked (second-round review s42 R1 F3). What a catch-up
+   * brings is bounded by the request (at most `limit` records a kind from each peer asked, once per peer in the
+   * window), and a peer could bring as many records from as many fresh keys.
    */
-  async validate(kind: TopicKind, data: Uint8Array, from: string, source: RecordSourceKind): Promise<ValidationOutcome> {
+  async validate(kind: TopicKind, data: Uint8Array, from: string, source: RecordSourceKind, opts: { history?: boolean } = {}): Promise<ValidationOutcome> {
     if (this.#inFlight >= this.#maxInFlight) {
       this.#m.dropped.inc({ queue: 'validation' });
       return this.#count(source, kind, from, { verdict: 'ignore', reason: VAL_ERR.QUEUE_FULL });
@@ -261,7 +266,7 @@ export class RecordPipeline {
     }
     this.#inFlight++;
     try {
-      const out = await this.#run(kind, data, from, source);
+      const out = await this.#run(kind, data, from, source, opts.history === true);
       return this.#count(source, kind, from, out);
     } catch (e) {
       const v = verdictOf(e);
@@ -294,7 +299,7 @@ export class RecordPipeline {
     return { fresh: [], ...out } as ValidationOutcome;
   }
 
-  async #run(kind: TopicKind, data: Uint8Array, from: string, source: RecordSourceKind): Promise<ValidationOutcome> {
+  async #run(kind: TopicKind, data: Uint8Array, from: string, source: RecordSourceKind, history: boolean): Promise<ValidationOutcome> {
     // 1. size
     if (data.length > this.#maxBytes) throw new C0Error(VAL_ERR.TOO_LARGE, `message of ${data.length} bytes exceeds ${this.#maxBytes}`);
     // 2. seen (message id)
@@ -315,14 +320,14 @@ export class RecordPipeline {
     let primary: Opened;
     const attachments: Array<{ kind: TopicKind; rec: Opened; known: boolean }> = [];
     try {
-      primary = this.#checkRecord(framed.primary, kind, now, from, source, primaryAddr, holds, toVerify);
+      primary = this.#checkRecord(framed.primary, kind, now, from, source, primaryAddr, holds, toVerify, history);
       for (const a of framed.attachments) {
         const { type } = peekType(a);
         const ak = kindForType(type);
         if (!ak || !(ATTACHABLE[kind] ?? []).includes(ak)) throw new C0Error(VAL_ERR.BAD_ATTACHMENT, `a ${kind} message may not carry a ${type.slice(0, 40)} record`);
         const addr = hashHex(a);
         const known = this.#seen.get(addr) === 'accept';
-        const rec = known ? open(a, type, { trusted: true, address: addr }) : this.#checkRecord(a, ak, now, from, source, addr, holds, toVerify);
+        const rec = known ? open(a, type, { trusted: true, address: addr }) : this.#checkRecord(a, ak, now, from, source, addr, holds, toVerify, history);
         if (!citedBy(primary, addr)) throw new C0Error(VAL_ERR.BAD_ATTACHMENT, `the ${kind} does not cite the attached ${ak} ${addr}`);
         attachments.push({ kind: ak, rec, known });
       }
@@ -388,7 +393,7 @@ export class RecordPipeline {
    * (pushed to `holds`); the record's signature is left to `#verifyAll` (queued
    * in `toVerify`). Returns the shaped record, not yet verified.
    */
-  #checkRecord(bytes: Uint8Array, kind: TopicKind, now: number, from: string, source: RecordSourceKind, address: string, holds: Hold[], toVerify: Array<{ bytes: Uint8Array; signer: string }>): Opened {
+  #checkRecord(bytes: Uint8Array, kind: TopicKind, now: number, from: string, source: RecordSourceKind, address: string, holds: Hold[], toVerify: Array<{ bytes: Uint8Array; signer: string }>, history = false): Opened {
     const type = expectedType(kind);
     // decode the header only (cheap), then the type check against the topic
     const { type: got, signer } = peekType(bytes);
@@ -400,13 +405,15 @@ export class RecordPipeline {
     checkFresh(type, shaped.record, now, this.#skewMs);
     // flood limits, before any signature work: a token is reserved now (several records of one signer may be
     // in flight at once), kept once the signature verifies, refunded when it does not (the header's signer is
-    // not authenticated yet: a forged one must not drain its bucket)
-    if (!this.guard.reserveSigner(kind, signer)) {
-      // the sender's own excess is its fault, pushed by gossip or sent directly (offer/1, outcome/1: always its own records)
-      this.guard.signerHit(kind, source !== 'sync' && selfSent(from, signer) ? from : undefined);
-      throw rateLimited(`signer ${signer.slice(0, 60)} is over its ${kind} rate`);
+    // not authenticated yet: a forged one must not drain its bucket); history asked for is not (validate's `history`)
+    if (!history) {
+      if (!this.guard.reserveSigner(kind, signer)) {
+        // the sender's own excess is its fault, pushed by gossip or sent directly (offer/1, outcome/1: always its own records)
+        this.guard.signerHit(kind, source !== 'sync' && selfSent(from, signer) ? from : undefined);
+        throw rateLimited(`signer ${signer.slice(0, 60)} is over its ${kind} rate`);
+      }
+      holds.push({ kind, signer });
     }
-    holds.push({ kind, signer });
     if (kind === 'advert' && this.#advertSeq.get(signer) === undefined) {
       if (!this.guard.reserveNewAdvertiser(from, source !== 'sync')) throw rateLimited(`peer ${from.slice(0, 60)} is over its rate of new advertisers`);
       // Gossip is passed on, and each neighbour counts what this node forwards as one peer's: all peers together may

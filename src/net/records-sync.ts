@@ -150,6 +150,7 @@ export class RecordsSync {
         continue;
       }
       let frames: CborValue[];
+      const since = opts.since?.[kind];
       try {
         // a sharded kind: only the markets this node holds (docs/network.md §14); a selection or an acceptance does not
         // name its market (it is held on no shard), so it is asked for and filtered by none
@@ -157,7 +158,6 @@ export class RecordsSync {
         const only = byMarket && d.shards.length < ALL_SHARDS.length ? { shards: [...d.shards] } : {};
         // the digest: what this node holds is not sent back (sync-digest.ts)
         // with `since` (an outcome catch-up), what it holds of what it asks: taken since then
-        const since = opts.since?.[kind];
         const have = digestOf(await d.source.live(kind, d.clock(), d.syncLimit, byMarket ? this.#shardSet : undefined, since));
         // and again after the last await before the request: the call below then finds the connection it was checked
         // for (libp2p looks for an existing connection with no await between)
@@ -180,7 +180,7 @@ export class RecordsSync {
           continue;
         }
         // a peer that does not filter by market (an older version) may answer with others: not delivered
-        await this.#take(kind, f, from, res, (out) => !(placementCheckable(kind) && out.primary && !heldShards(kind, out.primary.record).some((sh) => this.#shardSet.has(sh))));
+        await this.#take(kind, f, from, res, (out) => !(placementCheckable(kind) && out.primary && !heldShards(kind, out.primary.record).some((sh) => this.#shardSet.has(sh))), since !== undefined);
       }
       d.metrics.syncs.inc({ outcome: 'ok' });
     }
@@ -236,10 +236,11 @@ export class RecordsSync {
 
   /**
    * One record a sync brought, through the gossip pipeline as a sync's: accepted and delivered when `keep` says so of
-   * the accepted outcome (else counted ignored), counted rejected or ignored otherwise.
+   * the accepted outcome (else counted ignored), counted rejected or ignored otherwise. `history`: an outcome
+   * catch-up's, not held to its signer's live rate (RecordPipeline.validate).
    */
-  async #take(kind: TopicKind, f: Uint8Array, from: string, res: SyncResult, keep: (out: ValidationOutcome) => boolean): Promise<void> {
-    const out = await this.d.pipeline.validate(kind, f, from, 'sync');
+  async #take(kind: TopicKind, f: Uint8Array, from: string, res: SyncResult, keep: (out: ValidationOutcome) => boolean, history = false): Promise<void> {
+    const out = await this.d.pipeline.validate(kind, f, from, 'sync', { history });
     if (out.verdict === 'accept' && keep(out)) {
       res.accepted++;
       this.d.accept(out.fresh, from, 'sync', out.attachments ?? []);

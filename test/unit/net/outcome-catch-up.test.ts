@@ -179,6 +179,23 @@ test('peers identified together are asked for the catch-up one after another, ea
   assert.equal(r.served.frames, 80, 'and sent once: the later peers were asked with the digest of what the first brought');
 });
 
+test('a catch-up is history: a busy signer\'s hour of outcomes is taken whole, not cut at its live rate (second-round review s42 R1 F3)', async () => {
+  // before: the per-signer limit (60 at once, then 10 a second) took the first 60 of the provider's 150 receipts and
+  // of the buyer's 150 acceptances, and refused the rest from every peer asked
+  const clock = fakeClock(NOW - MIN);
+  const peer = new MemoryRecordCache({ clock });
+  for (const o of Array.from({ length: 150 }, (_, i) => outcomeOf(i + 1))) {
+    peer.add('receipt', o.receipt);
+    peer.add('acceptance', o.acceptance);
+  }
+  clock.set(NOW);
+  const r = requester(recordsHandler(peer, clock), clock, { kinds: OUTCOMES, from: NOW - 2 * MIN });
+  r.sync.onIdentify(peerA, [PROTOCOLS.records]);
+  await r.settle(5);
+  assert.equal(r.got.filter((g) => g.type === 'c0mpute.receipt/1').length, 150);
+  assert.equal(r.got.length, 300);
+});
+
 test('without catchUp the sync on connect asks adverts and presence only (a node that does not count outcomes)', async () => {
   const clock = fakeClock(NOW);
   const r = requester(recordsHandler(new MemoryRecordCache({ clock }), clock), clock, undefined);
