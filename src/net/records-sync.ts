@@ -33,6 +33,9 @@ import { ALL_SHARDS, heldShards, placementCheckable, TOPIC_TYPES, type TopicKind
 import { peekType, type Opened } from '../records/envelope.js';
 import { digestOf } from './sync-digest.js';
 
+/** How long one peer's outcome catch-up holds the next one back at most (onIdentify). */
+export const CATCH_UP_TURN_MS = 2_000;
+
 export interface RecordsSyncDeps {
   direct: DirectProtocols;
   pipeline: RecordPipeline;
@@ -261,8 +264,9 @@ export class RecordsSync {
    * each asks with the digest of what the ones before brought, so a second peer sends only what the first did not.
    * Before (second-round review s42 R1 F2, F3), 20 peers identified together were each asked with the same empty
    * digest and each sent the whole gap (19 copies of every outcome), and a signer's outcomes past its sync budget were
-   * refused from every copy at once, so none came later. A peer whose own sync was refused for its byte budget is not
-   * asked for the catch-up (it would refuse again, and charge this node there).
+   * refused from every copy at once, so none came later. A peer still answering after CATCH_UP_TURN_MS lets the next
+   * one start (a peer that never answers would hold the others back 10 s a kind). A peer whose own sync was refused
+   * for its byte budget is not asked for the catch-up (it would refuse again, and charge this node there).
    */
   onIdentify(peerId: PeerId, protocols: readonly string[]): void {
     const key = peerId.toString();
@@ -278,7 +282,9 @@ export class RecordsSync {
     );
     if (!catchUp.length) return;
     const at = Object.fromEntries(catchUp.map((k) => [k, since]));
-    const run = Promise.all([first.catch(() => undefined), this.#catchUps]).then(async ([r]) => {
+    // the one before, or its turn's time: a peer that holds its answers back holds the next one back that long only
+    const turn = Promise.race([this.#catchUps, new Promise<void>((resolve) => setTimeout(resolve, CATCH_UP_TURN_MS).unref())]);
+    const run = Promise.all([first.catch(() => undefined), turn]).then(async ([r]) => {
       if (r && Object.values(r.failed).includes(RECORDS_RATE_LIMITED)) return;
       const c = await this.sync(peerId, catchUp, { whileConnected: true, since: at });
       if (c.accepted) this.d.log.info({ peer: key, since, ...c }, 'caught up on outcomes missed while away');

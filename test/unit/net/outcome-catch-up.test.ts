@@ -179,6 +179,29 @@ test('peers identified together are asked for the catch-up one after another, ea
   assert.equal(r.served.frames, 80, 'and sent once: the later peers were asked with the digest of what the first brought');
 });
 
+test('a peer that holds its catch-up answer back holds the next one back CATCH_UP_TURN_MS, not for ever', { timeout: 20_000 }, async () => {
+  const clock = fakeClock(NOW - MIN);
+  const peer = new MemoryRecordCache({ clock });
+  const o = outcomeOf(1);
+  peer.add('receipt', o.receipt);
+  clock.set(NOW);
+  const honest = recordsHandler(peer, clock);
+  // peerA answers its sync on connect, then never its catch-up
+  const server = (async (reqs: CborValue[], ctx: { peer: PeerId }) => {
+    if (String(ctx.peer) === peerA.toString() && (reqs[0] as Record<string, CborValue>).since !== undefined) return new Promise<void>(() => {});
+    return honest(reqs, ctx as never);
+  }) as unknown as ReturnType<typeof recordsHandler>;
+  const r = requester(server, clock, { kinds: OUTCOMES, from: NOW - 2 * MIN });
+  r.sync.onIdentify(peerA, [PROTOCOLS.records]);
+  r.sync.onIdentify(peerB, [PROTOCOLS.records]);
+  // peerA: advert, presence, receipt (held); peerB: advert, presence, then its catch-up once peerA's turn is over
+  const askedB = () => r.asked.some((q) => q.kind === 'acceptance');
+  for (let i = 0; i < 400 && !askedB(); i++) await new Promise((res) => setTimeout(res, 25));
+  await r.settle(8);
+  assert.ok(askedB(), 'peerB was asked for its catch-up');
+  assert.deepEqual(r.got.map((g) => g.address), [o.receipt.address], 'and brought the receipt');
+});
+
 test('a catch-up is history: a busy signer\'s hour of outcomes is taken whole, not cut at its live rate (second-round review s42 R1 F3)', async () => {
   // before: the per-signer limit (60 at once, then 10 a second) took the first 60 of the provider's 150 receipts and
   // of the buyer's 150 acceptances, and refused the rest from every peer asked
