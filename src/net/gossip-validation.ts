@@ -90,7 +90,9 @@ const CONTEXT_REJECTS = new Set<string>(['RECORD_WRONG_TYPE']);
 /** THE adapter: error → verdict and reason. */
 export function verdictOf(err: unknown): { verdict: 'ignore' | 'reject'; reason: string } {
   if (err instanceof ValidationError) return { verdict: err.verdict, reason: err.code };
-  if (isC0Error(err)) return { verdict: IGNORE_CODES.has(err.code) ? 'ignore' : 'reject', reason: err.code };
+  // this node's own store failing, reopening or closed (STORE_*) is never the record's fault: not rejected, not
+  // remembered, not charged to the peer (review s42 R2)
+  if (isC0Error(err)) return { verdict: IGNORE_CODES.has(err.code) || err.code.startsWith('STORE_') ? 'ignore' : 'reject', reason: err.code };
   return { verdict: 'ignore', reason: VAL_ERR.INTERNAL };
 }
 

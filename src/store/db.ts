@@ -32,7 +32,7 @@ import { checkLogs, type LogDamage } from './wal-check.js';
 export const STORE_WRITE_FAILED = 'STORE_WRITE_FAILED';
 /** A read (get, an iterator) that reached the database while it was closed for its reopen (docs/node.md "When a write fails"). */
 export const STORE_REOPENING = 'STORE_REOPENING';
-/** A write made while the database closes (closeDb, the daemon stopping): not taken. */
+/** A write made while the database closes (closeDb, the daemon stopping): not taken; a read made then: not answered. */
 export const STORE_CLOSED = 'STORE_CLOSED';
 /** abstract-level's codes for an operation on a closed database or on an iterator the close ended. */
 const NOT_OPEN = new Set(['LEVEL_DATABASE_NOT_OPEN', 'LEVEL_ITERATOR_NOT_OPEN']);
@@ -171,7 +171,11 @@ class GuardedLevel extends Level<string, Uint8Array> {
       // reason, not a bare LevelDB error (a bug, exit 70)
       const failed = write ? undefined : readFailure(e);
       if (failed) return this.#readFailedWith(new C0Error(STORE_READ_FAILED, readFailedMessage(this.path, failed), { cause: e, detail: { path: this.path, ...failed } }));
-      if (!this.#poison || !NOT_OPEN.has((e as { code?: string } | undefined)?.code ?? '')) return e;
+      if (!NOT_OPEN.has((e as { code?: string } | undefined)?.code ?? '')) return e;
+      // closed (or closing) for good, the node stopping: a read or an iterator still going then (a record being
+      // validated as the network stops) is STORE_CLOSED, not a bare LevelDB error that reads as a bug (review s42 R2:
+      // 'validation failed internally' at error level on a clean stop)
+      if (!this.#poison) return this.status === 'closing' || this.status === 'closed' ? (write ? this.#closed() : new C0Error(STORE_CLOSED, `the database at ${this.path} is closed (the node stopping): the read was not answered`, { cause: e })) : e;
       if (write) return this.#refusal();
       return new C0Error(STORE_REOPENING, `the database at ${this.path} is being reopened after a failed write (${this.#poison.cause}); read again shortly`, { cause: e, detail: { cause: this.#poison.cause, since: this.#poison.since } });
     };
