@@ -29,6 +29,7 @@ import { listLimit } from '../summary.js';
 import { globals } from './index.js';
 import { daemonClient, overlayQuery as q } from '../daemon-client.js';
 import { exitOnBug } from '../../node/fatal.js';
+import { divertErrors } from '../pipe.js';
 import { writingDataFile } from '../../node/data-files.js';
 import { writeFileAtomic } from '../../util/atomic-file.js';
 
@@ -390,6 +391,8 @@ export async function start(f: StartFlags, cmd: Command): Promise<void> {
     if (signalled) onSignal(signalled);
   });
   if (signalled) return stopped; // no banner for a node already stopping
+  // a banner (or any line to stdout) it cannot write is dropped, not the node's end (pipe.ts divertErrors)
+  divertErrors(process.stdout, (e) => log.warn({ code: 'STDOUT_UNWRITABLE', err: e.code ?? e.message }, 'standard output cannot be written: the start banner is dropped; the node goes on (its log is on standard error)'));
   if (failpoints.has('daemon.bug')) process.once('SIGUSR2', () => void Promise.reject(new Error('failpoint daemon.bug: a rejection nothing handles')));
   out(`c0mpute node ${d.did}`);
   out(`  peer id  ${d.net.peerId.toString()}`);
