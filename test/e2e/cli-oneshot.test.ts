@@ -5,7 +5,7 @@
  * runs the walk and writes the output (--output); `c0mpute jobs` and
  * `c0mpute reputation` then read the same directory's stores with no daemon
  * either. A second `start` on a directory whose daemon runs is refused
- * (DAEMON_RUNNING), as is an unknown role (CONFIG_INVALID), each exit 3.
+ * (DAEMON_RUNNING, exit 3), as is an unknown --role (CONFIG_INVALID, exit 2: a flag's value).
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -48,7 +48,7 @@ test('run with no daemon: an in-process node runs the job to its output; jobs an
     assert.equal(again.code, 3, again.out + again.err);
     assert.match(again.err, /^error DAEMON_RUNNING: a daemon \(pid \d+\) already runs on /m);
     const role = await c0mpute(buyer.dir, ['start', '--role', 'king']);
-    assert.equal(role.code, 3, role.out + role.err);
+    assert.equal(role.code, 2, role.out + role.err);
     assert.match(role.err, /^error CONFIG_INVALID: .*roles/m);
   });
 });

@@ -198,7 +198,8 @@ export interface ConfigChosen {
 export function nodeConfig(dataDir: string, f: StartFlags, warnings?: ConfigWarning[], mode: ConfigFor = 'oneshot', chosen?: (c: ConfigChosen) => void, warn?: (message: string) => void): NodeConfig {
   const flags: Record<string, unknown> = {};
   if (f.role?.length) {
-    for (const r of f.role) if (!(ROLE_NAMES as readonly string[]).includes(r)) throw new C0Error('CONFIG_INVALID', `unknown role "${r}"; roles are ${ROLE_NAMES.join(', ')}`, { field: 'roles' });
+    // a flag's value: exit 2 (UsageError), as the other flags' since session 41; the code stays CONFIG_INVALID
+    for (const r of f.role) if (!(ROLE_NAMES as readonly string[]).includes(r)) throw new UsageError('CONFIG_INVALID', `unknown role "${r}" (--role); roles are ${ROLE_NAMES.join(', ')}`, { field: 'roles' });
     flags.roles = f.role;
   }
   const network: Record<string, unknown> = {};
