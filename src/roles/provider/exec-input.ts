@@ -107,14 +107,13 @@ export function declaredInputBytes(job: Job): number {
 
 /**
  * An input that came whole and was then refused (handleExec: not the job's input) after the slot was held `heldMs`:
- * a lapse past the grace, as one refused while it came is (readExecInput). `e` comes back with the detail, its code
+ * a lapse past the grace, by the same rule as one refused while it came (readExecInput, heldPastGrace). `e` comes back with the detail, its code
  * and message kept.
  */
 export function refusedAfterHold(e: unknown, heldMs: number, job: Job): unknown {
-  if (!(e instanceof C0Error) || e.code.startsWith('NET_') || inputLapse(e) || heldMs <= INPUT_HOLD_GRACE_MS) return e;
+  if (!(e instanceof C0Error) || e.code.startsWith('NET_') || inputLapse(e)) return e;
   const expected = declaredInputBytes(job);
-  const detail: InputLapse = { phase: 'input', received: expected, expected, ended: 'refused', heldMs };
-  return new C0Error(e.code, e.message, { ...(e.field === undefined ? {} : { field: e.field }), detail: { ...detail }, cause: e });
+  return heldPastGrace(e, { received: expected, short: false }, expected, heldMs);
 }
 
 /** Margin after the job's timeout to deliver output and receipt. */
@@ -204,8 +203,19 @@ function lapsed(io: ExecIO, e: unknown, progress: { received: number; short: boo
     const detail: InputLapse = { phase: 'input', received, expected, ended: 'deadline', heldMs };
     return new C0Error('NET_DEADLINE', `${why.message}: ${received} of ${expected} bytes of input in`, { detail: { ...detail }, cause: e });
   }
-  if (heldMs <= INPUT_HOLD_GRACE_MS) return e;
   if (e instanceof C0Error && e.code === 'NET_BUFFER_LIMIT' && inputOnPace(received, heldMs, minInputBytesPerSec)) return e;
+  return heldPastGrace(e, progress, expected, heldMs);
+}
+
+/**
+ * The one rule for a failure after the slot was held `heldMs` (readExecInput's lapse, and refusedAfterHold's refusal of
+ * an input that came whole): within INPUT_HOLD_GRACE_MS it is thrown as it came; past it, it is the buyer's lapse: a
+ * refusal of what it sent (its code and message kept: what the buyer is told), or a stream it ended, or ended short
+ * (its own code, NET_STREAM_FAILED when it had none).
+ */
+function heldPastGrace(e: unknown, progress: { received: number; short: boolean }, expected: number, heldMs: number): unknown {
+  if (heldMs <= INPUT_HOLD_GRACE_MS) return e;
+  const { received } = progress;
   // a refusal of the buyer's own frames (its message is what the buyer is told); a stream ended, or ended short, by it
   const refused = e instanceof C0Error && !e.code.startsWith('NET_') && !progress.short;
   const detail: InputLapse = { phase: 'input', received, expected, ended: refused ? 'refused' : 'caller', heldMs };
