@@ -50,8 +50,9 @@ export async function wireOrders(o: OverlayNode, opts: { claimMode: ClaimMode; s
         freeSlots: () => pc.slots - provider.running,
         runs: (job) => provider.runs(job),
         live: (now) => o.liveProviders(now),
-        // params its executor would refuse are not claimed, as they are not quoted (bad-params)
-        canRun: (job) => pc.workloads[job.record.workload] !== undefined && job.record.input.size <= pc.maxInputBytes && !provider.paramsRefusal(job),
+        // what it would not quote for whatever the market (a workload it prices not, too large an input, params its
+        // executor would refuse: bad-params) it does not claim either: the provider's own check, shared with its quotes
+        canRun: (job) => provider.canTake(job),
         send: async (job, claim, advert) => {
           const frames = await o.net.request(job.signer, CLAIM_PROTOCOL, [{ t: 'claim', claim: claim.bytes, advert: advert.bytes }], { limits: CLAIM_LIMITS });
           const out = parseClaimAnswer(frames[0], job.signer, job.address, claim.address);

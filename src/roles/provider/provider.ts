@@ -493,6 +493,25 @@ export class Provider {
   }
 
   /**
+   * Whether this provider could take the job at all, whatever the market: a workload it prices, an input within
+   * maxInputBytes, params its executor takes (paramsRefusal). The quote path (onJob) and the claimer (canRun) both ask
+   * it (#cannotTake), so a job that gets no offer for one of these is not claimed either.
+   */
+  canTake(job: Opened<Job>): boolean {
+    return this.#cannotTake(job) === undefined;
+  }
+
+  /** canTake's answer with its reason: what onJob counts the skip as (a workload it prices not is no skip). */
+  #cannotTake(job: Opened<Job>): { reason: 'input-too-large' } | { reason: 'bad-params'; refused: C0Error } | { reason: 'no-workload' } | undefined {
+    if (job.record.input.size > this.d.config.maxInputBytes) return { reason: 'input-too-large' };
+    // params the workload would refuse: won, the job would fail here for the buyer's own params, in this provider's record
+    const refused = this.paramsRefusal(job);
+    if (refused) return { reason: 'bad-params', refused };
+    if (!this.d.config.workloads[job.record.workload]) return { reason: 'no-workload' };
+    return undefined;
+  }
+
+  /**
    * A job was heard: quote if eligible, able to start it (a free slot, input
    * within bounds, the deadline reachable) and within the quoting budget
    * (quote-budget.ts), and, for a job heard on gossip, among the first
@@ -528,12 +547,11 @@ export class Provider {
     const failures = this.d.eligibility(job, advert, now);
     if (failures.length) return skip('ineligible', 'not eligible; no offer', { failures: failures.map((f) => f.code) });
     if (this.#running.size >= this.d.config.slots) return skip('no-free-slot', 'all slots busy; no offer');
-    if (job.record.input.size > this.d.config.maxInputBytes) return skip('input-too-large', 'the input is larger than this provider takes; no offer');
-    // params the workload would refuse: won, the job would fail here for the buyer's own params, in this provider's record
-    const refused = this.paramsRefusal(job);
-    if (refused) return skip('bad-params', 'the job’s params are not ones this workload takes; no offer', { code: refused.code, why: refused.message });
+    const cannot = this.#cannotTake(job);
+    if (cannot?.reason === 'input-too-large') return skip('input-too-large', 'the input is larger than this provider takes; no offer');
+    if (cannot?.reason === 'bad-params') return skip('bad-params', 'the job’s params are not ones this workload takes; no offer', { code: cannot.refused.code, why: cannot.refused.message });
     const w = this.d.config.workloads[job.record.workload];
-    if (!w) return undefined;
+    if (cannot || !w) return undefined;
     const durationMs = quotedDurationMs(w, job.record.input.size);
     const price = quotePrice(w, job.record.input.size, durationMs);
     if (price.currency !== job.record.maxPrice.currency || compareMoney(price, job.record.maxPrice) > 0) return skip('price', 'our price is above the job’s maximum; no offer', { price });

@@ -608,6 +608,22 @@ describe('Provider: execution', () => {
     assert.equal(s.receipts.length, 1);
   });
 
+  test('canTake (the claimer\'s canRun) answers as the quote path does: a priced workload, an input within bounds, params it takes', async () => {
+    const input = utf8('take');
+    const cases: Array<[string, Opened<Job>]> = [
+      ['takes', makeJob({}, input)],
+      ['input too large', makeJob({ input: { hash: hashHex(input), size: setup().config.maxInputBytes + 1 } }, input)],
+      ['bad params', makeJob({ workload: 'builtin.sleep', params: 'not a count' }, input)],
+      ['workload not priced', makeJob({ workload: 'acme.unpriced' }, input)],
+    ];
+    for (const [name, job] of cases) {
+      const s = setup();
+      await s.provider.start();
+      assert.equal(s.provider.canTake(job), name === 'takes', name);
+      assert.equal((await s.provider.onJob(job)) !== undefined, name === 'takes', name);
+    }
+  });
+
   test('a receipt that cannot be signed frees the slot anyway, and is logged', async () => {
     const lines: string[] = [];
     const log = pino({ level: 'error' }, { write: (l: string) => void lines.push(l) });
