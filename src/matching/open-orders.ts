@@ -66,12 +66,6 @@ export class OpenOrders {
    * live providers (by content, sameProviders) are unchanged (#validUntil).
    */
   #cache: { from: number; until: number; live: readonly LiveProvider[]; version: number; view: LeaseView; placeOf?: string; places?: Map<string, Place> } | undefined;
-  /**
-   * The provider DID whose place in each open bid's ranking the lease computations record (the node's own claimer's,
-   * set by its first leases()/escalation() call naming it): its escalation check is then a lookup per order, kept
-   * with the lease view, not a pass over the live providers per order and tick.
-   */
-  #placeOf: string | undefined;
   /** Lease computations run (a cache miss each; for tests and diagnostics). */
   #computed = 0;
   /**
@@ -280,19 +274,22 @@ export class OpenOrders {
   /**
    * Every lease at `now` over the live providers. Computed once and kept while the open orders and the live providers
    * (by content: a presence view builds a new list at every read) are the same and `now` is before the first time the
-   * answer could change (#validUntil); then the same answer comes back for any `now` in between.
+   * answer could change (#validUntil); then the same answer comes back for any `now` in between. With `placeOf` (the
+   * claimer's own DID), a computation this call makes records that provider's places too (LeaseView.places, for
+   * escalation); one made for another caller does not.
    */
   leases(now: number, live: readonly LiveProvider[], placeOf?: string): LeaseView {
-    if (placeOf !== undefined) this.#placeOf = placeOf;
     this.prune(now);
     const c = this.#cache;
     if (c && c.version === this.#version && c.from <= now && now < c.until && (c.live === live || sameProviders(c.live, live))) return c.view;
     this.#liveSeen = live.length;
     this.#computed++;
     const orders = [...this.#jobs.values()].map((x) => x.order);
-    const placeFor = this.#placeOf;
-    const view = computeLeases({ providers: live, orders, now, ...(this.opts.leaseMs ? { leaseMs: this.opts.leaseMs } : {}), eligible: (p, o) => this.eligible(p, o, now), ...(placeFor !== undefined ? { placeOf: placeFor } : {}) });
-    this.#cache = { from: now, until: Math.min(validUntil(view, live, now), rankingChanges(orders, now, this.opts.leaseMs ?? MATCH_LEASE_MS)), live, version: this.#version, view, ...(placeFor !== undefined ? { placeOf: placeFor, places: view.places ?? new Map() } : {}) };
+    // places only for the call that names a DID (the claimer's): a probe's, the batch planner's or heldByProvider's
+    // computation does not pay for them, and the claimer ranks an open bid such a view did not place once, on demand,
+    // keeping it with the view (escalation)
+    const view = computeLeases({ providers: live, orders, now, ...(this.opts.leaseMs ? { leaseMs: this.opts.leaseMs } : {}), eligible: (p, o) => this.eligible(p, o, now), ...(placeOf !== undefined ? { placeOf } : {}) });
+    this.#cache = { from: now, until: Math.min(validUntil(view, live, now), rankingChanges(orders, now, this.opts.leaseMs ?? MATCH_LEASE_MS)), live, version: this.#version, view, ...(placeOf !== undefined ? { placeOf, places: view.places ?? new Map() } : {}) };
     return view;
   }
 
