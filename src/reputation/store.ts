@@ -76,6 +76,39 @@ interface Unit {
   recs: Opened[];
 }
 
+/**
+ * One record held per key, the key of a record being `keyOf`'s (undefined: a record of another kind): key → the
+ * address of the one held, kept with the store's maps (#index). Which of two records with one key is kept is the
+ * caller's rule (a non-delivery: the first; a verdict: replacesVerdict).
+ */
+class OnePerKey {
+  readonly #held = new Map<string, string>();
+  constructor(readonly keyOf: (r: Opened) => string | undefined) {}
+
+  /** The address held for `key`, if any. */
+  at(key: string): string | undefined {
+    return this.#held.get(key);
+  }
+
+  /** The address of another record held under r's key, if any (not r itself). */
+  other(r: Opened): string | undefined {
+    const k = this.keyOf(r);
+    const held = k === undefined ? undefined : this.#held.get(k);
+    return held !== r.address ? held : undefined;
+  }
+
+  /** r is kept (`add`) or goes: its key follows (a key that holds another address already is left to it). */
+  index(r: Opened, add: boolean): void {
+    const k = this.keyOf(r);
+    if (k === undefined) return;
+    if (add) this.#held.set(k, r.address);
+    else if (this.#held.get(k) === r.address) this.#held.delete(k);
+  }
+}
+
+/** The key of the one verdict a signer keeps on a receipt (OnePerKey). */
+const verdictKey = (signer: string, receipt: string): string => `${signer}|${receipt}`;
+
 export class EvidenceStore {
   readonly receipts = new Map<string, Opened<Receipt>>();
   readonly acceptances = new Map<string, Opened<Acceptance>>();
@@ -97,17 +130,17 @@ export class EvidenceStore {
   /** Job address → the receipts for it (a job's history: the API's and the console's job lists). */
   readonly #receiptsOfJob = new Map<string, Set<Opened<Receipt>>>();
   /**
-   * (signer, provider, job) → the address of the one non-delivery held for it (ndKey). Derivation counts one outcome
-   * per (buyer, provider, job) anyway; a buyer with one real offer could otherwise sign any number of distinct ones
-   * on it (varying `signedAt`) and have every one stored.
+   * The one non-delivery held per (signer, provider it counts against: a /2's pool, job), the first. Derivation counts
+   * one outcome per (buyer, provider, job) anyway; a buyer with one real offer could otherwise sign any number of
+   * distinct ones on it (varying `signedAt`) and have every one stored.
    */
-  readonly #ndOf = new Map<string, string>();
+  readonly #nds = new OnePerKey((r) => (isNonDeliveryType(r.type) ? `${r.signer}|${nonDeliveryProvider(r as Opened<NonDelivery>)}|${(r.record as NonDelivery).job}` : undefined));
   /**
-   * (signer, receipt) → the address of the one acceptance held for it (verdictKey): derivation counts only a signer's
+   * The one acceptance (verdict) held per (signer, receipt), the one that counts: derivation counts only a signer's
    * latest verdict on a receipt (replacesVerdict), and a key re-signing its verdict (varying `signedAt`) had every one
    * stored and derived over again at each decision (30,000 records in two minutes from 60 keys).
    */
-  readonly #verdictOf = new Map<string, string>();
+  readonly #verdicts = new OnePerKey((r) => (r.type === T.acceptance ? verdictKey(r.signer, (r.record as Acceptance).receipt) : undefined));
   /** Buyer DID → the receipts naming it as buyer and the non-deliveries it signed (its outcomes: providersBoughtBy). */
   readonly #ofBuyer = new Map<string, Set<Opened<Receipt> | Opened<NonDelivery>>>();
   /**
@@ -190,33 +223,20 @@ export class EvidenceStore {
     return (r.type === T.receipt ? this.receipts : r.type === T.acceptance ? this.acceptances : isNonDeliveryType(r.type) ? this.nondeliveries : this.offers) as Map<string, Opened>;
   }
 
-  /** The one non-delivery a (signer, provider, job) keeps: the provider it counts against (a /2's pool), as derive counts it. */
-  static #ndKey(r: Opened): string | undefined {
-    return isNonDeliveryType(r.type) ? `${r.signer}|${nonDeliveryProvider(r as Opened<NonDelivery>)}|${(r.record as NonDelivery).job}` : undefined;
-  }
-
   /** Whether r is a non-delivery and another one for its (signer, provider, job) is held. */
   #ndTaken(r: Opened): boolean {
-    const k = EvidenceStore.#ndKey(r);
-    const held = k === undefined ? undefined : this.#ndOf.get(k);
-    return held !== undefined && held !== r.address;
-  }
-
-  /** The one verdict per (signer, receipt): the key of an acceptance. */
-  static #verdictKey(r: Opened): string | undefined {
-    return r.type === T.acceptance ? `${r.signer}|${(r.record as Acceptance).receipt}` : undefined;
+    return this.#nds.other(r) !== undefined;
   }
 
   /** When r is an acceptance: the other acceptance held of its (signer, receipt), if any. */
   #verdictHeld(r: Opened): Opened<Acceptance> | undefined {
-    if (r.type !== T.acceptance) return undefined;
-    const held = this.#verdictOn(r.signer, (r.record as Acceptance).receipt);
-    return held !== undefined && held.address !== r.address ? held : undefined;
+    const held = this.#verdicts.other(r);
+    return held === undefined ? undefined : this.acceptances.get(held);
   }
 
   /** The one verdict `signer` holds here on `receipt` (its acceptance or dispute), if any. */
   #verdictOn(signer: string, receipt: string): Opened<Acceptance> | undefined {
-    const held = this.#verdictOf.get(`${signer}|${receipt}`);
+    const held = this.#verdicts.at(verdictKey(signer, receipt));
     return held === undefined ? undefined : this.acceptances.get(held);
   }
 
@@ -267,16 +287,8 @@ export class EvidenceStore {
       file(this.#aboutProvider, nonDeliveryProvider(r as Opened<NonDelivery>), r as Opened<NonDelivery>);
       file(this.#ofBuyer, r.signer, r as Opened<NonDelivery>);
     }
-    const nd = EvidenceStore.#ndKey(r);
-    if (nd !== undefined) {
-      if (add) this.#ndOf.set(nd, r.address);
-      else if (this.#ndOf.get(nd) === r.address) this.#ndOf.delete(nd);
-    }
-    const vk = EvidenceStore.#verdictKey(r);
-    if (vk !== undefined) {
-      if (add) this.#verdictOf.set(vk, r.address);
-      else if (this.#verdictOf.get(vk) === r.address) this.#verdictOf.delete(vk);
-    }
+    this.#nds.index(r, add);
+    this.#verdicts.index(r, add);
     if (r.type === T.receipt) {
       file(this.#citing, (r.record as Receipt).offer, r as Opened<Receipt>);
       file(this.#receiptsOfJob, (r.record as Receipt).job, r as Opened<Receipt>);
@@ -436,10 +448,10 @@ export class EvidenceStore {
     /** (signer, receipt) → the verdict this add keeps for it (the one replacing all others, held or in this add) */
     const verdicts = new Map<string, Opened<Acceptance>>();
     for (const r of records) {
-      const nd = EvidenceStore.#ndKey(r);
+      const nd = this.#nds.keyOf(r);
       // a non-delivery for a (signer, provider, job) that already has one (held, or earlier in this add) is dropped
       if (this.#has(r) || seen.has(r.address) || this.#ndTaken(r) || (nd !== undefined && seen.has(nd))) continue;
-      const vk = EvidenceStore.#verdictKey(r);
+      const vk = this.#verdicts.keyOf(r);
       if (vk !== undefined) {
         // a verdict the held one, or one earlier in this add, replaces is dropped
         const a = r as Opened<Acceptance>;
@@ -453,7 +465,7 @@ export class EvidenceStore {
       fresh.push(r);
     }
     fresh = fresh.filter((r) => {
-      const vk = EvidenceStore.#verdictKey(r);
+      const vk = this.#verdicts.keyOf(r);
       return vk === undefined || verdicts.get(vk) === r;
     });
     if (fresh.length === 0) return 0;
