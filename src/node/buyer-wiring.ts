@@ -33,8 +33,6 @@ const DECIDED_KEPT = 1024;
 const OUTCOME_RETRY_MS = 5_000;
 /** How long the overlay's stop waits for outcomes still being sent, an acceptance's second try included (BuyerWiring.stop). */
 export const OUTCOME_DRAIN_MS = 5_000;
-/** How long after the buyer is made its start withdraws the claims an earlier process left (the network starts after the roles). */
-const LEFTOVER_START_MS = 2_000;
 /** How long a run with no provider left waits for the providers it pushed its job to (#rescue): job-push/1's own bound. */
 const RESCUE_PUSH_MS = JOB_PUSH_LIMITS.deadlineMs;
 
@@ -101,18 +99,18 @@ export class BuyerWiring {
   }
 
   /**
-   * The Buyer of this overlay (set it as the overlay's `buyer`). On an overlay with a steward, its start withdraws in
-   * the background the claims of the jobs an earlier process of this node left (#withdrawLeftovers).
+   * The overlay's network has started (OverlayNode.start, after the roles: peers begin to connect). On an overlay with
+   * a steward, the claims of the jobs an earlier process of this node left are withdrawn from here, in the background
+   * (#withdrawLeftovers).
    */
-  createBuyer(): Buyer {
+  netStarted(): void {
     if (this.o.d.network.steward) this.#withdrawLeftovers(this.o.d.network.steward);
-    return this.#createBuyer();
   }
 
   /**
    * A buyer killed (kill -9, a crash, lost power) mid-run left its admitted claims open at the steward: no run ended
    * `interrupted` to withdraw them, and nothing resumes a run, so each held its team's reservation and devices until
-   * its job's deadline (up to 90 days). Shortly after the start (LEFTOVER_START_MS), those of the node's jobs that
+   * its job's deadline (up to 90 days). Once the network has started (netStarted), those of the node's jobs that
    * were live when it opened and did not end completed are withdrawn, each with the receipts held for it, one at a
    * time, a steward not reached tried again with a doubling wait (withdrawLeftovers); the start never waits for it,
    * and the stop ends it. Their late receipts are still taken (MarketService keeps the jobs as the node's own).
@@ -120,22 +118,20 @@ export class BuyerWiring {
   #withdrawLeftovers(steward: string): void {
     const jobs = this.o.market.earlierJobs;
     if (!jobs.length) return;
-    const timer = setTimeout(() => {
-      const signal = this.#stopping.signal;
-      if (signal.aborted) return;
-      const claims = leftoverClaims(jobs, this.o.market.evidence, this.o.did, this.o.clock());
-      if (!claims.length) return;
-      const log = this.o.log.child({ role: 'buyer', overlay: this.o.name });
-      log.info({ claims: claims.length }, 'withdrawing the steward claims of jobs an earlier run of this node left');
-      void withdrawLeftovers({ request: (frames, opts) => this.o.net.request(steward, STEWARD_PROTOCOL, frames, opts), claims, clock: this.o.clock, log, signal }).then((r) => {
-        if (!signal.aborted) log.info({ ...r }, 'withdrew the steward claims of jobs an earlier run of this node left');
-      });
-    }, LEFTOVER_START_MS);
-    timer.unref();
-    this.#stopping.signal.addEventListener('abort', () => clearTimeout(timer), { once: true });
+    const signal = this.#stopping.signal;
+    if (signal.aborted) return;
+    const claims = leftoverClaims(jobs, this.o.market.evidence, this.o.did, this.o.clock());
+    if (!claims.length) return;
+    const log = this.o.log.child({ role: 'buyer', overlay: this.o.name });
+    log.info({ claims: claims.length }, 'withdrawing the steward claims of jobs an earlier run of this node left');
+    // a steward not connected yet is not reached by the first sweep: withdrawLeftovers tries again (2 s, doubling)
+    void withdrawLeftovers({ request: (frames, opts) => this.o.net.request(steward, STEWARD_PROTOCOL, frames, opts), claims, clock: this.o.clock, log, signal }).then((r) => {
+      if (!signal.aborted) log.info({ ...r }, 'withdrew the steward claims of jobs an earlier run of this node left');
+    });
   }
 
-  #createBuyer(): Buyer {
+  /** The Buyer of this overlay (set it as the overlay's `buyer`; the overlay calls netStarted once its network is up). */
+  createBuyer(): Buyer {
     const { config, identity } = this.o.d;
     return new Buyer({
       signer: identity.signer,

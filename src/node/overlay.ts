@@ -340,6 +340,8 @@ export class OverlayNode {
     }
 
     await this.net.start();
+    // peers begin to connect from here: what waits on the network runs now (a buyer's withdraw of leftover claims)
+    if (this.buyer) this.#buyerSide.netStarted();
     if (this.provider) await this.provider.start();
     await leftovers?.recover();
     await this.poolMember?.start();

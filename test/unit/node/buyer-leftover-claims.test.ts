@@ -74,6 +74,9 @@ test("a buyer's start on an overlay with a steward withdraws the claims an earli
   } as unknown as OverlayNode;
   const wiring = new BuyerWiring(overlay);
   wiring.createBuyer();
+  await later(100);
+  assert.equal(asked.length, 0, 'nothing asked before the network started');
+  wiring.netStarted();
   try {
     await until('the withdraws', () => asked.length >= 2);
     await later(100);
@@ -108,7 +111,8 @@ test('without a steward the start asks nothing', async () => {
   } as unknown as OverlayNode;
   const wiring = new BuyerWiring(overlay);
   wiring.createBuyer();
-  await later(2_500);
+  wiring.netStarted();
+  await later(500);
   await wiring.stop();
   assert.equal(asked, 0);
 });
