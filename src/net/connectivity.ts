@@ -20,6 +20,7 @@
 import { readFileSync, writeFileSync, renameSync } from 'node:fs';
 import type { Logger } from '../util/log.js';
 import { monotonicClock, systemClock, type Clock } from '../util/clock.js';
+import { PeerLog } from '../util/peer-log.js';
 
 export interface BackoffPolicy {
   /** Delay before the first redial after a loss, ms. */
@@ -273,7 +274,15 @@ export class Connectivity {
   #dirty = false;
   #savedAt = -Infinity;
 
+  /**
+   * The first unreachability of remembered peers: one info line in full, then at most one a minute with the count
+   * (PeerLog). Any peer that completed identify is remembered, so before (review s42 R5 F1) throwaway keys that
+   * connected and left made one ~0.5 KB info line each, ~2.6 KB/s from one IP at libp2p's inbound rate.
+   */
+  readonly #unreachable: PeerLog;
+
   constructor(private d: ConnectivityDeps) {
+    this.#unreachable = new PeerLog({ log: d.log, level: 'info', ...(d.monoClock ? { clock: d.monoClock } : {}) });
     this.opts = { ...CONNECTIVITY_DEFAULTS, ...d.options };
     this.#clock = d.monoClock ?? monotonicClock;
     this.#wall = d.clock ?? systemClock;
@@ -310,6 +319,7 @@ export class Connectivity {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = undefined;
     if (this.#dirty) this.#save();
+    this.#unreachable.stop();
   }
 
   /** Something changed (a peer disconnected): check now instead of at the next scheduled pass. */
@@ -521,11 +531,13 @@ export class Connectivity {
       if (boot) boot.lastError = err;
       // A bootstrap peer (the operator named it): warn on the first failure and when the cause changes; then quietly,
       // with the count, at powers of two. A remembered peer (it may be gone for good): one info line as it becomes
-      // unreachable, then debug only (its reconnection is an info line again).
+      // unreachable (of all remembered peers' first failures, one in full and then a count a minute: #unreachable),
+      // then debug only (its reconnection is an info line again).
       const n = failuresBefore + 1;
       const fields = { peer: t.peerId, addr: t.addrs[0], code: err.code, err: err.message, failures: n, retryInMs: delay };
       if (kind === 'bootstrap' && (n === 1 || codeChanged)) this.d.log.warn(fields, err.code === 'NET_PEER_ID_MISMATCH' ? 'bootstrap dial failed: the peer at that address has another PeerId (check the /p2p/ part of network.bootstrap)' : 'bootstrap dial failed; retrying with backoff');
-      else if (kind === 'bootstrap' ? (n & (n - 1)) === 0 : n === 1) this.d.log.info(fields, kind === 'bootstrap' ? 'bootstrap peer still unreachable; retrying with backoff' : 'remembered peer unreachable; retrying with backoff (further failures are logged at debug)');
+      else if (kind === 'bootstrap' && (n & (n - 1)) === 0) this.d.log.info(fields, 'bootstrap peer still unreachable; retrying with backoff');
+      else if (kind === 'remembered' && n === 1) this.#unreachable.warn('remembered peers', err.code, 'remembered peer unreachable; retrying with backoff (further failures are logged at debug)', fields);
       else this.d.log.debug(fields, `${kind} dial failed`);
     } finally {
       this.#inflight.delete(key);

@@ -53,11 +53,13 @@ export class PeerLog {
     const now = this.#now();
     const key = `${peer} ${code}`;
     const h = this.#held.get(key);
-    if (h) {
+    // a window that ended quiet ends the key (as flush does when its timer runs first): this one is written in full
+    if (h && !(h.more === 0 && now - h.at >= this.#window)) {
       h.more++;
       if (now - h.at >= this.#window) this.#summary(h, now);
       return;
     }
+    if (h) this.#held.delete(key);
     while (this.#held.size >= (this.#d.maxKeys ?? 1_024)) {
       const [k, old] = this.#held.entries().next().value as [string, Held];
       this.#held.delete(k);

@@ -60,3 +60,22 @@ test('a remembered peer gone for good: one info line, then debug; after it comes
   for (const end = now + 600_000; now < end; now += 500) await c.tick();
   assert.equal(info().length, before + 1);
 });
+
+test('throwaway keys that connect and leave: one info line in full, then a count a minute, not a line each (review s42 R5 F1)', async () => {
+  let now = 0;
+  const host = new DownHost();
+  const { log, lines } = recording();
+  const c = new Connectivity({ host, bootstrap: [], monoClock: () => now, rand: () => 0.5, log });
+  for (let i = 0; i < 30; i++) c.noteUseful(`K${i}`, [`/ip4/127.0.0.1/tcp/${1000 + i}`]);
+  const unreachable = () => lines.filter((l) => l.level >= 30 && /remembered peer unreachable/.test(l.msg));
+  for (; now < 30_000; now += 500) await c.tick();
+  assert.ok(host.dials >= 30, `${host.dials} dials`);
+  // before: 30 lines, one per key (30 of the 32 remembered at most)
+  assert.equal(unreachable().length, 1, unreachable().map((l) => l.peer).join(' '));
+  for (; now < 70_000; now += 500) await c.tick();
+  c.stop();
+  const all = unreachable() as Array<{ msg: string; more?: number }>;
+  assert.equal(all.length, 2, 'the first in full, then one summary');
+  assert.match(all[1]!.msg, /\(repeated\)/);
+  assert.equal(all[1]!.more, 29);
+});
