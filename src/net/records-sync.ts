@@ -33,7 +33,7 @@ import { ALL_SHARDS, heldShards, placementCheckable, TOPIC_TYPES, type TopicKind
 import { peekType, type Opened } from '../records/envelope.js';
 import { digestOf } from './sync-digest.js';
 
-/** How long one peer's outcome catch-up holds the next one back at most (onIdentify). */
+/** How long one peer's outcome catch-up holds the next one back at most, from when its turn began (onIdentify). */
 export const CATCH_UP_TURN_MS = 2_000;
 
 export interface RecordsSyncDeps {
@@ -74,9 +74,9 @@ export class RecordsSync {
   /** Outcome catch-up: since when this node may lack outcomes (a gap not yet caught up on), else undefined. */
   #gapFrom: number | undefined;
   /** The catch-up window open now: peers identified until `until` are asked for what was taken since `since`. */
-  #window: { since: number; until: number } | undefined;
-  /** The outcome catch-ups asked so far, in turn: the next peer's starts when this settles. */
-  #catchUps: Promise<void> = Promise.resolve();
+  #window: { since: number; until: number; asked: Set<string> } | undefined;
+  /** The outcome catch-ups, in turn: the last one's turn, which the next peer's waits for (onIdentify). */
+  #turn: Promise<void> = Promise.resolve();
 
   constructor(private readonly d: RecordsSyncDeps) {
     this.#shardSet = new Set(d.shards);
@@ -89,15 +89,19 @@ export class RecordsSync {
   }
 
   /** Since when a peer identified now is asked for outcomes (undefined: not asked); a gap open opens the window. */
-  #catchUpSince(): number | undefined {
+  #catchUpSince(peer: string): number | undefined {
     const c = this.d.catchUp;
     if (!c || !this.catchUpKinds.length) return undefined;
     const now = this.d.clock();
     if (this.#gapFrom !== undefined) {
-      this.#window = { since: Math.max(this.#gapFrom, now - (c.maxAgeMs ?? CATCH_UP_DEFAULTS.maxAgeMs), 0), until: now + (c.windowMs ?? CATCH_UP_DEFAULTS.windowMs) };
+      this.#window = { since: Math.max(this.#gapFrom, now - (c.maxAgeMs ?? CATCH_UP_DEFAULTS.maxAgeMs), 0), until: now + (c.windowMs ?? CATCH_UP_DEFAULTS.windowMs), asked: new Set() };
       this.#gapFrom = undefined;
     }
-    return this.#window && now <= this.#window.until ? this.#window.since : undefined;
+    if (!this.#window || now > this.#window.until || this.#window.asked.has(peer)) return undefined;
+    // once per peer in a window, whether or not it stayed connected: a peer that reconnects is not asked again
+    // (second-round review s42 R6 F2: a peer reconnecting 30 times in a window was asked 30 times)
+    this.#window.asked.add(peer);
+    return this.#window.since;
   }
 
   /** Serve records/1 from `source`; a request refused for the peer's byte budget counts against its abuse score. */
@@ -264,15 +268,15 @@ export class RecordsSync {
    * each asks with the digest of what the ones before brought, so a second peer sends only what the first did not.
    * Before (second-round review s42 R1 F2, F3), 20 peers identified together were each asked with the same empty
    * digest and each sent the whole gap (19 copies of every outcome), and a signer's outcomes past its sync budget were
-   * refused from every copy at once, so none came later. A peer still answering after CATCH_UP_TURN_MS lets the next
-   * one start (a peer that never answers would hold the others back 10 s a kind). A peer whose own sync was refused
+   * refused from every copy at once, so none came later. A peer still answering CATCH_UP_TURN_MS after its turn began
+   * lets the next one start (a peer that never answers would hold the others back 10 s a kind). A peer whose own sync was refused
    * for its byte budget is not asked for the catch-up (it would refuse again, and charge this node there).
    */
   onIdentify(peerId: PeerId, protocols: readonly string[]): void {
     const key = peerId.toString();
     if (this.#synced.has(key) || !protocols.includes(PROTOCOLS.records)) return;
     this.#synced.add(key);
-    const since = this.#catchUpSince();
+    const since = this.#catchUpSince(key);
     const catchUp = since === undefined ? [] : this.catchUpKinds.filter((k) => !this.d.syncKinds.includes(k));
     if (!this.d.syncKinds.length && !catchUp.length) return;
     const first = this.d.syncKinds.length ? this.sync(peerId, this.d.syncKinds, { whileConnected: true }) : Promise.resolve(undefined);
@@ -282,15 +286,27 @@ export class RecordsSync {
     );
     if (!catchUp.length) return;
     const at = Object.fromEntries(catchUp.map((k) => [k, since]));
-    // the one before, or its turn's time: a peer that holds its answers back holds the next one back that long only
-    const turn = Promise.race([this.#catchUps, new Promise<void>((resolve) => setTimeout(resolve, CATCH_UP_TURN_MS).unref())]);
-    const run = Promise.all([first.catch(() => undefined), turn]).then(async ([r]) => {
-      if (r && Object.values(r.failed).includes(RECORDS_RATE_LIMITED)) return;
-      const c = await this.sync(peerId, catchUp, { whileConnected: true, since: at });
-      if (c.accepted) this.d.log.info({ peer: key, since, ...c }, 'caught up on outcomes missed while away');
-      else this.d.log.debug({ peer: key, since, ...c }, 'asked a peer for outcomes missed while away: nothing new');
+    // this peer's turn: once the one before has answered, or CATCH_UP_TURN_MS after its turn began, whichever is first;
+    // the next peer's turn begins when this one's ends the same way (its own wait for its sync on connect included)
+    const before = this.#turn;
+    let release!: () => void;
+    this.#turn = new Promise<void>((resolve) => (release = resolve));
+    void before.then(async () => {
+      const turnEnds = setTimeout(release, CATCH_UP_TURN_MS);
+      turnEnds.unref?.();
+      try {
+        const r = await first.catch(() => undefined);
+        if (r && Object.values(r.failed).includes(RECORDS_RATE_LIMITED)) return;
+        const c = await this.sync(peerId, catchUp, { whileConnected: true, since: at });
+        if (c.accepted) this.d.log.info({ peer: key, since, ...c }, 'caught up on outcomes missed while away');
+        else this.d.log.debug({ peer: key, since, ...c }, 'asked a peer for outcomes missed while away: nothing new');
+      } catch (e) {
+        this.d.log.debug({ peer: key, err: (e as Error).message }, 'outcome catch-up from peer failed');
+      } finally {
+        clearTimeout(turnEnds);
+        release();
+      }
     });
-    this.#catchUps = run.catch((e: unknown) => this.d.log.debug({ peer: key, err: (e as Error).message }, 'outcome catch-up from peer failed'));
   }
 
   /** A peer disconnected: the next connection syncs again. The last one gone opens an outcome gap (from now, less a margin). */

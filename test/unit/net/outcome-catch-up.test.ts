@@ -202,6 +202,51 @@ test('a peer that holds its catch-up answer back holds the next one back CATCH_U
   assert.deepEqual(r.got.map((g) => g.address), [o.receipt.address], 'and brought the receipt');
 });
 
+test('after a peer that holds its answer back, the next peers still go in turn: the turn is timed from when it began, not from when each was identified', { timeout: 20_000 }, async () => {
+  // with the turn timed from identify, every peer identified with the stalled one started together 2 s later, with the
+  // same digest (here: 160 frames served for 80 outcomes)
+  const clock = fakeClock(NOW - MIN);
+  const peer = new MemoryRecordCache({ clock });
+  for (const o of Array.from({ length: 40 }, (_, i) => outcomeOf(i + 1))) {
+    peer.add('receipt', o.receipt);
+    peer.add('acceptance', o.acceptance);
+  }
+  clock.set(NOW);
+  const honest = recordsHandler(peer, clock);
+  const server = (async (reqs: CborValue[], ctx: { peer: PeerId }) => {
+    if (String(ctx.peer) === peerA.toString() && (reqs[0] as Record<string, CborValue>).since !== undefined) return new Promise<void>(() => {});
+    // the others take a moment to answer (as over a network): peerC's turn must wait for peerB's answer
+    if ((reqs[0] as Record<string, CborValue>).since !== undefined) await new Promise((res) => setTimeout(res, 300));
+    return honest(reqs, ctx as never);
+  }) as unknown as ReturnType<typeof recordsHandler>;
+  const r = requester(server, clock, { kinds: OUTCOMES, from: NOW - 2 * MIN });
+  const peerC = peerIdFromString('12D3KooWKnDdG3iXw9eTFijk3EWSunZcFi54Zka4wmtqtt6rPxc8');
+  for (const p of [peerA, peerB, peerC]) r.sync.onIdentify(p, [PROTOCOLS.records]);
+  // peerA: advert, presence, receipt (held); peerB and peerC: advert, presence and three outcome kinds each
+  for (let i = 0; i < 400 && r.asked.length < 13; i++) await new Promise((res) => setTimeout(res, 25));
+  await r.settle(13);
+  assert.equal(r.asked.length, 13);
+  assert.equal(r.got.length, 80);
+  assert.equal(r.served.frames, 80, 'peerC asked after peerB answered, with the digest of what it brought');
+});
+
+test('a peer that reconnects within the window is not asked for the catch-up again (second-round review s42 R6 F2)', async () => {
+  // before: each reconnection was a new peer to the window (30 reconnections, 30 catch-ups of up to 1,024 a kind)
+  const clock = fakeClock(NOW);
+  const r = requester(recordsHandler(new MemoryRecordCache({ clock }), clock), clock, { kinds: OUTCOMES, from: NOW - 5 * MIN });
+  r.sync.onIdentify(peerA, [PROTOCOLS.records]);
+  r.sync.onIdentify(peerB, [PROTOCOLS.records]);
+  await r.settle(10);
+  assert.equal(r.asked.length, 10);
+  for (let i = 0; i < 3; i++) {
+    clock.advance(5_000);
+    r.sync.onDisconnect(peerB.toString()); // peerA stays: no new gap
+    r.sync.onIdentify(peerB, [PROTOCOLS.records]);
+    await r.settle(12 + 2 * i);
+  }
+  assert.deepEqual(r.asked.slice(10).map((q) => q.kind), ['advert', 'presence', 'advert', 'presence', 'advert', 'presence'], 'its sync on connect only');
+});
+
 test('a catch-up is history: a busy signer\'s hour of outcomes is taken whole, not cut at its live rate (second-round review s42 R1 F3)', async () => {
   // before: the per-signer limit (60 at once, then 10 a second) took the first 60 of the provider's 150 receipts and
   // of the buyer's 150 acceptances, and refused the rest from every peer asked
