@@ -66,7 +66,7 @@ describe('leftoverClaims', () => {
 describe('withdrawLeftovers', () => {
   const claims = (n: number, deadline = now + 600_000): LeftoverClaim[] => Array.from({ length: n }, (_, i) => ({ claim: `sha256:${String(i).padStart(64, '0')}`, deadline }));
 
-  test('a steward not reached yet is tried again with a doubling wait, from the claim the sweep stopped at', async () => {
+  test('a steward not reached yet (two failures in a row) is tried again with a doubling wait, from the claim the sweep stopped at', async () => {
     const clock = fakeClock(now);
     const waits: number[] = [];
     const sent: string[] = [];
@@ -85,7 +85,8 @@ describe('withdrawLeftovers', () => {
         return [{ t: 'withdrawn', released: sent.length === 2 ? 'no' : 'yes' }];
       },
     });
-    assert.deepEqual(waits, [2_000, 4_000]);
+    // the second claim failed, then the third (two in a row: not reached): the next sweep takes both, in order
+    assert.deepEqual(waits, [2_000]);
     assert.deepEqual(sent, claims(3).map((c) => c.claim));
     assert.deepEqual(r, { released: { yes: 2, no: 1 }, refused: 0, unanswered: 0 });
   });
@@ -150,9 +151,31 @@ describe('withdrawLeftovers', () => {
     });
     // 2+4+8+16+32+60+60+60+60 = 302 s: the sweep after the last deadline asks nothing and ends
     assert.deepEqual(waits, [2_000, 4_000, 8_000, 16_000, 32_000, 60_000, 60_000, 60_000, 60_000]);
-    assert.equal(asked, 9, 'one ask per sweep: the rest would fail alike');
-    // the third claim's deadline passed during the waits, the others' at the end: nothing left unanswered ahead of its deadline
-    assert.deepEqual(r, { released: {}, refused: 0, unanswered: 0 });
+    // two asks a sweep while two claims are left (two failures in a row: the rest would fail alike), one after the third's deadline
+    assert.equal(asked, 9 * 2, 'two asks per sweep');
+    // none answered: their deadlines passed while the steward was not reached
+    assert.deepEqual(r, { released: {}, refused: 0, unanswered: 3 });
+  });
+
+  test('one claim whose withdraw fails every time does not hold back the claims behind it (second-round review s42 R6 F3)', async () => {
+    // before: its transport failure ended each sweep, and every claim behind it was left unsent to its deadline
+    const clock = fakeClock(now);
+    const c = claims(5, now + 300_000);
+    const sent: string[] = [];
+    const r = await withdrawLeftovers({
+      claims: c,
+      clock,
+      sleep: async (ms) => clock.advance(ms),
+      request: async (frames) => {
+        const job = (frames[0] as { job: string }).job;
+        sent.push(job);
+        if (job === c[0]!.claim) throw new C0Error('NET_DEADLINE', 'the withdraw timed out');
+        return [{ t: 'withdrawn', released: 'yes' }];
+      },
+    });
+    assert.deepEqual(sent.slice(0, 5), c.map((x) => x.claim), 'the first sweep sends them all');
+    assert.ok(sent.slice(5).every((j) => j === c[0]!.claim), 'later sweeps only the one that failed');
+    assert.deepEqual(r, { released: { yes: 4 }, refused: 0, unanswered: 1 });
   });
 
   test("the node's stop ends it during a wait", async () => {
@@ -169,7 +192,7 @@ describe('withdrawLeftovers', () => {
         throw new C0Error('NET_DIAL_FAILED', 'cannot dial the steward');
       },
     });
-    assert.equal(asked, 1);
+    assert.equal(asked, 2, 'two failures in a row end the sweep');
     assert.deepEqual(r, { released: {}, refused: 0, unanswered: 2 });
   });
 });
