@@ -173,9 +173,9 @@ export function createLogger(opts: LogOptions = {}): Logger {
 /**
  * A minimal human-readable line format: `LEVEL name msg key=value …`, for a terminal: the message and every key and
  * value pass through printable (a log line quotes other nodes' text: a refusal's message, a remote error), so one
- * entry is one line and carries no control character. A value with a space, `=` or `"` in it is written quoted, as a
- * JSON string, so a peer's text cannot add fields that read as the node's own (`why=… status=completed`: review s42
- * R4 F1).
+ * entry is one line and carries no control character. A value with anything but printable ASCII, or a space, `=` or
+ * `"`, in it is written quoted, as a JSON string, so a peer's text cannot add fields that read as the node's own
+ * (`why=… status=completed`: review s42 R4 F1).
  */
 export function prettyStream(dest: { write(s: string): unknown }): { write(s: string): void } {
   return {
@@ -194,9 +194,13 @@ export function prettyStream(dest: { write(s: string): unknown }): { write(s: st
   };
 }
 
-/** A value as prettyStream writes it: as it is, or quoted (a JSON string) when it holds a space, `=` or `"`, or is empty. */
+/**
+ * A value as prettyStream writes it: as it is when it is printable ASCII without a space, `=` or `"`; else quoted (a
+ * JSON string), empty included. Any other character quotes it: a blank that is not a space (U+2800, U+3164) or an `=`
+ * lookalike (U+FF1D) would otherwise fake a field unquoted (second-round review s42 R6 F4).
+ */
 function logfmtValue(v: string): string {
-  return v === '' || /[\s="]/.test(v) ? printable(JSON.stringify(v)) : printable(v);
+  return /^[\x21\x23-\x3c\x3e-\x7e]+$/.test(v) ? v : printable(JSON.stringify(v));
 }
 
 /** A logger that drops everything (unit tests). */

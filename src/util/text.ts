@@ -29,17 +29,22 @@ function isHighSurrogate(c: number): boolean {
  * terminal that applies bidi shows on the line (a right-to-left override makes
  * a failure read as "verified"); right-to-left letters themselves stay. So
  * are the line and paragraph separators (U+2028, U+2029: a line break in
- * editors and web log viewers) and the invisible ones (zero-width space,
- * joiners, word joiner, BOM), which let a peer's text look like another's
- * (second-round review s42 R4 F2). A tab
+ * editors and web log viewers) and every default-ignorable code point (zero-
+ * width space and joiners, word joiner, BOM, soft hyphen, Hangul fillers,
+ * variation selectors, tags: drawn as nothing), which let a peer's text look
+ * like another's (reviews s42 R4 F2, R6 F4). A tab
  * stays; a line break stays only where `lines` (a caller printing several
  * lines of its own), never inside one event's line.
  */
 export function printable(s: string, lines = false): string {
-  return s.replace(lines ? CONTROLS_BUT_NEWLINE : CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  // a code point past U+FFFF (a tag character) as `\u{e0041}`: both its halves, not the first alone
+  return s.replace(lines ? CONTROLS_BUT_NEWLINE : CONTROLS, (c) => {
+    const cp = c.codePointAt(0)!;
+    return cp > 0xffff ? `\\u{${cp.toString(16)}}` : `\\u${cp.toString(16).padStart(4, '0')}`;
+  });
 }
 
 // eslint-disable-next-line no-control-regex
-const CONTROLS = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]/g;
+const CONTROLS = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u2028-\u202e\u2066-\u2069\p{Default_Ignorable_Code_Point}]/gu;
 // eslint-disable-next-line no-control-regex
-const CONTROLS_BUT_NEWLINE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060\u2066-\u2069\ufeff]/g;
+const CONTROLS_BUT_NEWLINE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u2028-\u202e\u2066-\u2069\p{Default_Ignorable_Code_Point}]/gu;

@@ -44,4 +44,11 @@ describe('the pretty log format', () => {
     log.info({ err: 'a\u2028NEXTLINE\u2029b\u200bc\u200dd\u2060e\ufefff' }, 'x\u2028y');
     assert.equal(out[0], 'INFO  x\\u2028y err="a\\u2028NEXTLINE\\u2029b\\u200bc\\u200dd\\u2060e\\ufefff"\n');
   });
+
+  it('a value with a blank that is not a space or an = lookalike is quoted; default-ignorable characters are escaped (second-round review s42 R6 F4)', () => {
+    const out: string[] = [];
+    const log = pino({ level: 'info', base: undefined, timestamp: false, formatters: { level: (label) => ({ level: label }) } }, prettyStream({ write: (s: string) => out.push(s) }));
+    log.info({ why: 'bad\u2800status\uff1dcompleted', hangul: 'a\u3164b', soft: 'x\u00ady', tag: 'p\u{e0041}q', ok: 'EXEC_BUSY' }, 'm');
+    assert.equal(out[0], 'INFO  m why="bad\u2800status\uff1dcompleted" hangul="a\\u3164b" soft="x\\u00ady" tag="p\\u{e0041}q" ok=EXEC_BUSY\n');
+  });
 });
