@@ -44,6 +44,7 @@ import type { GangCite, Gangs } from './steward-gangs.js';
 import { appendAdmitted, type Decided, type Reclaimer } from './steward-reclaim.js';
 import { MAX_QUEUED, MAX_QUEUED_PER_BUYER, REASK_GRACE_MS, type StewardConfig, type StewardPorts, type StewardStream } from './steward-ports.js';
 import { setLongTimeout, type LongTimer } from '../util/timers.js';
+import { KeyedBuckets, type BucketSpec } from '../net/rate-limit.js';
 
 /**
  * The steward's own queue reason, beside pool/1's (§4.5): the claim fits now,
@@ -205,8 +206,19 @@ function asPrediction(e: Energy): Energy {
   return e;
 }
 
+/**
+ * A buyer's claims withdrawn with nothing run (released with no selection named and no receipt, or taken out of the
+ * line): each such round writes an `Admitted` and a `Released` entry to the ledger, which is never pruned, the job to
+ * the store and two info lines, and one entitled key did 85 a second (review s42 R7 F1: a 1 GiB disk
+ * in under two hours). Past this budget its next new claim is refused STEWARD_RATE_LIMITED until a token returns;
+ * claims that run cost nothing, and a claim asked again (its answer lost) is never refused.
+ */
+export const UNRUN_WITHDRAWS: BucketSpec = { ratePerSec: 0.5, burst: 64 };
+
 export class AdmissionLine {
   #queue: Waiting[] = [];
+  /** Each buyer's budget of claims withdrawn unrun (UNRUN_WITHDRAWS). */
+  readonly #unrun: KeyedBuckets;
   /** A pass over the line is asked for and has not started yet. */
   #passAsked = false;
   /** Asks not decided yet, by claim (askInFlight): what a withdraw of a claim not held yet marks. */
@@ -216,6 +228,7 @@ export class AdmissionLine {
   readonly #queueStore: ClaimQueueStore;
 
   constructor(private d: AdmissionDeps) {
+    this.#unrun = new KeyedBuckets(UNRUN_WITHDRAWS, d.ports.monoClock ?? monotonicClock, 4_096);
     this.#queueStore = new ClaimQueueStore(d.ports.sub('steward-queue'), d.ports.log.child({ role: 'steward', overlay: d.ports.name }));
   }
 
@@ -233,6 +246,11 @@ export class AdmissionLine {
       const g = req.gang as Partial<GangCite>;
       if (!this.d.gangs || typeof g !== 'object' || g === null || typeof g.claim !== 'string' || typeof g.member !== 'number') throw new C0Error('STEWARD_BAD_REQUEST', 'admit: gang must be {claim, member}', { field: 'gang' });
       return this.d.gangs.admitMember(job, req.entitlement, { claim: g.claim, member: g.member }, ctx);
+    }
+    // a new claim of a buyer past its budget of claims withdrawn unrun; one held already (asked again) is answered
+    if (this.#unrun.available(job.signer) < 1 && !this.d.accounts.get(job.address) && !this.#queue.some((w) => w.claim.id === job.address) && !this.#asks.has(job.address)) {
+      const inS = Math.ceil((1 - this.#unrun.available(job.signer)) / UNRUN_WITHDRAWS.ratePerSec);
+      throw new C0Error('STEWARD_RATE_LIMITED', `too many of this buyer's claims were withdrawn without running lately (${UNRUN_WITHDRAWS.burst}, then one every ${1 / UNRUN_WITHDRAWS.ratePerSec} s): ask again in ${inS} s`, { detail: { retryInMs: inS * 1000 } });
     }
     const ask = this.askInFlight(job.address, job.signer);
     let asked: Asked;
@@ -322,6 +340,7 @@ export class AdmissionLine {
     if (buyer !== owner) throw new C0Error('STEWARD_NOT_BUYER', 'only the job’s buyer may withdraw it');
     for (const a of asks ?? []) a.withdrawn = true;
     if (deciding) deciding.withdrawn = true;
+    this.withdrawnUnrun(owner);
     if (!w) {
       this.#log.info({ claim }, 'withdraw of a claim being decided: it will not be left admitted');
       return 'noted';
@@ -334,6 +353,11 @@ export class AdmissionLine {
     wake?.({ t: 'withdrawn' });
     void this.retry();
     return 'dequeued';
+  }
+
+  /** A claim of `buyer` withdrawn with nothing run: one token of its budget (UNRUN_WITHDRAWS), below zero if it must. */
+  withdrawnUnrun(buyer: string): void {
+    this.#unrun.charge(buyer, 1);
   }
 
   /**

@@ -56,7 +56,7 @@ export async function serveLedgerRange(ledger: Ledger, frames: CborValue[], ctx:
  * (released now), `dequeued`, `noted`, or `no` (the steward holds no such
  * claim: never admitted, released already, or unknown).
  */
-export async function withdraw(accounts: ClaimAccounts, req: Record<string, unknown>, ctx: Pick<StewardStream, 'peer' | 'send'>, selectionsOf?: (oj: OpenJob) => Promise<void>, line?: Pick<AdmissionLine, 'withdraw'>): Promise<void> {
+export async function withdraw(accounts: ClaimAccounts, req: Record<string, unknown>, ctx: Pick<StewardStream, 'peer' | 'send'>, selectionsOf?: (oj: OpenJob) => Promise<void>, line?: Pick<AdmissionLine, 'withdraw' | 'withdrawnUnrun'>): Promise<void> {
   const claim = String(req.job);
   const { didFromPeerId } = await import('../node/peer-id.js');
   let from: string | undefined;
@@ -87,6 +87,8 @@ export async function withdraw(accounts: ClaimAccounts, req: Record<string, unkn
     }
   }
   if (selectionsOf && oj.gang === undefined && (oj.aside?.size || oj.pending?.size)) await selectionsOf(oj);
+  // nothing ran under it (no selection named, no receipt): one of the buyer's claims withdrawn unrun
+  if (oj.gang === undefined && oj.winners.size === 0 && oj.receipts.size === 0 && !oj.aside?.size) line?.withdrawnUnrun(oj.buyer);
   await accounts.release(oj, 'withdrawn');
   await ctx.send({ t: 'withdrawn', released: 'yes' } as never);
 }
