@@ -355,9 +355,13 @@ export class AdmissionLine {
     return 'dequeued';
   }
 
-  /** A claim of `buyer` withdrawn with nothing run: one token of its budget (UNRUN_WITHDRAWS), below zero if it must. */
+  /**
+   * A claim of `buyer` withdrawn with nothing run: one token of its budget (UNRUN_WITHDRAWS), none when it has none left
+   * (no debt: a buyer restarted after a crash withdraws all its leftover claims at once, and is refused new claims for
+   * a token's time at most, not for one per leftover).
+   */
   withdrawnUnrun(buyer: string): void {
-    this.#unrun.charge(buyer, 1);
+    this.#unrun.take(buyer, 1);
   }
 
   /**
