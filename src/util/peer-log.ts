@@ -19,7 +19,16 @@ export interface PeerLogOptions {
   windowMs?: number;
   /** (peer, code) pairs held at most (default 1,024). */
   maxKeys?: number;
+  /**
+   * Peers held with one code at most (default 16): past it, a new peer's line for that code goes to one key of all
+   * the others (peer MANY_PEERS), so throwaway keys, each new, cannot each get a line in full (review s42 R7 F2: a
+   * provider wrote a 281-byte refusal line per fresh key, ~1.3 KB/s from one IP).
+   */
+  maxPeersPerCode?: number;
 }
+
+/** The peer of the line that stands for every peer past maxPeersPerCode with one code. */
+export const MANY_PEERS = 'many peers';
 
 interface Held {
   peer: string;
@@ -34,6 +43,8 @@ interface Held {
 export class PeerLog {
   readonly #d: PeerLogOptions;
   readonly #held = new Map<string, Held>();
+  /** Keys held per code (maxPeersPerCode). */
+  readonly #peersOf = new Map<string, number>();
   #timer: ReturnType<typeof setInterval> | undefined;
 
   constructor(d: PeerLogOptions) {
@@ -51,7 +62,11 @@ export class PeerLog {
   /** One `msg` caused by `peer` (a PeerId or DID), of kind `code` (an error code), with `fields` for the full line. */
   warn(peer: string, code: string, msg: string, fields: Record<string, unknown> = {}): void {
     const now = this.#now();
-    const key = `${peer} ${code}`;
+    let key = `${peer} ${code}`;
+    if (!this.#held.has(key) && (this.#peersOf.get(code) ?? 0) >= (this.#d.maxPeersPerCode ?? 16)) {
+      peer = MANY_PEERS;
+      key = `${peer} ${code}`;
+    }
     const h = this.#held.get(key);
     // a window that ended quiet ends the key (as flush does when its timer runs first): this one is written in full
     if (h && !(h.more === 0 && now - h.at >= this.#window)) {
@@ -59,13 +74,14 @@ export class PeerLog {
       if (now - h.at >= this.#window) this.#summary(h, now);
       return;
     }
-    if (h) this.#held.delete(key);
+    if (h) this.#drop(key, h);
     while (this.#held.size >= (this.#d.maxKeys ?? 1_024)) {
       const [k, old] = this.#held.entries().next().value as [string, Held];
-      this.#held.delete(k);
+      this.#drop(k, old);
       if (old.more) this.#summary(old, now);
     }
     this.#held.set(key, { peer, code, msg, at: now, more: 0 });
+    this.#peersOf.set(code, (this.#peersOf.get(code) ?? 0) + 1);
     this.#write({ peer, code, ...fields }, msg);
     if (!this.#timer) {
       this.#timer = setInterval(() => this.flush(), this.#window);
@@ -79,7 +95,7 @@ export class PeerLog {
     for (const [k, h] of this.#held) {
       if (now - h.at < this.#window) continue;
       if (h.more) this.#summary(h, now);
-      else this.#held.delete(k);
+      else this.#drop(k, h);
     }
     if (!this.#held.size) this.#stopTimer();
   }
@@ -89,7 +105,15 @@ export class PeerLog {
     const now = this.#now();
     for (const h of this.#held.values()) if (h.more) this.#summary(h, now);
     this.#held.clear();
+    this.#peersOf.clear();
     this.#stopTimer();
+  }
+
+  #drop(key: string, h: Held): void {
+    this.#held.delete(key);
+    const n = (this.#peersOf.get(h.code) ?? 1) - 1;
+    if (n > 0) this.#peersOf.set(h.code, n);
+    else this.#peersOf.delete(h.code);
   }
 
   #summary(h: Held, now: number): void {

@@ -5,9 +5,9 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { PeerLog } from '../../../src/util/peer-log.js';
+import { MANY_PEERS, PeerLog } from '../../../src/util/peer-log.js';
 
-function rig(o: { windowMs?: number; maxKeys?: number } = {}) {
+function rig(o: { windowMs?: number; maxKeys?: number; maxPeersPerCode?: number } = {}) {
   let now = 1_000_000;
   const lines: Array<Record<string, unknown>> = [];
   const log = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) });
@@ -72,5 +72,18 @@ describe('PeerLog', () => {
     pl.warn('peerA', 'X', 'refused');
     pl.stop();
     assert.deepEqual(lines.map((l) => l.more), [undefined, 1]);
+  });
+
+  it('past maxPeersPerCode peers with one code, new peers share one line (throwaway keys: review s42 R7 F2)', () => {
+    const { pl, lines, advance } = rig({ windowMs: 60_000, maxPeersPerCode: 16 });
+    // before: 40 fresh keys, 40 lines in full
+    for (let i = 0; i < 40; i++) pl.warn(`key${i}`, 'EXEC_NOT_SELECTED', 'exec request refused');
+    pl.warn('key3', 'EXEC_NOT_SELECTED', 'exec request refused'); // one held already: its own key
+    pl.warn('key20', 'OTHER', 'refused'); // another code: its own budget
+    assert.deepEqual(lines.map((l) => l.peer), [...Array.from({ length: 16 }, (_, i) => `key${i}`), MANY_PEERS, 'key20']);
+    advance(60_000);
+    pl.flush();
+    const summaries = lines.slice(18).map((l) => [l.peer, l.more]);
+    assert.deepEqual(summaries, [['key3', 1], [MANY_PEERS, 23]]);
   });
 });
