@@ -1,7 +1,14 @@
 /**
- * Delivery of accepted records to subscribers, through one bounded queue
- * (overflow is dropped and counted). Each record reaches each handler once:
+ * Delivery of accepted records to subscribers, through one queue bounded by
+ * count and by envelope bytes (the record's and its attachments': DELIVERY_QUEUE
+ * below; overflow is dropped and counted). Each record reaches each handler once:
  * the pipeline only hands over records it has not accepted before.
+ *
+ * What a peer can cause at will is not logged line by line (docs/node.md "Logs"):
+ * a record dropped because the queue is full, and a handler failing because this
+ * node's store fails (a STORE_* code: the store logs its own state change), are
+ * written once, then at most one summary a minute with the count (PeerLog, by
+ * code). Any other handler failure is a bug, logged in full each time.
  *
  * A record that came on a direct route (offer/1, outcome/1) is answered only
  * once it was handled: its push carries a `Handled` callback, told whether
@@ -13,6 +20,32 @@ import type { Logger } from '../util/log.js';
 import type { RecordSourceKind } from './gossip-validation.js';
 import type { NetMetrics } from './metrics.js';
 import type { TopicKind } from './topics.js';
+import { PeerLog } from '../util/peer-log.js';
+
+/** The delivery queue's default bounds (docs/network.md "The delivery queue"). */
+export const DELIVERY_QUEUE = {
+  /** records waiting at most */
+  maxRecords: 10_000,
+  /**
+   * envelope bytes waiting at most, a record's and its attachments' (opened records own their bytes: `open()` copies a
+   * view of a larger buffer, so these are what the queue holds, with about 1 KiB of decoded record each): 10,000
+   * ordinary records (≤ 3 KiB) fit; 860 non-deliveries of 38 KiB, a third of them 64 KiB records
+   */
+  maxBytes: 32 * 1024 * 1024,
+} as const;
+
+/** Whether a handler failed because this node's store does (STORE_*: failing, reopening, closed), not because of the record. */
+export function isStoreFailure(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('STORE_');
+}
+
+/** A record's envelope bytes and its attachments'. */
+function sizeOf(rec: Opened, meta: DeliveryMeta): number {
+  let n = rec.bytes.byteLength;
+  for (const a of meta.attachments) n += a.bytes.byteLength;
+  return n;
+}
 
 export interface DeliveryMeta {
   kind: TopicKind;
@@ -30,17 +63,24 @@ export type Handled = (kept: boolean) => void;
 
 export class Dispatcher {
   readonly #subs = new Map<TopicKind, Set<RecordHandler>>();
-  readonly #queue: Array<{ rec: Opened; meta: DeliveryMeta; done: Handled | undefined }> = [];
+  readonly #queue: Array<{ rec: Opened; meta: DeliveryMeta; done: Handled | undefined; size: number }> = [];
   readonly #max: number;
+  readonly #maxBytes: number;
+  /** envelope bytes in #queue */
+  #bytes = 0;
+  /** the drops and store failures, summarised by code */
+  readonly #summary: PeerLog;
   readonly #m: NetMetrics;
   readonly #log: Logger;
   #pumping = false;
   #idle: Array<() => void> = [];
 
-  constructor(opts: { maxQueue?: number; metrics: NetMetrics; log: Logger }) {
-    this.#max = opts.maxQueue ?? 10_000;
+  constructor(opts: { maxQueue?: number; maxQueueBytes?: number; metrics: NetMetrics; log: Logger; clock?: () => number }) {
+    this.#max = opts.maxQueue ?? DELIVERY_QUEUE.maxRecords;
+    this.#maxBytes = opts.maxQueueBytes ?? DELIVERY_QUEUE.maxBytes;
     this.#m = opts.metrics;
     this.#log = opts.log;
+    this.#summary = new PeerLog({ log: opts.log, ...(opts.clock ? { clock: opts.clock } : {}) });
     opts.metrics.queueSources.set('delivery', () => this.#queue.length);
   }
 
@@ -53,16 +93,32 @@ export class Dispatcher {
     };
   }
 
-  /** Queue `rec` for its kind's handlers; `done` (if any) is told whether they all took it, or at once that it was dropped. */
+  /** Envelope bytes waiting (records and attachments). */
+  get queuedBytes(): number {
+    return this.#bytes;
+  }
+
+  /**
+   * Queue `rec` for its kind's handlers; `done` (if any) is told whether they all took it, or at once that it was
+   * dropped (the queue holds its bound of records or of bytes; one record larger than the byte bound alone is taken
+   * into an empty queue).
+   */
   push(rec: Opened, meta: DeliveryMeta, done?: Handled): void {
-    if (this.#queue.length >= this.#max) {
+    const size = sizeOf(rec, meta);
+    if (this.#queue.length >= this.#max || (this.#queue.length > 0 && this.#bytes + size > this.#maxBytes)) {
       this.#m.dropped.inc({ queue: 'delivery' });
-      this.#log.warn({ kind: meta.kind, address: rec.address }, 'delivery queue full: record dropped');
+      this.#summary.warn(undefined, 'NET_DELIVERY_QUEUE_FULL', 'delivery queue full: record dropped', { kind: meta.kind, address: rec.address, records: this.#queue.length, bytes: this.#bytes });
       done?.(false);
       return;
     }
-    this.#queue.push({ rec, meta, done });
+    this.#queue.push({ rec, meta, done, size });
+    this.#bytes += size;
     if (!this.#pumping) void this.#pump();
+  }
+
+  /** Write the summaries pending (the drops and store failures since the last line) and stop their timer. */
+  stopLog(): void {
+    this.#summary.stop();
   }
 
   /** Resolves when the queue is empty (tests, orderly stop). */
@@ -75,7 +131,8 @@ export class Dispatcher {
     this.#pumping = true;
     try {
       while (this.#queue.length) {
-        const { rec, meta, done } = this.#queue.shift()!;
+        const { rec, meta, done, size } = this.#queue.shift()!;
+        this.#bytes -= size;
         this.#m.delivered.inc({ kind: meta.kind });
         let kept = true;
         for (const h of this.#subs.get(meta.kind) ?? []) {
@@ -83,7 +140,8 @@ export class Dispatcher {
             await h(rec, meta);
           } catch (e) {
             kept = false;
-            this.#log.error({ err: e, kind: meta.kind, address: rec.address }, 'record handler failed');
+            if (isStoreFailure(e)) this.#summary.warn(undefined, (e as { code: string }).code, 'record handler failed: this node\'s store takes no writes', { kind: meta.kind, address: rec.address, err: (e as Error).message });
+            else this.#log.error({ err: e, kind: meta.kind, address: rec.address }, 'record handler failed');
           }
         }
         if (done) {

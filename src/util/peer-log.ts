@@ -4,7 +4,8 @@
  * (`<msg> (repeated)` with `more`: how many came since the last line), written when the window ends (a timer, or the
  * next one past it); a window with none ends the key, and the next is written in full again. The keys held are bounded
  * (the oldest goes, with a summary of what it held). Like the connection refusals' RefusalLog (net/refusals.ts), for
- * any message.
+ * any message. Without a peer (`undefined`), by code alone: what many peers cause together, or this node's own state
+ * (a full delivery queue, a store that takes no writes), written no more often than that.
  */
 import type { Logger } from './log.js';
 import { monotonicClock } from './clock.js';
@@ -31,7 +32,7 @@ export interface PeerLogOptions {
 export const MANY_PEERS = 'many peers';
 
 interface Held {
-  peer: string;
+  peer: string | undefined;
   code: string;
   msg: string;
   /** when the last line for it was written */
@@ -59,11 +60,11 @@ export class PeerLog {
     return (this.#d.clock ?? monotonicClock)();
   }
 
-  /** One `msg` caused by `peer` (a PeerId or DID), of kind `code` (an error code), with `fields` for the full line. */
-  warn(peer: string, code: string, msg: string, fields: Record<string, unknown> = {}): void {
+  /** One `msg` caused by `peer` (a PeerId or DID; undefined: by code alone), of kind `code` (an error code), with `fields` for the full line. */
+  warn(peer: string | undefined, code: string, msg: string, fields: Record<string, unknown> = {}): void {
     const now = this.#now();
-    let key = `${peer} ${code}`;
-    if (!this.#held.has(key) && (this.#peersOf.get(code) ?? 0) >= (this.#d.maxPeersPerCode ?? 16)) {
+    let key = peer === undefined ? ` ${code}` : `${peer} ${code}`;
+    if (peer !== undefined && !this.#held.has(key) && (this.#peersOf.get(code) ?? 0) >= (this.#d.maxPeersPerCode ?? 16)) {
       peer = MANY_PEERS;
       key = `${peer} ${code}`;
     }
@@ -82,7 +83,7 @@ export class PeerLog {
     }
     this.#held.set(key, { peer, code, msg, at: now, more: 0 });
     this.#peersOf.set(code, (this.#peersOf.get(code) ?? 0) + 1);
-    this.#write({ peer, code, ...fields }, msg);
+    this.#write({ ...(peer === undefined ? {} : { peer }), code, ...fields }, msg);
     if (!this.#timer) {
       this.#timer = setInterval(() => this.flush(), this.#window);
       this.#timer.unref?.();
@@ -117,7 +118,7 @@ export class PeerLog {
   }
 
   #summary(h: Held, now: number): void {
-    this.#write({ peer: h.peer, code: h.code, more: h.more, sinceMs: now - h.at }, `${h.msg} (repeated)`);
+    this.#write({ ...(h.peer === undefined ? {} : { peer: h.peer }), code: h.code, more: h.more, sinceMs: now - h.at }, `${h.msg} (repeated)`);
     h.at = now;
     h.more = 0;
   }
