@@ -52,6 +52,14 @@ import { hearsOutcomes, marketShards, OUTCOME_EVIDENCE_KINDS } from './markets.j
 import { AbuseReports } from '../net/peer-abuse.js';
 import { budgetForInput } from '../net/byte-budget.js';
 import { setLongInterval, setLongTimeout, type LongTimer } from '../util/timers.js';
+import { isStoreFailure, type DeliveryMeta } from '../net/dispatch.js';
+import { PeerLog } from '../util/peer-log.js';
+
+/**
+ * Outcome records (receipts, acceptances, non-deliveries) on their way to disk before a gossiped one is waited for
+ * (docs/network.md "The delivery queue"): at most 256 records of 64 KiB, 16 MiB, beside the delivery queue's bound.
+ */
+export const OUTCOME_WRITES_IN_FLIGHT = 256;
 
 export interface OverlayDeps {
   dataDir: string;
@@ -254,6 +262,8 @@ export class OverlayNode {
       // a provider must be able to hold every input it quotes for (provider.maxInputBytes may exceed the 16 MiB the defaults fit)
       ...(this.roles.includes('provider') && this.d.config.provider ? { directBudget: budgetForInput(this.d.config.provider.maxInputBytes) } : {}),
     });
+    // (stops run last first) the outcomes still on their way to disk are settled once the network has stopped delivering
+    this.#stops.push(() => this.market.evidence.settled());
     this.#stops.push(() => this.net.stop());
     this.#stops.push(async () => this.#buyerSide.stop());
 
@@ -274,20 +284,33 @@ export class OverlayNode {
     this.net.subscribe('job', (rec) => void this.#quote(rec as Opened<Job>).catch((e) => this.log.warn({ err: (e as Error).message }, 'quoting failed')));
     this.net.subscribe('presence', (rec) => void this.presence.add(rec as Opened<Presence>, this.clock()));
     this.net.subscribe('selection', (rec) => this.provider?.onSelection(rec as Opened<Selection>));
-    this.net.subscribe('receipt', async (rec, meta) => {
+    // Outcomes are evidence, written a batch at a time (EvidenceStore.add: those that come while one batch is written go
+    // together in the next). A gossiped one is not waited for while fewer than OUTCOME_WRITES_IN_FLIGHT are on their way
+    // to disk, so the next is handed over and joins the batch (before, one synced write a record: some 60 a second, and a
+    // flood of outcomes waited in the delivery queue); past that, and for one sent directly (outcome/1: its sender is
+    // answered only once it is stored), the delivery waits for the write. A write not waited for that fails is logged
+    // summarised (a store that takes no writes fails them all: PeerLog by code, the store logs its own state).
+    const notStored = new PeerLog({ log: this.log });
+    this.#stops.push(async () => notStored.stop());
+    const outcome = (rec: Opened, meta: DeliveryMeta): Promise<void> | undefined => {
+      const stored = this.market.addEvidence(rec as Opened<Receipt> | Opened<Acceptance> | Opened<NonDelivery>);
+      if (meta.source === 'direct' || this.market.evidence.pending >= OUTCOME_WRITES_IN_FLIGHT) return stored;
+      stored.catch((e: unknown) => {
+        const code = (e as { code?: unknown }).code;
+        const fields = { kind: meta.kind, address: rec.address, err: (e as Error).message };
+        if (isStoreFailure(e)) notStored.warn(undefined, code as string, 'outcome not stored: this node\'s store takes no writes', fields);
+        else notStored.warn(meta.from, typeof code === 'string' ? code : 'INTERNAL', 'outcome not stored', fields);
+      });
+      return undefined;
+    };
+    this.net.subscribe('receipt', (rec, meta) => {
       // directly: this buyer's own receipt, which the provider's exec stream could not deliver (checked: late-receipts.ts)
       if (meta.source === 'direct') this.#directReceipt(rec as Opened<Receipt>);
-      await this.market.addEvidence(rec as Opened<Receipt>);
+      return outcome(rec, meta);
     });
-    this.net.subscribe('acceptance', async (rec) => {
-      await this.market.addEvidence(rec as Opened<Acceptance>);
-    });
+    this.net.subscribe('acceptance', outcome);
     // both versions: a /2 (a pooled offer's, counted against the pool) comes on its own topic kind
-    for (const kind of ['nondelivery', 'nondelivery2'] as const) {
-      this.net.subscribe(kind, async (rec) => {
-        await this.market.addEvidence(rec as Opened<NonDelivery>);
-      });
-    }
+    for (const kind of ['nondelivery', 'nondelivery2'] as const) this.net.subscribe(kind, outcome);
     // Witness receipts (a bounded set per witness and steward: witness-keep.ts) and equivocation
     // evidence are kept by every node on the overlay, so any of them can grade a steward's
     // ledger (c0mpute ledger fetch); within witnessRecords (records.ts), since anyone can mint both.

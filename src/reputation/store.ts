@@ -2,7 +2,10 @@
  * The evidence a node holds for reputation: receipts, acceptances, the
  * offers receipts cite and buyers' non-delivery records, persisted in LevelDB (sublevel `reputation-evidence`,
  * key `<kind>!<address>` → envelope bytes, written in one synced batch before
- * `add` resolves). The score itself is never stored: `derive()` recomputes it.
+ * `add` resolves; the adds that come while one batch is written go together in
+ * the next, up to EVIDENCE_GROUP records: one synced write a record held a node
+ * to some 60 records a second, and a flood of outcomes queued in memory). The
+ * score itself is never stored: `derive()` recomputes it.
  *
  * Bounded by count (`max`, config `reputation.maxEvidence`) and by envelope
  * bytes (`maxBytes`, config `reputation.maxEvidenceBytes`; docs/market.md "How
@@ -33,6 +36,16 @@ const SYNC = { sync: true } as object;
 const KINDS: Record<string, string> = { [T.receipt]: 'receipt', [T.acceptance]: 'acceptance', [T.offer]: 'offer', [T.nondelivery]: 'nondelivery', [T.nondelivery2]: 'nondelivery2' };
 
 export { DEFAULT_MAX_EVIDENCE, DEFAULT_MAX_EVIDENCE_BYTES } from './bounds.js';
+
+/** The most records one synced batch of adds takes (an add larger than this is still written whole, alone). */
+export const EVIDENCE_GROUP = 256;
+
+/** An add waiting for its batch (#drain). */
+interface Waiting {
+  records: Opened[];
+  resolve(fresh: number): void;
+  reject(e: unknown): void;
+}
 
 export interface EvidenceBound {
   /** Records held at most (receipts, acceptances, offers and non-deliveries together). */
@@ -153,10 +166,14 @@ export class EvidenceStore {
   /** Every record held and not in #late is dated no later than this (the index answers for any `at` at or after it). */
   #settled = -Infinity;
   /**
-   * Adds and evictions run one at a time. An eviction decides from the maps, then awaits its delete: an add in
-   * between could store a receipt citing an offer that is on its way out, and lose its quote pair.
+   * Adds and evictions run one batch at a time (#drain). An eviction decides from the maps, then awaits its delete: an
+   * add in between could store a receipt citing an offer that is on its way out, and lose its quote pair.
    */
-  #queue: Promise<unknown> = Promise.resolve();
+  #waiting: Waiting[] = [];
+  /** records in #waiting and in the batch being written */
+  #pending = 0;
+  #draining = false;
+  #idle: Array<() => void> = [];
 
   constructor(store?: Sub, bound?: EvidenceBound) {
     this.#store = store;
@@ -434,20 +451,69 @@ export class EvidenceStore {
     return this.#map(r).has(r.address);
   }
 
-  /** Add verified records (as returned by open()). Returns how many were new. All checked before any is kept. */
+  /**
+   * Add verified records (as returned by open()). Resolves, once they are on disk, to how many were new. All checked
+   * before any is kept. Adds made while a batch is written go together in the next one (#drain), each told its own
+   * count; a batch that fails fails every add in it.
+   */
   async add(...records: Opened[]): Promise<number> {
     for (const r of records) EvidenceStore.check(r);
-    const run = this.#queue.then(() => this.#addNow(records));
-    this.#queue = run.catch(() => undefined);
-    return run;
+    return new Promise<number>((resolve, reject) => {
+      this.#waiting.push({ records, resolve, reject });
+      this.#pending += records.length;
+      // a microtask later: the adds made together (a burst of handlers) start as one batch
+      if (!this.#draining) {
+        this.#draining = true;
+        queueMicrotask(() => void this.#drain());
+      }
+    });
   }
 
-  async #addNow(records: Opened[]): Promise<number> {
+  /** Records added and not yet on disk (waiting for their batch, or in the one being written). */
+  get pending(): number {
+    return this.#pending;
+  }
+
+  /** Resolves once every add made before it is settled (stored or failed): an orderly stop, before the database closes. */
+  settled(): Promise<void> {
+    if (!this.#draining) return Promise.resolve();
+    return new Promise((r) => this.#idle.push(r));
+  }
+
+  /** Write the waiting adds, a batch at a time: the next batch takes every add waiting, up to EVIDENCE_GROUP records. */
+  async #drain(): Promise<void> {
+    try {
+      while (this.#waiting.length) {
+        let n = 0;
+        let take = 0;
+        while (take < this.#waiting.length && (take === 0 || n + this.#waiting[take]!.records.length <= EVIDENCE_GROUP)) n += this.#waiting[take++]!.records.length;
+        const batch = this.#waiting.splice(0, take);
+        try {
+          const counts = await this.#addNow(batch.map((w) => w.records));
+          batch.forEach((w, i) => w.resolve(counts[i]!));
+        } catch (e) {
+          for (const w of batch) w.reject(e);
+        } finally {
+          this.#pending -= n;
+        }
+      }
+    } finally {
+      this.#draining = false;
+      const w = this.#idle;
+      this.#idle = [];
+      for (const r of w) r();
+    }
+  }
+
+  /** Store the adds of one batch (in order, as if one after another), in one synced write; how many of each were new. */
+  async #addNow(adds: Opened[][]): Promise<number[]> {
     let fresh: Opened[] = [];
+    /** the add each fresh record came in */
+    const addOf = new Map<Opened, number>();
     const seen = new Set<string>();
-    /** (signer, receipt) → the verdict this add keeps for it (the one replacing all others, held or in this add) */
+    /** (signer, receipt) → the verdict this batch keeps for it (the one replacing all others, held or in this batch) */
     const verdicts = new Map<string, Opened<Acceptance>>();
-    for (const r of records) {
+    for (const [i, records] of adds.entries()) for (const r of records) {
       const nd = this.#nds.keyOf(r);
       // a non-delivery for a (signer, provider, job) that already has one (held, or earlier in this add) is dropped
       if (this.#has(r) || seen.has(r.address) || this.#ndTaken(r) || (nd !== undefined && seen.has(nd))) continue;
@@ -463,12 +529,15 @@ export class EvidenceStore {
       seen.add(r.address);
       if (nd !== undefined) seen.add(nd);
       fresh.push(r);
+      addOf.set(r, i);
     }
     fresh = fresh.filter((r) => {
       const vk = this.#verdicts.keyOf(r);
       return vk === undefined || verdicts.get(vk) === r;
     });
-    if (fresh.length === 0) return 0;
+    const counts = adds.map(() => 0);
+    for (const r of fresh) counts[addOf.get(r)!]!++;
+    if (fresh.length === 0) return counts;
     // the held verdicts the new ones replace: deleted in the same batch
     const replaced: Opened[] = [];
     for (const a of verdicts.values()) {
@@ -485,13 +554,14 @@ export class EvidenceStore {
           SYNC,
         );
       } catch (e) {
-        throw new C0Error('STORE_WRITE_FAILED', `could not persist evidence: ${(e as Error).message}`, { cause: e });
+        // the cause's message is not repeated: a logged error shows its causes' messages after its own
+        throw new C0Error('STORE_WRITE_FAILED', 'could not persist evidence', { cause: e });
       }
     }
     for (const r of replaced) this.#drop(r);
     for (const r of fresh) this.#put(r);
     await this.#evictIfOver();
-    return fresh.length;
+    return counts;
   }
 
   /**
@@ -507,7 +577,7 @@ export class EvidenceStore {
   }
 
   /**
-   * Past either bound, evict down to nine tenths of both (inside the queue: see #queue). A failure is reported (onError),
+   * Past either bound, evict down to nine tenths of both (inside a batch: see #waiting). A failure is reported (onError),
    * loses nothing and never fails the add that triggered it: the bound is looked at again on the next add.
    */
   async #evictIfOver(): Promise<void> {
@@ -613,7 +683,7 @@ export class EvidenceStore {
       try {
         await this.#store.batch(gone.map((r) => ({ type: 'del' as const, key: `${KINDS[r.type]}!${r.address}` })), SYNC);
       } catch (e) {
-        throw new C0Error('STORE_WRITE_FAILED', `could not evict evidence: ${(e as Error).message}`, { cause: e });
+        throw new C0Error('STORE_WRITE_FAILED', 'could not evict evidence', { cause: e });
       }
     }
     for (const r of gone) this.#drop(r);
