@@ -29,7 +29,7 @@ export const DELIVERY_QUEUE = {
   /**
    * envelope bytes waiting at most, a record's and its attachments' (opened records own their bytes: `open()` copies a
    * view of a larger buffer, so these are what the queue holds, with about 1 KiB of decoded record each): 10,000
-   * ordinary records (≤ 3 KiB) fit; 860 non-deliveries of 38 KiB, a third of them 64 KiB records
+   * ordinary records (≤ 3 KiB) fit, or 860 non-deliveries of 38 KiB, or 512 records of the 64 KiB maximum
    */
   maxBytes: 32 * 1024 * 1024,
 } as const;
@@ -140,7 +140,7 @@ export class Dispatcher {
             await h(rec, meta);
           } catch (e) {
             kept = false;
-            if (isStoreFailure(e)) this.#summary.warn(undefined, (e as { code: string }).code, 'record handler failed: this node\'s store takes no writes', { kind: meta.kind, address: rec.address, err: (e as Error).message });
+            if (isStoreFailure(e)) this.#summary.warn(undefined, (e as { code: string }).code, 'record handler failed: this node\'s store takes no writes', { kind: meta.kind, address: rec.address, err: e });
             else this.#log.error({ err: e, kind: meta.kind, address: rec.address }, 'record handler failed');
           }
         }

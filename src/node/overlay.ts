@@ -297,7 +297,7 @@ export class OverlayNode {
       if (meta.source === 'direct' || this.market.evidence.pending >= OUTCOME_WRITES_IN_FLIGHT) return stored;
       stored.catch((e: unknown) => {
         const code = (e as { code?: unknown }).code;
-        const fields = { kind: meta.kind, address: rec.address, err: (e as Error).message };
+        const fields = { kind: meta.kind, address: rec.address, err: e };
         if (isStoreFailure(e)) notStored.warn(undefined, code as string, 'outcome not stored: this node\'s store takes no writes', fields);
         else notStored.warn(meta.from, typeof code === 'string' ? code : 'INTERNAL', 'outcome not stored', fields);
       });
