@@ -336,6 +336,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       cancelAddressUpdate(libp2p);
       await sigPool?.close();
       await dispatcher.drained();
+      dispatcher.stopLog(); // the last window's summaries (drops, store failures)
       log.info('network stopped');
     },
 
