@@ -226,4 +226,17 @@ describe('requestAdmission', () => {
     assert.deepEqual(a, { verdict: 'Expired', reason: 'STEWARD_UNREACHABLE' });
     assert.deepEqual(waits, [500, 1000, 2000, 4000, 5000, 5000]);
   });
+
+  test('STEWARD_RATE_LIMITED (claims withdrawn unrun lately) is waited out and asked again while the deadline allows; past it, thrown (second-round review s42 R8 F3)', async () => {
+    // before: thrown at once, and every job of a batch after an empty-market spell failed
+    const limited = () => new C0Error('STEWARD_RATE_LIMITED', 'too many claims withdrawn: ask again in 4 s', { detail: { remote: true } });
+    const clock = fakeClock();
+    const waits: number[] = [];
+    const s = scripted([{ frames: [], fail: limited() }, { frames: [], fail: limited() }, [{ t: 'admitted', reserved: { uj: 5, grade: 'Estimator' }, borrowed_uj: 0 }]]);
+    const a = await requestAdmission({ ask: s.ask, deadline: clock() + 60_000, clock, onQueued: () => {}, random: () => 0.5, sleep: async (ms) => void (waits.push(ms), clock.advance(ms)) });
+    assert.equal(a.verdict, 'Admit');
+    assert.deepEqual(waits, [2_000, 2_000]);
+    const late = scripted([{ frames: [], fail: limited() }]);
+    await assert.rejects(requestAdmission({ ask: late.ask, deadline: clock() + 1_500, clock, onQueued: () => {}, random: () => 0.5, sleep: async (ms) => void clock.advance(ms) }), (e: { code?: string }) => e.code === 'STEWARD_RATE_LIMITED');
+  });
 });

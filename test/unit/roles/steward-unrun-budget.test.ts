@@ -15,7 +15,7 @@ import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import type { StewardPorts } from '../../../src/roles/steward-ports.js';
 import { tempDir } from '../ledger/helpers.js';
 import { stewardRig } from './steward-rig.js';
-import { P, job } from '../market/fixtures.js';
+import { P, job, offer, receipt } from '../market/fixtures.js';
 
 const TREE = `entitlements:
   - { id: lab, guarantee_uj: 100000000000, guarantee_devices: 16, over_quota_weight: 0, priority: 0 }
@@ -47,6 +47,64 @@ describe('claims withdrawn unrun', () => {
       await admit(job(P(2), { nonce: new Uint8Array([3, 0, 4]) })); // another buyer
       mono += 2_000; // a token back
       await admit(job(a, { nonce: new Uint8Array([4, 0, 5]) }));
+    } finally {
+      line.stop();
+      await r.close();
+      t.cleanup();
+    }
+  });
+
+  it('a receipt held aside (signed by any key) does not make a withdrawn claim one that ran (second-round review s42 R8 F1)', async () => {
+    const t = tempDir('c0-unrun-');
+    const r = await stewardRig(t.dir, TREE);
+    const line = new AdmissionLine({ ports: { ...r.ports, monoClock: () => 0 } as StewardPorts, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
+    const a = P(1);
+    const ctx = { peer: peerIdFromDid(a.did), signal: new AbortController().signal, send: async (_f: CborValue) => {} };
+    try {
+      let refused = 0;
+      for (let i = 0; i < UNRUN_WITHDRAWS.burst + 1; i++) {
+        const j = job(a, { nonce: new Uint8Array([5, i, 6]) });
+        try {
+          await line.admit({ op: 'admit', job: j.bytes, entitlement: 'one', estimate: est } as never, ctx as never);
+        } catch (e) {
+          assert.equal((e as { code?: string }).code, 'STEWARD_RATE_LIMITED');
+          refused++;
+          break;
+        }
+        // a 'failed' receipt from a throwaway key no selection named: held aside, not charged
+        await r.accounts.onReceipt(receipt(P(200 + i), a, offer(P(200 + i), j, 'sha256:' + '31'.repeat(32)), { status: 'failed', failure: { code: 'EXEC_FAILED', message: 'x' } } as never));
+        assert.equal(r.accounts.get(j.address)?.aside?.size, 1, 'held aside');
+        await withdraw(r.accounts, { op: 'withdraw', job: j.address }, { peer: peerIdFromDid(a.did), send: async () => {} }, undefined, line);
+      }
+      // before: every round counted as one that ran, none refused
+      assert.equal(refused, 1);
+    } finally {
+      line.stop();
+      await r.close();
+      t.cleanup();
+    }
+  });
+
+  it('claims admitted together while one token was left are charged as they are withdrawn, into debt (second-round review s42 R8 F2)', async () => {
+    const t = tempDir('c0-unrun-');
+    const r = await stewardRig(t.dir, TREE);
+    const line = new AdmissionLine({ ports: { ...r.ports, monoClock: () => 0 } as StewardPorts, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
+    const a = P(1);
+    const ctx = { peer: peerIdFromDid(a.did), signal: new AbortController().signal, send: async (_f: CborValue) => {} };
+    const admit = (j: ReturnType<typeof job>) => line.admit({ op: 'admit', job: j.bytes, entitlement: 'one', estimate: est } as never, ctx as never);
+    const withdrawOf = (j: ReturnType<typeof job>) => withdraw(r.accounts, { op: 'withdraw', job: j.address }, { peer: peerIdFromDid(a.did), send: async () => {} }, undefined, line);
+    try {
+      for (let i = 0; i < UNRUN_WITHDRAWS.burst - 1; i++) {
+        const j = job(a, { nonce: new Uint8Array([7, i, 8]) });
+        await admit(j);
+        await withdrawOf(j);
+      }
+      // one token left: eight admitted at once (the devices allow 8), then all withdrawn
+      const together = Array.from({ length: 8 }, (_, i) => job(a, { nonce: new Uint8Array([9, i, 10]) }));
+      await Promise.all(together.map(admit));
+      for (const j of together) await withdrawOf(j);
+      // before: the withdraws past the last token took nothing, and the next claim was refused for 2 s only
+      await assert.rejects(admit(job(a, { nonce: new Uint8Array([11, 0, 12]) })), (e: { code?: string; message: string }) => e.code === 'STEWARD_RATE_LIMITED' && /ask again in 16 s/.test(e.message));
     } finally {
       line.stop();
       await r.close();
