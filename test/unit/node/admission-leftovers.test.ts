@@ -178,6 +178,24 @@ describe('withdrawLeftovers', () => {
     assert.deepEqual(r, { released: { yes: 4 }, refused: 0, unanswered: 1 });
   });
 
+  test('two claims side by side whose withdraws fail every time do not hold back the claims behind them (second-round review s42 R8 F4)', async () => {
+    // before: they failed first in every sweep, two in a row, and the sweep ended: 0 of 300 released in 7 days
+    const clock = fakeClock(now);
+    const c = claims(6, now + 300_000);
+    const stuck = new Set([c[0]!.claim, c[1]!.claim]);
+    const r = await withdrawLeftovers({
+      claims: c,
+      clock,
+      sleep: async (ms) => clock.advance(ms),
+      request: async (frames) => {
+        const job = (frames[0] as { job: string }).job;
+        if (stuck.has(job)) throw new C0Error('NET_DEADLINE', 'the withdraw timed out');
+        return [{ t: 'withdrawn', released: 'yes' }];
+      },
+    });
+    assert.deepEqual(r, { released: { yes: 4 }, refused: 0, unanswered: 2 });
+  });
+
   test("the node's stop ends it during a wait", async () => {
     const stop = new AbortController();
     let asked = 0;
