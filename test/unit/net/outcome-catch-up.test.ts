@@ -92,6 +92,32 @@ function requester(server: ReturnType<typeof recordsHandler>, clock: ReturnType<
   return { sync, asked, got, own, settle, served };
 }
 
+/** A peer's record cache holding `n` outcomes (a receipt and its acceptance each) taken a minute ago, the clock now at NOW. */
+function servedOutcomes(n: number) {
+  const clock = fakeClock(NOW - MIN);
+  const peer = new MemoryRecordCache({ clock });
+  for (const o of Array.from({ length: n }, (_, i) => outcomeOf(i + 1))) {
+    peer.add('receipt', o.receipt);
+    peer.add('acceptance', o.acceptance);
+  }
+  clock.set(NOW);
+  return { clock, peer };
+}
+
+/**
+ * A records/1 server over `peer` where peerA answers its sync on connect and never its catch-up (a request with
+ * `since`); the others answer a catch-up after `delayMs` (as over a network).
+ */
+function peerAHoldsBack(peer: MemoryRecordCache, clock: ReturnType<typeof fakeClock>, delayMs = 0): ReturnType<typeof recordsHandler> {
+  const honest = recordsHandler(peer, clock);
+  return (async (reqs: CborValue[], ctx: { peer: PeerId }) => {
+    const catchUp = (reqs[0] as Record<string, CborValue>).since !== undefined;
+    if (String(ctx.peer) === peerA.toString() && catchUp) return new Promise<void>(() => {});
+    if (catchUp && delayMs) await new Promise((res) => setTimeout(res, delayMs));
+    return honest(reqs, ctx as never);
+  }) as unknown as ReturnType<typeof recordsHandler>;
+}
+
 test('a node back after a stop catches up, from the first peer it connects to, the outcomes taken while it was away, and no older ones', async () => {
   const clock = fakeClock(NOW - 3 * MIN);
   const peer = new MemoryRecordCache({ clock });
@@ -163,13 +189,7 @@ test('the catch-up window: each peer identified in it is asked once with the dig
 
 test('peers identified together are asked for the catch-up one after another, each with the digest of what the ones before brought (second-round review s42 R1 F2)', async () => {
   // before: each of them asked at once with the same empty digest, and each sent the whole gap (here 3 x 80)
-  const clock = fakeClock(NOW - MIN);
-  const peer = new MemoryRecordCache({ clock });
-  for (const o of Array.from({ length: 40 }, (_, i) => outcomeOf(i + 1))) {
-    peer.add('receipt', o.receipt);
-    peer.add('acceptance', o.acceptance);
-  }
-  clock.set(NOW);
+  const { clock, peer } = servedOutcomes(40);
   const r = requester(recordsHandler(peer, clock), clock, { kinds: OUTCOMES, from: NOW - 2 * MIN });
   const peerC = peerIdFromString('12D3KooWKnDdG3iXw9eTFijk3EWSunZcFi54Zka4wmtqtt6rPxc8');
   for (const p of [peerA, peerB, peerC]) r.sync.onIdentify(p, [PROTOCOLS.records]);
@@ -185,13 +205,7 @@ test('a peer that holds its catch-up answer back holds the next one back CATCH_U
   const o = outcomeOf(1);
   peer.add('receipt', o.receipt);
   clock.set(NOW);
-  const honest = recordsHandler(peer, clock);
-  // peerA answers its sync on connect, then never its catch-up
-  const server = (async (reqs: CborValue[], ctx: { peer: PeerId }) => {
-    if (String(ctx.peer) === peerA.toString() && (reqs[0] as Record<string, CborValue>).since !== undefined) return new Promise<void>(() => {});
-    return honest(reqs, ctx as never);
-  }) as unknown as ReturnType<typeof recordsHandler>;
-  const r = requester(server, clock, { kinds: OUTCOMES, from: NOW - 2 * MIN });
+  const r = requester(peerAHoldsBack(peer, clock), clock, { kinds: OUTCOMES, from: NOW - 2 * MIN });
   r.sync.onIdentify(peerA, [PROTOCOLS.records]);
   r.sync.onIdentify(peerB, [PROTOCOLS.records]);
   // peerA: advert, presence, receipt (held); peerB: advert, presence, then its catch-up once peerA's turn is over
@@ -205,21 +219,9 @@ test('a peer that holds its catch-up answer back holds the next one back CATCH_U
 test('after a peer that holds its answer back, the next peers still go in turn: the turn is timed from when it began, not from when each was identified', { timeout: 20_000 }, async () => {
   // with the turn timed from identify, every peer identified with the stalled one started together 2 s later, with the
   // same digest (here: 160 frames served for 80 outcomes)
-  const clock = fakeClock(NOW - MIN);
-  const peer = new MemoryRecordCache({ clock });
-  for (const o of Array.from({ length: 40 }, (_, i) => outcomeOf(i + 1))) {
-    peer.add('receipt', o.receipt);
-    peer.add('acceptance', o.acceptance);
-  }
-  clock.set(NOW);
-  const honest = recordsHandler(peer, clock);
-  const server = (async (reqs: CborValue[], ctx: { peer: PeerId }) => {
-    if (String(ctx.peer) === peerA.toString() && (reqs[0] as Record<string, CborValue>).since !== undefined) return new Promise<void>(() => {});
-    // the others take a moment to answer (as over a network): peerC's turn must wait for peerB's answer
-    if ((reqs[0] as Record<string, CborValue>).since !== undefined) await new Promise((res) => setTimeout(res, 300));
-    return honest(reqs, ctx as never);
-  }) as unknown as ReturnType<typeof recordsHandler>;
-  const r = requester(server, clock, { kinds: OUTCOMES, from: NOW - 2 * MIN });
+  const { clock, peer } = servedOutcomes(40);
+  // the others take a moment to answer (as over a network): peerC's turn must wait for peerB's answer
+  const r = requester(peerAHoldsBack(peer, clock, 300), clock, { kinds: OUTCOMES, from: NOW - 2 * MIN });
   const peerC = peerIdFromString('12D3KooWKnDdG3iXw9eTFijk3EWSunZcFi54Zka4wmtqtt6rPxc8');
   for (const p of [peerA, peerB, peerC]) r.sync.onIdentify(p, [PROTOCOLS.records]);
   // peerA: advert, presence, receipt (held); peerB and peerC: advert, presence and three outcome kinds each
@@ -250,13 +252,7 @@ test('a peer that reconnects within the window is not asked for the catch-up aga
 test('a catch-up is history: a busy signer\'s hour of outcomes is taken whole, not cut at its live rate (second-round review s42 R1 F3)', async () => {
   // before: the per-signer limit (60 at once, then 10 a second) took the first 60 of the provider's 150 receipts and
   // of the buyer's 150 acceptances, and refused the rest from every peer asked
-  const clock = fakeClock(NOW - MIN);
-  const peer = new MemoryRecordCache({ clock });
-  for (const o of Array.from({ length: 150 }, (_, i) => outcomeOf(i + 1))) {
-    peer.add('receipt', o.receipt);
-    peer.add('acceptance', o.acceptance);
-  }
-  clock.set(NOW);
+  const { clock, peer } = servedOutcomes(150);
   const r = requester(recordsHandler(peer, clock), clock, { kinds: OUTCOMES, from: NOW - 2 * MIN });
   r.sync.onIdentify(peerA, [PROTOCOLS.records]);
   await r.settle(5);

@@ -157,10 +157,11 @@ describe('withdrawLeftovers', () => {
     assert.deepEqual(r, { released: {}, refused: 0, unanswered: 3 });
   });
 
-  test('one claim whose withdraw fails every time does not hold back the claims behind it (second-round review s42 R6 F3)', async () => {
-    // before: its transport failure ended each sweep, and every claim behind it was left unsent to its deadline
+  /** withdrawLeftovers of `n` claims against a steward whose withdraws of the claims at `stuck` time out every time; what it sent. */
+  const withStuck = async (n: number, stuck: number[]) => {
     const clock = fakeClock(now);
-    const c = claims(5, now + 300_000);
+    const c = claims(n, now + 300_000);
+    const bad = new Set(stuck.map((i) => c[i]!.claim));
     const sent: string[] = [];
     const r = await withdrawLeftovers({
       claims: c,
@@ -169,10 +170,16 @@ describe('withdrawLeftovers', () => {
       request: async (frames) => {
         const job = (frames[0] as { job: string }).job;
         sent.push(job);
-        if (job === c[0]!.claim) throw new C0Error('NET_DEADLINE', 'the withdraw timed out');
+        if (bad.has(job)) throw new C0Error('NET_DEADLINE', 'the withdraw timed out');
         return [{ t: 'withdrawn', released: 'yes' }];
       },
     });
+    return { r, c, sent };
+  };
+
+  test('one claim whose withdraw fails every time does not hold back the claims behind it (second-round review s42 R6 F3)', async () => {
+    // before: its transport failure ended each sweep, and every claim behind it was left unsent to its deadline
+    const { r, c, sent } = await withStuck(5, [0]);
     assert.deepEqual(sent.slice(0, 5), c.map((x) => x.claim), 'the first sweep sends them all');
     assert.ok(sent.slice(5).every((j) => j === c[0]!.claim), 'later sweeps only the one that failed');
     assert.deepEqual(r, { released: { yes: 4 }, refused: 0, unanswered: 1 });
@@ -180,19 +187,7 @@ describe('withdrawLeftovers', () => {
 
   test('two claims side by side whose withdraws fail every time do not hold back the claims behind them (second-round review s42 R8 F4)', async () => {
     // before: they failed first in every sweep, two in a row, and the sweep ended: 0 of 300 released in 7 days
-    const clock = fakeClock(now);
-    const c = claims(6, now + 300_000);
-    const stuck = new Set([c[0]!.claim, c[1]!.claim]);
-    const r = await withdrawLeftovers({
-      claims: c,
-      clock,
-      sleep: async (ms) => clock.advance(ms),
-      request: async (frames) => {
-        const job = (frames[0] as { job: string }).job;
-        if (stuck.has(job)) throw new C0Error('NET_DEADLINE', 'the withdraw timed out');
-        return [{ t: 'withdrawn', released: 'yes' }];
-      },
-    });
+    const { r } = await withStuck(6, [0, 1]);
     assert.deepEqual(r, { released: { yes: 4 }, refused: 0, unanswered: 2 });
   });
 

@@ -22,93 +22,80 @@ const TREE = `entitlements:
   - { id: one, parent: lab, guarantee_uj: 50000000000, guarantee_devices: 8, over_quota_weight: 0, priority: 1 }
 `;
 const est = { uj: 1_000, grade: 'Estimator' as const };
+const a = P(1);
+const jobOf = (n: number, buyer = a) => job(buyer, { nonce: new Uint8Array([n >> 8, n & 255, 77]) });
+
+/** An admission line over the rig, its budget on `mono()`; `admit` and `withdrawOf` as a buyer's streams ask them; `body` runs, then all is closed. */
+async function withLine(body: (o: { admit: (j: ReturnType<typeof job>) => Promise<void>; withdrawOf: (j: ReturnType<typeof job>) => Promise<void>; r: Awaited<ReturnType<typeof stewardRig>>; tick: (ms: number) => void }) => Promise<void>): Promise<void> {
+  const t = tempDir('c0-unrun-');
+  let mono = 0;
+  const r = await stewardRig(t.dir, TREE);
+  const line = new AdmissionLine({ ports: { ...r.ports, monoClock: () => mono } as StewardPorts, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
+  const admit = (j: ReturnType<typeof job>) => line.admit({ op: 'admit', job: j.bytes, entitlement: 'one', estimate: est } as never, { peer: peerIdFromDid(j.signer), signal: new AbortController().signal, send: async (_f: CborValue) => {} } as never);
+  const withdrawOf = (j: ReturnType<typeof job>) => withdraw(r.accounts, { op: 'withdraw', job: j.address }, { peer: peerIdFromDid(j.signer), send: async () => {} }, undefined, line);
+  try {
+    await body({ admit, withdrawOf, r, tick: (ms) => void (mono += ms) });
+  } finally {
+    line.stop();
+    await r.close();
+    t.cleanup();
+  }
+}
+
+const rateLimited = (inS: number) => (e: { code?: string; message: string }) => e.code === 'STEWARD_RATE_LIMITED' && new RegExp(`ask again in ${inS} s`).test(e.message);
 
 describe('claims withdrawn unrun', () => {
-  it('past the budget a buyer\'s new claim is refused STEWARD_RATE_LIMITED; its claim asked again, and another buyer, are not', async () => {
-    const t = tempDir('c0-unrun-');
-    let mono = 0;
-    const r = await stewardRig(t.dir, TREE);
-    const line = new AdmissionLine({ ports: { ...r.ports, monoClock: () => mono } as StewardPorts, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
-    const ctxOf = (did: string) => ({ peer: peerIdFromDid(did), signal: new AbortController().signal, send: async (_f: CborValue) => {} });
-    const admit = (j: ReturnType<typeof job>) => line.admit({ op: 'admit', job: j.bytes, entitlement: 'one', estimate: est } as never, ctxOf(j.signer) as never);
-    const withdrawOf = (j: ReturnType<typeof job>) => withdraw(r.accounts, { op: 'withdraw', job: j.address }, { peer: peerIdFromDid(j.signer), send: async () => {} }, undefined, line);
-    try {
-      const a = P(1);
-      const held = job(a, { nonce: new Uint8Array([0, 0, 1]) });
+  it("past the budget a buyer's new claim is refused STEWARD_RATE_LIMITED; its claim asked again, and another buyer, are not", async () => {
+    await withLine(async ({ admit, withdrawOf, tick }) => {
+      const held = jobOf(1);
       await admit(held); // kept open: asked again below
       for (let i = 0; i < UNRUN_WITHDRAWS.burst; i++) {
-        const j = job(a, { nonce: new Uint8Array([1, i, 2]) });
+        const j = jobOf(100 + i);
         await admit(j);
         await withdrawOf(j);
       }
       // before: admitted (and withdrawn) without end
-      await assert.rejects(admit(job(a, { nonce: new Uint8Array([2, 0, 3]) })), (e: { code?: string; message: string }) => e.code === 'STEWARD_RATE_LIMITED' && /ask again in 2 s/.test(e.message));
+      await assert.rejects(admit(jobOf(2)), rateLimited(2));
       await admit(held); // asked again (its answer lost): answered, not refused
-      await admit(job(P(2), { nonce: new Uint8Array([3, 0, 4]) })); // another buyer
-      mono += 2_000; // a token back
-      await admit(job(a, { nonce: new Uint8Array([4, 0, 5]) }));
-    } finally {
-      line.stop();
-      await r.close();
-      t.cleanup();
-    }
+      await admit(jobOf(3, P(2))); // another buyer
+      tick(2_000); // a token back
+      await admit(jobOf(4));
+    });
   });
 
   it('a receipt held aside (signed by any key) does not make a withdrawn claim one that ran (second-round review s42 R8 F1)', async () => {
-    const t = tempDir('c0-unrun-');
-    const r = await stewardRig(t.dir, TREE);
-    const line = new AdmissionLine({ ports: { ...r.ports, monoClock: () => 0 } as StewardPorts, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
-    const a = P(1);
-    const ctx = { peer: peerIdFromDid(a.did), signal: new AbortController().signal, send: async (_f: CborValue) => {} };
-    try {
+    await withLine(async ({ admit, withdrawOf, r }) => {
       let refused = 0;
-      for (let i = 0; i < UNRUN_WITHDRAWS.burst + 1; i++) {
-        const j = job(a, { nonce: new Uint8Array([5, i, 6]) });
-        try {
-          await line.admit({ op: 'admit', job: j.bytes, entitlement: 'one', estimate: est } as never, ctx as never);
-        } catch (e) {
-          assert.equal((e as { code?: string }).code, 'STEWARD_RATE_LIMITED');
+      for (let i = 0; i < UNRUN_WITHDRAWS.burst + 1 && !refused; i++) {
+        const j = jobOf(200 + i);
+        await admit(j).catch((e: { code?: string }) => {
+          assert.equal(e.code, 'STEWARD_RATE_LIMITED');
           refused++;
-          break;
-        }
+        });
+        if (refused) break;
         // a 'failed' receipt from a throwaway key no selection named: held aside, not charged
         await r.accounts.onReceipt(receipt(P(200 + i), a, offer(P(200 + i), j, 'sha256:' + '31'.repeat(32)), { status: 'failed', failure: { code: 'EXEC_FAILED', message: 'x' } } as never));
         assert.equal(r.accounts.get(j.address)?.aside?.size, 1, 'held aside');
-        await withdraw(r.accounts, { op: 'withdraw', job: j.address }, { peer: peerIdFromDid(a.did), send: async () => {} }, undefined, line);
+        await withdrawOf(j);
       }
       // before: every round counted as one that ran, none refused
       assert.equal(refused, 1);
-    } finally {
-      line.stop();
-      await r.close();
-      t.cleanup();
-    }
+    });
   });
 
   it('claims admitted together while one token was left are charged as they are withdrawn, into debt (second-round review s42 R8 F2)', async () => {
-    const t = tempDir('c0-unrun-');
-    const r = await stewardRig(t.dir, TREE);
-    const line = new AdmissionLine({ ports: { ...r.ports, monoClock: () => 0 } as StewardPorts, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
-    const a = P(1);
-    const ctx = { peer: peerIdFromDid(a.did), signal: new AbortController().signal, send: async (_f: CborValue) => {} };
-    const admit = (j: ReturnType<typeof job>) => line.admit({ op: 'admit', job: j.bytes, entitlement: 'one', estimate: est } as never, ctx as never);
-    const withdrawOf = (j: ReturnType<typeof job>) => withdraw(r.accounts, { op: 'withdraw', job: j.address }, { peer: peerIdFromDid(a.did), send: async () => {} }, undefined, line);
-    try {
+    await withLine(async ({ admit, withdrawOf }) => {
       for (let i = 0; i < UNRUN_WITHDRAWS.burst - 1; i++) {
-        const j = job(a, { nonce: new Uint8Array([7, i, 8]) });
+        const j = jobOf(300 + i);
         await admit(j);
         await withdrawOf(j);
       }
       // one token left: eight admitted at once (the devices allow 8), then all withdrawn
-      const together = Array.from({ length: 8 }, (_, i) => job(a, { nonce: new Uint8Array([9, i, 10]) }));
+      const together = Array.from({ length: 8 }, (_, i) => jobOf(400 + i));
       await Promise.all(together.map(admit));
       for (const j of together) await withdrawOf(j);
       // before: the withdraws past the last token took nothing, and the next claim was refused for 2 s only
-      await assert.rejects(admit(job(a, { nonce: new Uint8Array([11, 0, 12]) })), (e: { code?: string; message: string }) => e.code === 'STEWARD_RATE_LIMITED' && /ask again in 16 s/.test(e.message));
-    } finally {
-      line.stop();
-      await r.close();
-      t.cleanup();
-    }
+      await assert.rejects(admit(jobOf(5)), rateLimited(16));
+    });
   });
 });
