@@ -247,11 +247,7 @@ export class AdmissionLine {
       if (!this.d.gangs || typeof g !== 'object' || g === null || typeof g.claim !== 'string' || typeof g.member !== 'number') throw new C0Error('STEWARD_BAD_REQUEST', 'admit: gang must be {claim, member}', { field: 'gang' });
       return this.d.gangs.admitMember(job, req.entitlement, { claim: g.claim, member: g.member }, ctx);
     }
-    // a new claim of a buyer past its budget of claims withdrawn unrun; one held already (asked again) is answered
-    if (this.#unrun.available(job.signer) < 1 && !this.d.accounts.get(job.address) && !this.#queue.some((w) => w.claim.id === job.address) && !this.#asks.has(job.address)) {
-      const inS = Math.ceil((1 - this.#unrun.available(job.signer)) / UNRUN_WITHDRAWS.ratePerSec);
-      throw new C0Error('STEWARD_RATE_LIMITED', `too many of this buyer's claims were withdrawn without running lately (${UNRUN_WITHDRAWS.burst}, then one every ${1 / UNRUN_WITHDRAWS.ratePerSec} s): ask again in ${inS} s`, { detail: { retryInMs: inS * 1000 } });
-    }
+    this.checkUnrunBudget(job.signer, job.address);
     const ask = this.askInFlight(job.address, job.signer);
     let asked: Asked;
     try {
@@ -353,6 +349,17 @@ export class AdmissionLine {
     wake?.({ t: 'withdrawn' });
     void this.retry();
     return 'dequeued';
+  }
+
+  /**
+   * A new claim (a job's, or a gang's run) of `buyer` past its budget of claims withdrawn unrun (UNRUN_WITHDRAWS) is
+   * refused STEWARD_RATE_LIMITED, saying when to ask again; one held or being decided already (asked again, its answer
+   * lost) is answered.
+   */
+  checkUnrunBudget(buyer: string, claim: string): void {
+    if (this.#unrun.available(buyer) >= 1 || this.d.accounts.get(claim) || this.#queue.some((w) => w.claim.id === claim) || this.#asks.has(claim)) return;
+    const inS = Math.ceil((1 - this.#unrun.available(buyer)) / UNRUN_WITHDRAWS.ratePerSec);
+    throw new C0Error('STEWARD_RATE_LIMITED', `too many of this buyer's claims were withdrawn without running lately (${UNRUN_WITHDRAWS.burst}, then one every ${1 / UNRUN_WITHDRAWS.ratePerSec} s): ask again in ${inS} s`, { detail: { retryInMs: inS * 1000 } });
   }
 
   /**

@@ -89,7 +89,8 @@ export async function withdraw(accounts: ClaimAccounts, req: Record<string, unkn
   if (selectionsOf && oj.gang === undefined && (oj.aside?.size || oj.pending?.size)) await selectionsOf(oj);
   // nothing ran under it (no selection named, no receipt charged): one of the buyer's claims withdrawn unrun. A receipt
   // held aside proves nothing (anyone can sign one for any job: second-round review s42 R8 F1, 869 rounds in 40 s)
-  if (oj.gang === undefined && oj.winners.size === 0 && oj.receipts.size === 0) line?.withdrawnUnrun(oj.buyer);
+  // (a gang's too: no member receipt charged)
+  if (oj.winners.size === 0 && oj.receipts.size === 0) line?.withdrawnUnrun(oj.buyer);
   await accounts.release(oj, 'withdrawn');
   await ctx.send({ t: 'withdrawn', released: 'yes' } as never);
 }

@@ -583,14 +583,21 @@ export class Steward {
    */
   async #admitGang(req: AdmitGangRequest, ctx: StewardStream): Promise<void> {
     let ask: AskInFlight | undefined;
+    let mine: { signer: string; address: string } | undefined;
     if (req.run instanceof Uint8Array) {
       try {
         const run = open(req.run, TRAIN_T.run);
         const { didFromPeerId } = await import('../node/peer-id.js');
-        if (didFromPeerId(ctx.peer.toString()) === run.signer) ask = this.#line.askInFlight(run.address, run.signer);
+        if (didFromPeerId(ctx.peer.toString()) === run.signer) mine = run;
       } catch {
         // refused by admitGang itself, with its own error
       }
+    }
+    // a gang's claims withdrawn unrun count in its buyer's budget as a job's do (review s42 R9 F1: 110 admit-gang and
+    // withdraw rounds a second, two ledger entries each, with no limit)
+    if (mine) {
+      this.#line.checkUnrunBudget(mine.signer, mine.address);
+      ask = this.#line.askInFlight(mine.address, mine.signer);
     }
     try {
       await this.#gangs.admitGang(req, ctx);

@@ -15,7 +15,13 @@ import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import type { StewardPorts } from '../../../src/roles/steward-ports.js';
 import { tempDir } from '../ledger/helpers.js';
 import { stewardRig } from './steward-rig.js';
-import { P, job, offer, receipt } from '../market/fixtures.js';
+import { NOW, P, job, offer, receipt } from '../market/fixtures.js';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { stringify } from 'yaml';
+import { openDb, closeDb } from '../../../src/store/db.js';
+import { buildRun } from '../../../src/roles/trainer/run-file.js';
+import { stewardOnStub, stubBuyer } from './steward-stub.js';
 
 const TREE = `entitlements:
   - { id: lab, guarantee_uj: 100000000000, guarantee_devices: 16, over_quota_weight: 0, priority: 0 }
@@ -97,5 +103,36 @@ describe('claims withdrawn unrun', () => {
       // before: the withdraws past the last token took nothing, and the next claim was refused for 2 s only
       await assert.rejects(admit(jobOf(5)), rateLimited(16));
     });
+  });
+
+  it('a gang\'s claims withdrawn unrun count in its buyer\'s budget (review s42 R9 F1)', async () => {
+    // before: 110 admit-gang and withdraw rounds a second, two ledger entries each, never refused
+    const t = tempDir('c0-unrun-gang-');
+    writeFileSync(join(t.dir, 'tree.yaml'), TREE);
+    const db = await openDb(join(t.dir, 'db'));
+    const st = await stewardOnStub(t.dir, db, new Map());
+    try {
+      let refused: string | undefined;
+      let rounds = 0;
+      for (; rounds < UNRUN_WITHDRAWS.burst + 20 && !refused; rounds++) {
+        const runYaml = stringify({ name: `g${rounds}`, model: { layers: [4, 8, 3] }, seed: rounds, stepsPerEpoch: 2, epochs: 1, members: [P(11), P(12)].map((m) => ({ did: m.did, addr: '/ip4/127.0.0.1/tcp/1' })) });
+        const run = buildRun(runYaml, stubBuyer.signer, NOW).bundle.run;
+        const frames: Array<Record<string, unknown>> = [];
+        try {
+          await st.ask({ op: 'admit-gang', run: run.bytes, entitlement: 'one', estimate: est, devices_per_member: 1, deadline: NOW + 4_000_000 }, stubBuyer.did, frames);
+        } catch (e) {
+          refused = (e as { code?: string }).code;
+          break;
+        }
+        assert.equal(frames.at(-1)?.t, 'admitted', JSON.stringify(frames));
+        await st.ask({ op: 'withdraw', job: run.address });
+      }
+      assert.equal(refused, 'STEWARD_RATE_LIMITED');
+      assert.ok(rounds >= UNRUN_WITHDRAWS.burst && rounds < UNRUN_WITHDRAWS.burst + 20, `${rounds} rounds`);
+    } finally {
+      await st.s.stop();
+      await closeDb(db);
+      t.cleanup();
+    }
   });
 });
