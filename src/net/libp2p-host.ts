@@ -102,9 +102,10 @@ export const GOSSIP_BASE = {
   asyncValidation: false,
   // What gossipsub may buffer for one peer's outbound stream before it gives that stream up (it is opened again): a
   // mesh peer that reads slowly (or not at all) held every record forwarded to it in memory, without bound (review
-  // s42 R3 F1: 458 MB of a 1.2 GiB peak in yamux write buffers while 6,000 38-KB non-deliveries went through). 4 MiB is
-  // 64 of the largest records, ~100 s of a 40 KiB/s link.
-  maxOutboundBufferSize: 4 * 1024 * 1024,
+  // s42 R3 F1: 458 MB of a 1.2 GiB peak in yamux write buffers while 6,000 38-KB non-deliveries went through). 16 MiB:
+  // 4 MiB dropped an honest burst (the ingest bench's 20,000 records, ~12 MB, published at once: 1,500 arrived, the
+  // stream given up with the rest), 16 MiB holds it; 256 of the largest records, ~7 min of a 40 KiB/s link.
+  maxOutboundBufferSize: 16 * 1024 * 1024,
 } as const;
 
 /**
