@@ -56,6 +56,14 @@ const AGE = '~t!';
 const OPEN = '~o!';
 /** The rosters the trail's dispatches were recorded under: `~r!<roster address>` → the roster envelope (a few per pool, kept for good). */
 const ROSTER = '~r!';
+/**
+ * Every entry by its coordinator, in the order its age key dates it: `~c!<coordinator>|<timeKey>!<job>|<coordinator>`
+ * → the size of its dispatch, job and offer envelopes (decimal). What bounds the entries one coordinator keeps here
+ * (`record`'s `keep`), closed ones included.
+ */
+const KEPT = '~c!';
+/** Marks a trail whose entries are in the KEPT index. */
+const KEPT_INDEXED = '~indexed-kept';
 const EMPTY = new Uint8Array(0);
 /** Ops per synced batch when indexing an old sublevel. */
 const INDEX_BATCH = 2000;
@@ -67,6 +75,22 @@ function enc(v: unknown): Uint8Array {
 const sync = { sync: true } as never;
 
 type Op = { type: 'put'; key: string; value: Uint8Array } | { type: 'del'; key: string };
+
+/** The KEPT key of the entry `key` dated `time` (a timeKey). */
+function keptKey(key: string, time: string): string {
+  return `${KEPT}${key.slice(key.indexOf('|') + 1)}|${time}!${key}`;
+}
+
+/**
+ * How many entries, and how many bytes of their envelopes, one coordinator may keep here (closed ones included): past
+ * either, a new entry drops that coordinator's earliest-dated closed entries (`evict`; never an open one), or is
+ * refused POOL_TRAIL_FULL (nothing written) when that is not enough or `evict` is off.
+ */
+export interface TrailKeep {
+  entries: number;
+  bytes: number;
+  evict: boolean;
+}
 
 /**
  * Index a sublevel written before the age index (and, for the trail, the open
@@ -110,7 +134,7 @@ async function indexOnce(db: Sub, dateOf: (key: string, value: Uint8Array) => nu
  * Drop the entries whose age key is before `before`, at most `max` a synced
  * batch, from after `after`; `also(key)` adds what else goes with an entry.
  */
-async function pruneAged(db: Sub, before: number, max: number, after: string | undefined, also?: (key: string) => Promise<Op[]>): Promise<HistoryPruned> {
+async function pruneAged(db: Sub, before: number, max: number, after: string | undefined, also?: (key: string, age: string) => Promise<Op[]>): Promise<HistoryPruned> {
   const ops: Op[] = [];
   let removed = 0;
   let more = false;
@@ -122,7 +146,7 @@ async function pruneAged(db: Sub, before: number, max: number, after: string | u
     }
     last = age;
     const key = age.slice(AGE.length + 17);
-    ops.push({ type: 'del', key: age }, { type: 'del', key }, ...((await also?.(key)) ?? []));
+    ops.push({ type: 'del', key: age }, { type: 'del', key }, ...((await also?.(key, age)) ?? []));
     removed++;
   }
   if (ops.length) await db.batch(ops, sync);
@@ -139,6 +163,8 @@ export class DispatchTrail {
   #chain: Promise<unknown> = Promise.resolve();
   /** Open entries per coordinator (from the open index; counted at the first bounded record, kept up to date after). */
   #openBy: Map<string, number> | undefined;
+  /** Entries (and bytes of their envelopes) kept per coordinator, from the KEPT index: each read at its first bounded record. */
+  #keptBy = new Map<string, { n: number; bytes: number }>();
   /** The rosters dispatches were recorded under (`~r!`), by address. */
   #rosters = new Map<string, Uint8Array>();
   #watchers = new Set<(c: TrailChange) => void>();
@@ -199,6 +225,21 @@ export class DispatchTrail {
       },
       (key, value) => ((decodeCanonical(value) as unknown as TrailEntry).state === 'dispatched' ? [{ type: 'put', key: `${OPEN}${key}`, value: EMPTY }] : []),
     );
+    if ((await db.get(KEPT_INDEXED)) === undefined) {
+      let ops: Op[] = [];
+      for await (const age of db.keys({ gt: AGE, lt: `${AGE}\uffff` })) {
+        const key = age.slice(AGE.length + 17);
+        const v = await db.get(key);
+        if (v === undefined) continue;
+        ops.push({ type: 'put', key: keptKey(key, age.slice(AGE.length, AGE.length + 16)), value: new TextEncoder().encode(String(DispatchTrail.#size(decodeCanonical(v) as unknown as TrailEntry))) });
+        if (ops.length >= INDEX_BATCH) {
+          await db.batch(ops, sync);
+          ops = [];
+        }
+      }
+      ops.push({ type: 'put', key: KEPT_INDEXED, value: new TextEncoder().encode('1') });
+      await db.batch(ops, sync);
+    }
     const trail = new DispatchTrail(db, log);
     for await (const [k, v] of db.iterator({ gt: ROSTER, lt: `${ROSTER}\uffff` })) trail.#rosters.set(k.slice(ROSTER.length), v);
     return trail;
@@ -223,6 +264,36 @@ export class DispatchTrail {
     }
     this.#openBy = by;
     return by;
+  }
+
+  /** The bytes an entry counts toward its coordinator's `keep.bytes`: its dispatch, job and offer envelopes. */
+  static #size(e: Pick<TrailEntry, 'dispatch' | 'job' | 'offer'>): number {
+    return e.dispatch.length + e.job.length + e.offer.length;
+  }
+
+  async #kept(coordinator: string): Promise<{ n: number; bytes: number }> {
+    let k = this.#keptBy.get(coordinator);
+    if (k) return k;
+    k = { n: 0, bytes: 0 };
+    for await (const v of this.db.values({ gt: `${KEPT}${coordinator}|`, lt: `${KEPT}${coordinator}|\uffff` })) {
+      k.n++;
+      k.bytes += Number(new TextDecoder().decode(v)) || 0;
+    }
+    this.#keptBy.set(coordinator, k);
+    return k;
+  }
+
+  /** Count an entry of `coordinator` kept (+1) or dropped (−1), once its count is held. */
+  #keep(coordinator: string, d: 1 | -1, bytes: number): void {
+    const k = this.#keptBy.get(coordinator);
+    if (!k) return;
+    k.n += d;
+    k.bytes += d * bytes;
+  }
+
+  /** Entries (and bytes of their envelopes) `coordinator` keeps here, open and closed. */
+  async keptOf(coordinator: string): Promise<{ n: number; bytes: number }> {
+    return this.#serial(async () => ({ ...(await this.#kept(coordinator)) }));
   }
 
   /** Count an entry of `key` opened (+1) or closed (−1) once the counts are held. */
@@ -257,13 +328,36 @@ export class DispatchTrail {
    * it sooner would let it dispatch the job again); one another member sent, by that deadline at most a horizon ahead
    * (the caller bounds it, as the record store bounds a heard job). `maxOpen`: refuse a new entry when `coordinator`
    * already has that many open here (POOL_TRAIL_FULL; nothing is written). `roster`: the roster envelope the dispatch
-   * names, as the caller checked it is the pool's in use (kept once, in the same batch: `rosterOf`).
+   * names, as the caller checked it is the pool's in use (kept once, in the same batch: `rosterOf`). `keep`: how many
+   * entries, closed ones included, `coordinator` may keep here (TrailKeep): its earliest-dated closed ones are dropped
+   * in the same batch to make room, or the entry is refused POOL_TRAIL_FULL.
    */
-  record(job: string, coordinator: string, e: Omit<TrailEntry, 'state'>, until: number, maxOpen?: number, roster?: Opened<PoolRoster>): Promise<{ entry: TrailEntry; fresh: boolean }> {
-    return this.#serial(() => this.#record(job, coordinator, e, until, maxOpen, roster));
+  record(job: string, coordinator: string, e: Omit<TrailEntry, 'state'>, until: number, maxOpen?: number, roster?: Opened<PoolRoster>, keep?: TrailKeep): Promise<{ entry: TrailEntry; fresh: boolean }> {
+    return this.#serial(() => this.#record(job, coordinator, e, until, maxOpen, roster, keep));
   }
 
-  async #record(job: string, coordinator: string, e: Omit<TrailEntry, 'state'>, until: number, maxOpen: number | undefined, roster: Opened<PoolRoster> | undefined): Promise<{ entry: TrailEntry; fresh: boolean }> {
+  /** The ops that drop `coordinator`'s earliest-dated closed entries until one more of `size` bytes fits `keep`; POOL_TRAIL_FULL if they cannot. */
+  async #room(coordinator: string, size: number, keep: TrailKeep): Promise<{ ops: Op[]; jobs: string[]; n: number; bytes: number }> {
+    const k = await this.#kept(coordinator);
+    const out = { ops: [] as Op[], jobs: [] as string[], n: 0, bytes: 0 };
+    const fits = () => k.n - out.n + 1 <= keep.entries && k.bytes - out.bytes + size <= keep.bytes;
+    if (fits()) return out;
+    const full = () => new C0Error('POOL_TRAIL_FULL', `coordinator ${coordinator} already keeps ${k.n} dispatches (${k.bytes} bytes) here, at most ${keep.entries} (${keep.bytes} bytes)`);
+    if (!keep.evict) throw full();
+    const prefix = `${KEPT}${coordinator}|`;
+    for await (const [c, v] of this.db.iterator({ gt: prefix, lt: `${prefix}\uffff` })) {
+      const key = c.slice(prefix.length + 17);
+      if ((await this.db.get(`${OPEN}${key}`)) !== undefined) continue;
+      out.ops.push({ type: 'del', key: c }, { type: 'del', key: `${AGE}${c.slice(prefix.length, prefix.length + 16)}!${key}` }, { type: 'del', key });
+      out.jobs.push(key.slice(0, key.indexOf('|')));
+      out.n++;
+      out.bytes += Number(new TextDecoder().decode(v)) || 0;
+      if (fits()) return out;
+    }
+    throw full();
+  }
+
+  async #record(job: string, coordinator: string, e: Omit<TrailEntry, 'state'>, until: number, maxOpen: number | undefined, roster: Opened<PoolRoster> | undefined, keep: TrailKeep | undefined): Promise<{ entry: TrailEntry; fresh: boolean }> {
     const key = DispatchTrail.key(job, coordinator);
     const cur = await readNow(this.db, key);
     if (cur !== undefined) return { entry: decodeCanonical(cur) as unknown as TrailEntry, fresh: false };
@@ -272,19 +366,29 @@ export class DispatchTrail {
     }
     const entry: TrailEntry = { ...e, state: 'dispatched' };
     const at = until;
+    const size = DispatchTrail.#size(e);
+    const room = keep ? await this.#room(coordinator, size, keep) : { ops: [], jobs: [], n: 0, bytes: 0 };
     const newRoster = roster && !this.#rosters.has(roster.address) ? roster : undefined;
     await this.db.batch(
       [
+        ...room.ops,
         { type: 'put', key, value: enc(entry) },
         { type: 'put', key: `${OPEN}${key}`, value: EMPTY },
         { type: 'put', key: `${AGE}${timeKey(at)}!${key}`, value: EMPTY },
+        { type: 'put', key: keptKey(key, timeKey(at)), value: new TextEncoder().encode(String(size)) },
         ...(newRoster ? [{ type: 'put' as const, key: `${ROSTER}${newRoster.address}`, value: newRoster.bytes }] : []),
       ],
       sync,
     );
     if (newRoster) this.#rosters.set(newRoster.address, newRoster.bytes);
     this.#count(key, 1);
-    this.#told({ jobs: [job], ...(newRoster ? { roster: newRoster.address } : {}) });
+    const k = this.#keptBy.get(coordinator);
+    if (k) {
+      k.n += 1 - room.n;
+      k.bytes += size - room.bytes;
+    }
+    if (room.n) this.log?.debug({ coordinator, dropped: room.n }, 'pool: dropped a coordinator’s earliest closed dispatches to keep its new one (pool.maxKeptDispatches)');
+    this.#told({ jobs: [...new Set([job, ...room.jobs])], ...(newRoster ? { roster: newRoster.address } : {}) });
     return { entry, fresh: true };
   }
 
@@ -373,11 +477,18 @@ export class DispatchTrail {
     return this.#serial(async () => {
       const open: string[] = [];
       const jobs = new Set<string>();
-      const r = await pruneAged(this.db, before, max, after, async (key) => {
+      const r = await pruneAged(this.db, before, max, after, async (key, age) => {
         jobs.add(key.slice(0, key.indexOf('|')));
-        if ((await this.db.get(`${OPEN}${key}`)) === undefined) return [];
+        const kept = keptKey(key, age.slice(AGE.length, AGE.length + 16));
+        const ops: Op[] = [{ type: 'del', key: kept }];
+        const coordinator = key.slice(key.indexOf('|') + 1);
+        if (this.#keptBy.has(coordinator)) {
+          const v = await this.db.get(kept);
+          if (v !== undefined) this.#keep(coordinator, -1, Number(new TextDecoder().decode(v)) || 0);
+        }
+        if ((await this.db.get(`${OPEN}${key}`)) === undefined) return ops;
         open.push(key);
-        return [{ type: 'del', key: `${OPEN}${key}` }];
+        return [...ops, { type: 'del', key: `${OPEN}${key}` }];
       });
       for (const k of open) this.#count(k, -1);
       if (jobs.size) this.#told({ jobs: [...jobs] });

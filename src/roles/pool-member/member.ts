@@ -20,7 +20,7 @@ import { monotonicClock, type Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/log.js';
 import { coordinatorRanking, epochOf, fits, poolHardware } from '../../pools/choice.js';
 import { admit, type PoolGates } from '../../pools/gates.js';
-import type { DispatchTrail, RunLog } from '../../pools/trail.js';
+import type { DispatchTrail, RunLog, TrailKeep } from '../../pools/trail.js';
 import type { ExecContext, Executor } from '../provider/executors.js';
 import type { SlotRun } from '../provider/provider.js';
 import type { ProviderPoolHooks } from './hooks.js';
@@ -42,6 +42,23 @@ export interface PoolMemberOptions extends PoolGates {
   livenessMs: number;
   /** Open dispatches another coordinator may keep in this member's trail (`op: trail`); more are refused POOL_TRAIL_FULL. */
   maxOpenDispatches: number;
+  /**
+   * Dispatches another coordinator may keep in this member's trail, closed ones included (default TRAIL_KEPT_ENTRIES),
+   * and bytes of their dispatch, job and offer envelopes (default TRAIL_KEPT_BYTES): past either its earliest-dated
+   * closed ones are dropped for a new one, or it is refused POOL_TRAIL_FULL (docs/pools.md "Dispatch trail").
+   */
+  maxKeptDispatches?: number;
+  maxKeptBytes?: number;
+}
+
+/** The default bound of the dispatches (closed ones included) another coordinator keeps on a member: about a month of 136 a day. */
+export const TRAIL_KEPT_ENTRIES = 4096;
+/** The default bound of their envelopes' bytes: 4,096 entries of 4 KiB. */
+export const TRAIL_KEPT_BYTES = 16 * 1024 * 1024;
+
+/** How much of its trail another coordinator may keep here (DispatchTrail.record's `keep`); `evict`: drop its earliest closed entries for a new one. */
+export function trailKeep(o: PoolMemberOptions, evict: boolean): TrailKeep {
+  return { entries: o.maxKeptDispatches ?? TRAIL_KEPT_ENTRIES, bytes: o.maxKeptBytes ?? TRAIL_KEPT_BYTES, evict };
 }
 
 export const POOL_MEMBER_DEFAULTS: PoolMemberOptions = { maxInputBytes: 512 * 1024, sizeParam: 'maxTokens', maxSizeParam: 8192, memberTimeoutMs: 30_000, livenessMs: 2000, maxOpenDispatches: 64 };

@@ -24,7 +24,7 @@ import { checkDispatch, type PoolReply } from './protocol.js';
 import { fetchTrail, listTrail, mayFailLost, ranHere } from './sync.js';
 import type { RosterState } from './roster-state.js';
 import { code } from './coordinator.js';
-import { TRAIL_HORIZON_MS, type PoolMemberDeps } from './member.js';
+import { TRAIL_HORIZON_MS, trailKeep, type PoolMemberDeps } from './member.js';
 import type { SlotRun } from '../provider/provider.js';
 import { clearableTimeoutSignal, raceTimeout } from '../../util/timers.js';
 import { truncateText } from '../../util/text.js';
@@ -109,14 +109,15 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
       case 'trail': {
         if (theirs) throw new C0Error('POOL_MEMBER_LEFT', 'the calling member has left the pool: it dispatches nothing');
         const { dispatch, job, offer } = checkDispatch(f, from, p.pool, p.members(), (a) => p.rs.rosterOf(a));
-        // Bounded (docs/pools.md "Dispatch trail"): open entries per coordinator (POOL_TRAIL_FULL), and the date a far
-        // deadline gives the entry for the history's pruning.
+        // Bounded (docs/pools.md "Dispatch trail"): open entries per coordinator (POOL_TRAIL_FULL), all its entries kept
+        // here, closed ones included (its earliest closed ones dropped for a new one), and the date a far deadline gives
+        // the entry for the history's pruning.
         const until = Math.min(job.record.deadline, p.d.clock() + TRAIL_HORIZON_MS);
         // Under a roster this member holds (in use, or the newest heard): the job's settlement is split by it
         // (src/pools/outcome.ts), so a dispatch naming an older roster the pool once signed, with other weights, is refused.
         const roster = p.rs.rosterOf(dispatch.record.roster);
         if (!roster) throw new C0Error('POOL_ROSTER_STALE', 'the dispatch names a roster this member does not hold (the one in use, or the newest heard)');
-        await p.d.trail.record(job.address, dispatch.signer, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes }, until, p.d.options.maxOpenDispatches, roster);
+        await p.d.trail.record(job.address, dispatch.signer, { dispatch: dispatch.bytes, job: job.bytes, offer: offer.bytes }, until, p.d.options.maxOpenDispatches, roster, trailKeep(p.d.options, true));
         return { ok: 'yes' };
       }
       case 'run': {

@@ -159,6 +159,19 @@ class Slice {
  * was checked against a roster the trail does not keep is computed again when that roster is recorded or the view
  * changes, so the figures are always those a full computation over the trail would give.
  */
+/** Failure codes `status` names one by one: the most frequent; the rest are summed as `other` (a code is any string a coordinator's receipt carries). */
+export const FAILURE_CODES_SHOWN = 32;
+
+/** The failures by code, in code-point order: the FAILURE_CODES_SHOWN most frequent (ties in code order), the rest summed into `other`. */
+export function groupFailures(by: ReadonlyMap<string, number>): Record<string, number> {
+  const byCode = ([a]: [string, number], [b]: [string, number]) => (a < b ? -1 : a > b ? 1 : 0);
+  const all = [...by].sort((x, y) => y[1] - x[1] || byCode(x, y));
+  const shown = new Map(all.slice(0, FAILURE_CODES_SHOWN));
+  const rest = all.slice(FAILURE_CODES_SHOWN).reduce((n, [, k]) => n + k, 0);
+  if (rest) shown.set('other', (shown.get('other') ?? 0) + rest);
+  return Object.fromEntries([...shown].sort(byCode));
+}
+
 export class TrailFigures {
   #jobs = new Map<string, JobFigure>();
   #per = new Map<string, Tally>();
@@ -213,7 +226,7 @@ export class TrailFigures {
     const view = this.c.view();
     for (const jobs of this.#outside.values()) for (const j of jobs) if (this.#jobs.get(j)?.outside?.view !== view) this.#dirty.add(j);
     await this.#caughtUp();
-    const failures = Object.fromEntries([...this.#failures].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+    const failures = groupFailures(this.#failures);
     return {
       member: (did) => {
         const t = this.#per.get(did);

@@ -32,7 +32,7 @@ import { DispatchTrail, type TrailEntry } from '../../pools/trail.js';
 import { givesWay, verifyOutcome } from '../../pools/outcome.js';
 import { monotonicClock } from '../../util/clock.js';
 import { checkDispatch, type PoolReply } from './protocol.js';
-import { TRAIL_HORIZON_MS, type PoolMemberDeps } from './member.js';
+import { TRAIL_HORIZON_MS, trailKeep, type PoolMemberDeps } from './member.js';
 
 /** Trail keys one `op: sync` answer lists. */
 export const SYNC_PAGE_KEYS = 512;
@@ -530,7 +530,7 @@ export class TrailSync {
     if (f.state === 'dispatched') {
       if (local) return 'none';
       // Open entries of another coordinator within its pool.maxOpenDispatches here, as `op: trail` (POOL_TRAIL_FULL).
-      await this.d.trail.record(job.address, by, e, until, by === this.d.did ? undefined : this.d.options.maxOpenDispatches, roster);
+      await this.d.trail.record(job.address, by, e, until, by === this.d.did ? undefined : this.d.options.maxOpenDispatches, roster, by === this.d.did ? undefined : trailKeep(this.d.options, false));
       return 'kept';
     }
     // Closed: its outcome checked as a `closed` frame's is (serve.ts), against the job's entries held here.
@@ -547,7 +547,9 @@ export class TrailSync {
     // An entry open here is closed as lost only by catch-up and recovery (coordinator.ts), which first ask its
     // coordinator (one cut off from this member for a moment may have completed the job).
     if (local && o.lost) return 'none';
-    if (!local) await this.d.trail.record(job.address, by, e, until, undefined, roster);
+    // Within what another coordinator may keep here (nothing of its dropped for an old entry: a catch-up fetching the
+    // entries it dropped would drop others, every period; POOL_TRAIL_FULL, skipped).
+    if (!local) await this.d.trail.record(job.address, by, e, until, undefined, roster, by === this.d.did ? undefined : trailKeep(this.d.options, false));
     const changed = await this.d.trail.close(job.address, by, o.state, o.receipt.bytes, o.settlement?.bytes, o.lost ? undefined : givesWay);
     return !local ? 'kept' : changed ? 'closed' : 'none';
   }
