@@ -10,7 +10,6 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { C0Error } from '../../../src/errors.js';
 import { hashHex } from '../../../src/records/address.js';
 import { seal } from '../../../src/records/envelope.js';
 import { T } from '../../../src/records/kinds.js';
@@ -19,6 +18,7 @@ import { fakeClock } from '../../../src/util/clock.js';
 import { DispatchTrail } from '../../../src/pools/trail.js';
 import { FAILURE_CODES_SHOWN, groupFailures } from '../../../src/roles/pool-member/status.js';
 import { Rig, MEMBERS, keyOf, clock as rigClock, job as rigJob, offer as rigOffer, pooledReceipt, r } from './member-rig.js';
+import { codeOfAsync } from './member-rig.js';
 
 const NOW = 1_800_000_000_000;
 const DAY = 24 * 3600_000;
@@ -29,14 +29,7 @@ const env = (n: number, size = 1) => ({ dispatch: new Uint8Array(size).fill(n), 
 const receipt = Uint8Array.of(9);
 const keep = (entries: number, evict = true, bytes = 1 << 30) => ({ entries, bytes, evict });
 
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'none';
-  } catch (e) {
-    return e instanceof C0Error ? e.code : String(e);
-  }
-}
+const codeOf = codeOfAsync;
 
 let dir: string;
 let db: Db;
