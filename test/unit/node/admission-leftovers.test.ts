@@ -5,44 +5,13 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { C0Error } from '../../../src/errors.js';
-import { Ed25519Signer, didFromPublicKey, seal, T, type Acceptance, type Job, type Opened, type Receipt } from '../../../src/records/index.js';
-import { hashHex } from '../../../src/records/address.js';
+import { seal, T, type Acceptance, type Opened } from '../../../src/records/index.js';
+import { buyer, buyerKey, held, job, now, receipt } from './leftover-fixtures.js';
 import { leftoverClaims, withdrawLeftovers, type LeftoverClaim } from '../../../src/roles/admission-client.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import type { Logger } from '../../../src/util/log.js';
 
-const now = Date.now();
-const buyerKey = Ed25519Signer.generate();
-const buyer = didFromPublicKey(buyerKey.publicKey);
-const providerKey = Ed25519Signer.generate();
-const provider = didFromPublicKey(providerKey.publicKey);
-
-function job(deadline = now + 600_000): Opened<Job> {
-  const input = randomBytes(8);
-  return seal(T.job, { workload: 'builtin.sleep', requirements: {}, maxPrice: { amount: '0.01', currency: 'EUR' }, announcedAt: now - 5_000, deadline, timeoutMs: 30_000, input: { hash: hashHex(input), size: 8 }, inputSealed: 'no' }, buyerKey) as Opened<Job>;
-}
-
-function receipt(j: Opened<Job>, status: 'completed' | 'failed'): Opened<Receipt> {
-  const failure = status === 'failed' ? { failure: { code: 'EXEC_BUYER_GONE', message: 'the buyer went away' } } : {};
-  const out = status === 'completed' ? { outputHash: hashHex(randomBytes(4)) } : {};
-  return seal(T.receipt, { job: j.address, offer: 'sha256:' + 'cd'.repeat(32), buyer, provider, workload: 'builtin.sleep', status, startedAt: now - 4_000, completedAt: now - 1_000, inputHash: j.record.input.hash, ...out, price: { amount: '0.001', currency: 'EUR' }, energy: { uj: 7, grade: 'Estimator' }, ...failure }, providerKey) as Opened<Receipt>;
-}
-
-/** What the node held when it restarted: a job its crash broke off (the provider's EXEC_BUYER_GONE receipt came late), one that completed and was accepted, one that never got a receipt, and one past its deadline. */
-function held() {
-  const broken = job();
-  const done = job();
-  const silent = job();
-  const past = job(now - 1);
-  const gone = receipt(broken, 'failed');
-  const ok = receipt(done, 'completed');
-  const accepted = seal(T.acceptance, { receipt: ok.address, verdict: 'accepted', signedAt: now - 500 }, buyerKey) as Opened<Acceptance>;
-  const receipts = new Map<string, Array<Opened<Receipt>>>([[broken.address, [gone]], [done.address, [ok]]]);
-  const evidence = { receiptsOf: (j: string) => receipts.get(j) ?? [], acceptancesOf: (r: string) => (r === ok.address ? [accepted] : []) };
-  return { broken, done, silent, past, gone, evidence, jobs: [broken, done, silent, past] };
-}
 
 describe('leftoverClaims', () => {
   test('the live jobs that did not end completed and accepted, each with its receipts naming this buyer', () => {
