@@ -9,24 +9,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { computeLeases, escalatesTo, escalation, escalationWidth, leasePeriod, leaseRanking, placeIn, type OpenOrder, type Place } from '../../../src/matching/leases.js';
-import { MATCH_ESCALATE_MS, MATCH_LIVENESS_MS, type LiveProvider } from '../../../src/matching/types.js';
-import { seal, T } from '../../../src/records/index.js';
-import { NOW, P, advert } from '../market/fixtures.js';
-
-const W = 'infer.llm';
-const adverts = new Map<number, ReturnType<typeof advert>>();
-const G = MATCH_ESCALATE_MS;
-
-function live(n: number, freeSlots: number, now: number): LiveProvider {
-  let a = adverts.get(n);
-  if (!a) adverts.set(n, (a = advert(P(n), { workloads: [W] })));
-  const presence = seal(T.presence, { workloads: [W], freeSlots, issuedAt: now - 1_000, windowMs: MATCH_LIVENESS_MS }, P(n).signer);
-  return { did: P(n).did, presence, advert: a, workloads: [W], freeSlots, liveUntil: now - 1_000 + MATCH_LIVENESS_MS };
-}
-
-function order(i: number, announcedAt: number, over: Partial<OpenOrder> = {}): OpenOrder {
-  return { address: `sha256:${i.toString(16).padStart(64, '0')}`, buyer: P(900).did, announcedAt, workload: W, openBid: true, ...over };
-}
+import type { LiveProvider } from '../../../src/matching/types.js';
+import { NOW, P } from '../market/fixtures.js';
+import { G, live, order } from './escalation-fixtures.js';
 
 describe('lease escalation from recorded places', () => {
   it('places recorded by computeLeases (and computed by placeIn) give the same may() as the full ranking, for every provider, order and age', () => {
