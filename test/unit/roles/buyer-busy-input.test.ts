@@ -9,25 +9,18 @@ import assert from 'node:assert/strict';
 import { C0Error } from '../../../src/errors.js';
 import { BUFFER_LIMIT } from '../../../src/net/byte-budget.js';
 import { P } from '../market/fixtures.js';
-import { attemptRig } from './buyer-attempt-rig.js';
+import { attemptRig, firstHeld } from './buyer-attempt-rig.js';
 
 const ME = P(741);
 const PROV = P(742);
 
 test('NET_BUFFER_LIMIT for a second of our inputs signs no non-delivery; alone it still does', async () => {
-  let release!: () => void;
-  const held = new Promise<void>((r) => (release = r));
-  let calls = 0;
-  const { mk, attempt } = attemptRig(ME, async function* () {
-    const n = calls++;
-    if (n === 0) {
-      // the first input is held by the provider while its job runs
-      await held;
-      throw new C0Error('NET_STREAM_FAILED', 'gone');
-    }
+  // the first input is held by the provider while its job runs
+  const { exec, release } = firstHeld(async function* () {
     throw new C0Error(BUFFER_LIMIT, "exec peer answered: this connection's streams may hold 25165824 bytes", { detail: { remote: true } });
     yield new Uint8Array(); // unreachable: makes this a generator
   });
+  const { mk, attempt } = attemptRig(ME, exec);
   const p1 = attempt(mk(PROV, 1));
   const r2 = await attempt(mk(PROV, 2));
   assert.equal(r2.nondelivery, undefined, 'refused for our own other input: no non-delivery');

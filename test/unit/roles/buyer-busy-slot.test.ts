@@ -8,24 +8,17 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { C0Error } from '../../../src/errors.js';
 import { P } from '../market/fixtures.js';
-import { attemptRig } from './buyer-attempt-rig.js';
+import { attemptRig, firstHeld } from './buyer-attempt-rig.js';
 
 const ME = P(751);
 const PROV = P(752);
 
 test('EXEC_BUSY while another of our jobs runs at that provider signs no non-delivery; alone it still does', async () => {
-  let release!: () => void;
-  const held = new Promise<void>((r) => (release = r));
-  let calls = 0;
-  const { mk, attempt } = attemptRig(ME, async function* () {
-    const n = calls++;
-    if (n === 0) {
-      // the first job holds the provider's one slot while it runs
-      await held;
-      throw new C0Error('NET_STREAM_FAILED', 'gone');
-    }
+  // the first job holds the provider's one slot while it runs
+  const { exec, release } = firstHeld(async function* () {
     yield { t: 'refused', code: 'EXEC_BUSY', message: 'all slots are busy' };
   });
+  const { mk, attempt } = attemptRig(ME, exec);
   const p1 = attempt(mk(PROV, 1));
   const r2 = await attempt(mk(PROV, 2));
   assert.equal(r2.nondelivery, undefined, 'busy with our own other job: no non-delivery');
