@@ -22,25 +22,28 @@ async function until(what: string, cond: () => boolean, ms = 20_000): Promise<vo
   for (const t0 = Date.now(); !cond(); await later(20)) if (Date.now() - t0 > ms) assert.fail(`gave up waiting for ${what}`);
 }
 
-test("a buyer's start on an overlay with a steward withdraws the claims an earlier process left, not the completed one", async () => {
-  const h = held();
-  const asked: Array<{ to: string; op: string; job: string; receipts?: Uint8Array[] }> = [];
-  const overlay = {
-    d: { config: { buyer: { collectWindowMs: 1000, enoughOffers: 0, policy: 'cheapest', offersWanted: 8, inviteAbove: 200 }, network: {}, overlays: [] }, identity: { signer: buyerKey }, network: { steward } },
+/** A fake overlay for BuyerWiring holding `h`'s jobs, with `steward` (or none) and a network that answers `request`. */
+function overlayOf(h: ReturnType<typeof held>, request: (to: string, protocol: string, frames: Array<{ op: string; job: string; receipts?: Uint8Array[] }>) => Promise<unknown>, withSteward = true): OverlayNode {
+  return {
+    d: { config: { buyer: { collectWindowMs: 1000, enoughOffers: 0, policy: 'cheapest', offersWanted: 8, inviteAbove: 200 }, network: {}, overlays: [] }, identity: { signer: buyerKey }, network: withSteward ? { steward } : {} },
     did: buyer,
-    name: 'lab',
+    name: withSteward ? 'lab' : 'public',
     clock: () => now,
     log: silentLogger(),
     registry: new Registry(),
     market: { earlierJobs: h.jobs, evidence: h.evidence },
     records: { advertOf: () => undefined, get: async () => undefined },
-    net: {
-      request: async (to: string, _protocol: string, frames: Array<{ op: string; job: string; receipts?: Uint8Array[] }>) => {
-        asked.push({ to, ...frames[0]! });
-        return [{ t: 'withdrawn', released: 'yes' }];
-      },
-    },
+    net: { request },
   } as unknown as OverlayNode;
+}
+
+test("a buyer's start on an overlay with a steward withdraws the claims an earlier process left, not the completed one", async () => {
+  const h = held();
+  const asked: Array<{ to: string; op: string; job: string; receipts?: Uint8Array[] }> = [];
+  const overlay = overlayOf(h, async (to, _protocol, frames) => {
+    asked.push({ to, ...frames[0]! });
+    return [{ t: 'withdrawn', released: 'yes' }];
+  });
   const wiring = new BuyerWiring(overlay);
   wiring.createBuyer();
   await later(100);
@@ -67,17 +70,7 @@ test("a buyer's start on an overlay with a steward withdraws the claims an earli
 test('without a steward the start asks nothing', async () => {
   const h = held();
   let asked = 0;
-  const overlay = {
-    d: { config: { buyer: { collectWindowMs: 1000, enoughOffers: 0, policy: 'cheapest', offersWanted: 8, inviteAbove: 200 }, network: {}, overlays: [] }, identity: { signer: buyerKey }, network: {} },
-    did: buyer,
-    name: 'public',
-    clock: () => now,
-    log: silentLogger(),
-    registry: new Registry(),
-    market: { earlierJobs: h.jobs, evidence: h.evidence },
-    records: { advertOf: () => undefined, get: async () => undefined },
-    net: { request: async () => void asked++ },
-  } as unknown as OverlayNode;
+  const overlay = overlayOf(h, async () => void asked++, false);
   const wiring = new BuyerWiring(overlay);
   wiring.createBuyer();
   wiring.netStarted();
