@@ -537,7 +537,7 @@ export class Connectivity {
       const fields = { peer: t.peerId, addr: t.addrs[0], code: err.code, err: err.message, failures: n, retryInMs: delay };
       if (kind === 'bootstrap' && (n === 1 || codeChanged)) this.d.log.warn(fields, err.code === 'NET_PEER_ID_MISMATCH' ? 'bootstrap dial failed: the peer at that address has another PeerId (check the /p2p/ part of network.bootstrap)' : 'bootstrap dial failed; retrying with backoff');
       else if (kind === 'bootstrap' && (n & (n - 1)) === 0) this.d.log.info(fields, 'bootstrap peer still unreachable; retrying with backoff');
-      else if (kind === 'remembered' && n === 1) this.#unreachable.warn('remembered peers', err.code, 'remembered peer unreachable; retrying with backoff (further failures are logged at debug)', fields);
+      else if (kind === 'remembered' && n === 1) this.#unreachable.warn(undefined, err.code, 'remembered peer unreachable; retrying with backoff (further failures are logged at debug)', fields);
       else this.d.log.debug(fields, `${kind} dial failed`);
     } finally {
       this.#inflight.delete(key);

@@ -21,6 +21,7 @@ import type { RecordSourceKind } from './gossip-validation.js';
 import type { NetMetrics } from './metrics.js';
 import type { TopicKind } from './topics.js';
 import { PeerLog } from '../util/peer-log.js';
+import { isStoreFailure } from '../util/store-damage.js';
 
 /** The delivery queue's default bounds (docs/network.md "The delivery queue"). */
 export const DELIVERY_QUEUE = {
@@ -34,11 +35,6 @@ export const DELIVERY_QUEUE = {
   maxBytes: 32 * 1024 * 1024,
 } as const;
 
-/** Whether a handler failed because this node's store does (STORE_*: failing, reopening, closed), not because of the record. */
-export function isStoreFailure(e: unknown): boolean {
-  const code = (e as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && code.startsWith('STORE_');
-}
 
 /** A record's envelope bytes and its attachments'. */
 function sizeOf(rec: Opened, meta: DeliveryMeta): number {

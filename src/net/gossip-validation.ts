@@ -28,6 +28,7 @@ import { checkFresh, DEFAULT_SKEW_MS } from '../records/freshness.js';
 import type { Advert } from '../records/kinds.js';
 import { monotonicClock, systemClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
+import { isStoreFailure } from '../util/store-damage.js';
 import { decodeMessage } from './framing.js';
 import type { NetMetrics } from './metrics.js';
 import { FloodGuard, RATE_LIMITED, type FloodLimitOptions } from './flood-limits.js';
@@ -92,7 +93,7 @@ export function verdictOf(err: unknown): { verdict: 'ignore' | 'reject'; reason:
   if (err instanceof ValidationError) return { verdict: err.verdict, reason: err.code };
   // this node's own store failing, reopening or closed (STORE_*) is never the record's fault: not rejected, not
   // remembered, not charged to the peer (review s42 R2)
-  if (isC0Error(err)) return { verdict: IGNORE_CODES.has(err.code) || err.code.startsWith('STORE_') ? 'ignore' : 'reject', reason: err.code };
+  if (isC0Error(err)) return { verdict: IGNORE_CODES.has(err.code) || isStoreFailure(err) ? 'ignore' : 'reject', reason: err.code };
   return { verdict: 'ignore', reason: VAL_ERR.INTERNAL };
 }
 

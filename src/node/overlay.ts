@@ -52,7 +52,8 @@ import { hearsOutcomes, marketShards, OUTCOME_EVIDENCE_KINDS } from './markets.j
 import { AbuseReports } from '../net/peer-abuse.js';
 import { budgetForInput } from '../net/byte-budget.js';
 import { setLongInterval, setLongTimeout, type LongTimer } from '../util/timers.js';
-import { isStoreFailure, type DeliveryMeta } from '../net/dispatch.js';
+import type { DeliveryMeta } from '../net/dispatch.js';
+import { isStoreFailure } from '../util/store-damage.js';
 import { PeerLog } from '../util/peer-log.js';
 
 /**

@@ -6,6 +6,16 @@
 /** A database that LevelDB reports damaged, or one whose files are there without the CURRENT that names them. */
 export const STORE_CORRUPT = 'STORE_CORRUPT';
 
+/**
+ * Whether `e` is this node's store failing (a STORE_* code: a failed write, a read it cannot do, a reopen under way, a
+ * database closed or damaged), not anything a record or a peer did: the validator ignores such a record rather than
+ * rejecting it, and the delivery queue and the outcome writes summarise it rather than log it per record.
+ */
+export function isStoreFailure(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('STORE_');
+}
+
 /** What the operator reads with STORE_CORRUPT: nothing is repaired or deleted by the node itself. */
 export const STORE_RECOVERY = 'stop every c0mpute process on this data directory, copy the db/ directory aside, then restore it from a backup or repair it (docs/node.md "A damaged database"); the node repairs nothing itself';
 
