@@ -209,8 +209,8 @@ function asPrediction(e: Energy): Energy {
 /**
  * A buyer's claims withdrawn with nothing run (released with no selection named and no receipt, or taken out of the
  * line): each such round writes an `Admitted` and a `Released` entry to the ledger, which is never pruned, the job to
- * the store and two info lines, and one entitled key did 85 a second (review s42 R7 F1: a 1 GiB disk
- * in under two hours). Past this budget its next new claim is refused STEWARD_RATE_LIMITED until a token returns;
+ * the store and two info lines, and one entitled key did 85 a second (review s42 R7 F1: a 1 GiB disk in
+ * under two hours). Past this budget its next new claim is refused STEWARD_RATE_LIMITED until a token returns;
  * claims that run cost nothing, and a claim asked again (its answer lost) is never refused.
  */
 export const UNRUN_WITHDRAWS: BucketSpec = { ratePerSec: 0.5, burst: 64 };
@@ -353,13 +353,13 @@ export class AdmissionLine {
 
   /**
    * A new claim (a job's, or a gang's run) of `buyer` past its budget of claims withdrawn unrun (UNRUN_WITHDRAWS) is
-   * refused STEWARD_RATE_LIMITED, saying when to ask again; one held or being decided already (asked again, its answer
-   * lost) is answered.
+   * refused STEWARD_RATE_LIMITED, saying when to ask again (in its message: an error frame carries a code and a message
+   * only); one held or being decided already (asked again, its answer lost) is answered.
    */
   checkUnrunBudget(buyer: string, claim: string): void {
     if (this.#unrun.available(buyer) >= 1 || this.d.accounts.get(claim) || this.#queue.some((w) => w.claim.id === claim) || this.#asks.has(claim)) return;
     const inS = Math.ceil((1 - this.#unrun.available(buyer)) / UNRUN_WITHDRAWS.ratePerSec);
-    throw new C0Error('STEWARD_RATE_LIMITED', `too many of this buyer's claims were withdrawn without running lately (${UNRUN_WITHDRAWS.burst}, then one every ${1 / UNRUN_WITHDRAWS.ratePerSec} s): ask again in ${inS} s`, { detail: { retryInMs: inS * 1000 } });
+    throw new C0Error('STEWARD_RATE_LIMITED', `too many of this buyer's claims were withdrawn without running lately (${UNRUN_WITHDRAWS.burst}, then one every ${1 / UNRUN_WITHDRAWS.ratePerSec} s): ask again in ${inS} s`);
   }
 
   /**
