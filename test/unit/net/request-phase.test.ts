@@ -25,14 +25,15 @@ test('a caller that stops before its end frame is cut at the request phase; one 
   try {
     await server.start();
     await client.start();
-    // an answer that takes 1.5 s, on a protocol whose answers may take an hour; the request has 400 ms
+    // an answer that takes 3 s, on a protocol whose answers may take an hour; the request has 1.5 s (not less: on a
+    // loaded 2-core machine a 400 ms phase cut the first, whole request before the server read its end frame)
     await server.handle(
       PROTO,
       async (frames, ctx) => {
-        await new Promise((r) => setTimeout(r, 1_500));
+        await new Promise((r) => setTimeout(r, 3_000));
         await ctx.send({ got: frames.length });
       },
-      { deadlineMs: 3_600_000, requestMs: 400 },
+      { deadlineMs: 3_600_000, requestMs: 1_500 },
     );
     await client.dial(server.addrs()[0]!);
     const answered = await client.request(server.peerId, PROTO, [{ a: 1 }], { limits: { deadlineMs: 20_000 } });
