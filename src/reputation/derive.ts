@@ -14,7 +14,10 @@
  *                receipt's `buyer` is only P's claim
  *   failure      a failed receipt signed by P (P's own admission); one naming
  *                self as buyer is first-hand only with self's verdict on it,
- *                else an outcome of its own (key `…|claimed`) weighing 0
+ *                else an outcome of its own (key `…|claimed`) weighing 0. One
+ *                whose failure code says its buyer went away (BUYER_CAUSED:
+ *                EXEC_BUYER_GONE) is no admission: without its buyer's verdict
+ *                it is such an outcome of its own, weighing 0, for every buyer
  *   (a pooled receipt counts only under a roster not expired when the work
  *   was offered: its cited offer's issuedAt when held, else its startedAt;
  *   nor replaced by then by a held newer roster without its signer)
@@ -68,6 +71,16 @@ import { compareDids } from '../records/did.js';
 import { isNonDeliveryType, nonDeliveryLinks, nonDeliveryProvider, nonDeliveryRosterLive } from './nondelivery.js';
 
 export const DISPUTE_WEIGHT = 2;
+
+/**
+ * Failure codes by which a provider says its buyer ended the work (the buyer closed the exec stream: it was stopped,
+ * killed or lost its connection). Such a failed receipt is not the provider's admission: without its buyer's verdict
+ * it weighs 0 at every node, as at the buyer itself, which signed none (it was gone). Before (review s43 R5 F2), a node
+ * trusting a buyer counted each as the provider's failure at the second-hand weight while the buyer counted nothing,
+ * so every restart of a trusted buyer with work in flight cost its providers a failure network-wide. A buyer still
+ * there countersigns it, and then it counts as any failed receipt does.
+ */
+export const BUYER_CAUSED: ReadonlySet<string> = new Set(['EXEC_BUYER_GONE']);
 export const NONDELIVERY_WEIGHT = 2;
 export const UNKNOWN_SCORE = 0.5;
 export const DEFAULT_SECOND_HAND_WEIGHT = 0.5;
@@ -230,8 +243,12 @@ interface Out {
   receipt?: Opened<Receipt>;
   /** from a receipt (not a non-delivery) */
   fromReceipt: boolean;
-  /** signed by its buyer: a non-delivery, or a receipt the buyer countersigned (an acceptance); else the buyer is a claim */
-  buyerSigned: boolean;
+  /**
+   * Not signed by its buyer (a receipt it never countersigned, its `buyer` only the provider's claim) and such that
+   * only that verdict would make it count: naming this node as buyer, or a failure saying its buyer went away (key
+   * `…|claimed`). Weighs 0.
+   */
+  claimOnly: boolean;
 }
 
 export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationTable {
@@ -293,9 +310,10 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
     // A receipt's `buyer` is its signer's claim: one naming this node is first-hand only with this node's own verdict
     // on it (it countersigns every receipt of its jobs, a failed one too: src/roles/buyer.ts). Without it, it is an
     // outcome of its own (it cannot take the place of a proven one for the job) and weighs as a stranger's: nothing.
-    const buyerSigned = v !== undefined;
-    const key = buyer === self && !buyerSigned ? `${buyer}|${provider}|${r.record.job}|claimed` : `${buyer}|${provider}|${r.record.job}`;
-    consider(key, { buyer, provider, outcome, receipt: r, fromReceipt: true, buyerSigned });
+    // a failed receipt saying its buyer went away is not its provider's admission: only the buyer's verdict makes it one
+    const claimOnly = v === undefined && (buyer === self || (outcome === 'failure' && BUYER_CAUSED.has(r.record.failure?.code ?? '')));
+    const key = claimOnly ? `${buyer}|${provider}|${r.record.job}|claimed` : `${buyer}|${provider}|${r.record.job}`;
+    consider(key, { buyer, provider, outcome, receipt: r, fromReceipt: true, claimOnly });
   }
   const nds = new Map<string, Opened<NonDelivery>>();
   for (const n of ev.nondeliveries ?? []) if (isNonDeliveryType(n.type) && evidenceTime(n) <= asOf) nds.set(n.address, n);
@@ -304,7 +322,7 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
     if (!nonDeliveryLinks(n) || !nonDeliveryRosterLive(n)) continue;
     // against the provider the offer stood for: the pool, for a /2 (it carries the pooled advert its offer cites)
     const provider = nonDeliveryProvider(n);
-    consider(`${n.signer}|${provider}|${n.record.job}`, { buyer: n.signer, provider, outcome: 'nondelivery', fromReceipt: false, buyerSigned: true });
+    consider(`${n.signer}|${provider}|${n.record.job}`, { buyer: n.signer, provider, outcome: 'nondelivery', fromReceipt: false, claimOnly: false });
   }
 
   // n_BP: outcomes per (buyer, provider), for the dealt-with cap
@@ -312,7 +330,8 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
   for (const o of outcomes.values()) perPair.set(`${o.buyer}|${o.provider}`, (perPair.get(`${o.buyer}|${o.provider}`) ?? 0) + 1);
   const weightOf = (o: Out): number => {
     if (o.provider === self && o.fromReceipt) return 1;
-    if (o.buyer === self) return o.buyerSigned ? 1 : 0;
+    if (o.claimOnly) return 0;
+    if (o.buyer === self) return 1;
     if (trusted.has(o.buyer)) return w2;
     const k = opts.trust?.dealtWith ? (dealings.get(o.buyer) ?? 0) : 0;
     if (k > 0) return w2 * Math.min(1, k / perPair.get(`${o.buyer}|${o.provider}`)!);
@@ -330,7 +349,7 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
       a.untrusted++;
       continue;
     }
-    if (o.buyer === self) a.first++; // buyerSigned: weight 0 otherwise
+    if (o.buyer === self) a.first++; // signed by this node: weight 0 otherwise (claimOnly)
     else if (o.provider !== self || !o.fromReceipt) a.second += w;
     if (o.outcome === 'success') {
       a.s += w;

@@ -469,3 +469,21 @@ test('a receipt naming this node as buyer is first-hand only with this node\'s v
   const theirs = receipt(PROV, T2, o, { status: 'failed' });
   assert.equal(deriveReputation(ev([theirs]), { self: BUYER.did, trust: { trustedBuyers: [T2.did] } }).get(PROV.did).failures, 0.5);
 });
+
+test('a failed receipt saying its buyer went away (EXEC_BUYER_GONE) counts only with that buyer\'s verdict, at every node: a trusted buyer\'s restart costs its providers nothing', () => {
+  // a trusted buyer stopped (or was killed) with work in flight: its provider ends the work EXEC_BUYER_GONE and the
+  // buyer, gone, signs no verdict. The buyer counts nothing; before (review s43 R5 F2) a node trusting it counted a failure
+  const T3 = P(151);
+  const o = offer(PROV, job(T3, { nonce: new Uint8Array([151]) }), AD);
+  const gone = receipt(PROV, T3, o, { status: 'failed', failure: { code: 'EXEC_BUYER_GONE', message: 'the buyer closed the stream' } });
+  const trusting = { self: BUYER.did, trust: { trustedBuyers: [T3.did] } };
+  const f = deriveReputation(ev([gone]), trusting).get(PROV.did);
+  assert.deepEqual([f.failures, f.secondHand, f.untrusted, f.score], [0, 0, 1, 0.5]);
+  assert.deepEqual([deriveReputation(ev([gone]), { self: T3.did }).get(PROV.did).failures, deriveReputation(ev([gone]), { self: T3.did }).get(PROV.did).untrusted], [0, 1], 'as at the buyer itself');
+  // with the buyer's verdict (it was still there and countersigned) it is a failure like any other
+  const signed = acceptance(T3, gone, 'accepted');
+  assert.equal(deriveReputation(ev([gone], [signed]), trusting).get(PROV.did).failures, 0.5);
+  // another failure code without a verdict stays the provider's admission
+  const oom = receipt(PROV, T3, o, { status: 'failed', startedAt: NOW + 1 });
+  assert.equal(deriveReputation(ev([oom]), trusting).get(PROV.did).failures, 0.5);
+});
