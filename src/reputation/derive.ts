@@ -33,7 +33,8 @@
  * Weight of B's outcomes about P (only evidence from buyers this node has a
  * reason to trust counts; everything else weighs 0 and is only counted in
  * `untrusted`):
- *   P = self     1 for receipts (the node's own record of its own work)
+ *   P = self     1 for receipts (the node's own record of its own work), but
+ *                a claim-only one (above) weighs 0 here too
  *   B = self     1 (first-hand: jobs this node bought, proven by its signature:
  *                its non-delivery, or its verdict on the receipt; a receipt's
  *                `buyer` alone is only its signer's claim)
@@ -329,8 +330,8 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
   const perPair = new Map<string, number>();
   for (const o of outcomes.values()) perPair.set(`${o.buyer}|${o.provider}`, (perPair.get(`${o.buyer}|${o.provider}`) ?? 0) + 1);
   const weightOf = (o: Out): number => {
-    if (o.provider === self && o.fromReceipt) return 1;
     if (o.claimOnly) return 0;
+    if (o.provider === self && o.fromReceipt) return 1;
     if (o.buyer === self) return 1;
     if (trusted.has(o.buyer)) return w2;
     const k = opts.trust?.dealtWith ? (dealings.get(o.buyer) ?? 0) : 0;
