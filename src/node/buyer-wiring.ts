@@ -112,7 +112,8 @@ export class BuyerWiring {
    * `interrupted` to withdraw them, and nothing resumes a run, so each held its team's reservation and devices until
    * its job's deadline (up to 90 days). Once the network has started (netStarted), those of the node's jobs that
    * were live when it opened and did not end completed are withdrawn, each with the receipts held for it, one at a
-   * time, a steward not reached tried again with a doubling wait (withdrawLeftovers); the start never waits for it,
+   * time (a gang's member jobs by their gang's claim, once: leftoverClaims), a steward not reached tried again with a
+   * doubling wait (withdrawLeftovers); the start never waits for it,
    * and the stop ends it. Their late receipts are still taken (MarketService keeps the jobs as the node's own).
    */
   #withdrawLeftovers(steward: string): void {
@@ -123,7 +124,7 @@ export class BuyerWiring {
     const claims = leftoverClaims(jobs, this.o.market.evidence, this.o.did, this.o.clock());
     if (!claims.length) return;
     const log = this.o.log.child({ role: 'buyer', overlay: this.o.name });
-    log.info({ claims: claims.length }, 'withdrawing the steward claims of jobs an earlier run of this node left');
+    log.info({ claims: claims.length, gangs: claims.filter((c) => c.gang !== undefined).length }, 'withdrawing the steward claims of jobs an earlier run of this node left');
     // a steward not connected yet is not reached by the first sweep: withdrawLeftovers tries again (2 s, doubling)
     void withdrawLeftovers({ request: (frames, opts) => this.o.net.request(steward, STEWARD_PROTOCOL, frames, opts), claims, clock: this.o.clock, log, signal }).then((r) => {
       if (!signal.aborted) log.info({ ...r }, 'withdrew the steward claims of jobs an earlier run of this node left');

@@ -41,6 +41,7 @@ import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { unlessAborted } from '../util/signals.js';
 import type { Admission, JobSpec } from './buyer.js';
+import { citeOf } from './gang-cite.js';
 
 /** How long a withdraw sent on giving up may take: under Buyer's INTERRUPT_WAIT_MS, so a stopping node still sends it. */
 export const GIVE_UP_WITHDRAW_MS = 2_000;
@@ -249,6 +250,18 @@ export const LEFTOVER_WITHDRAW_MS = 15_000;
 export const LEFTOVER_TRIES = 6;
 /** The receipts handed over with one claim's withdraw at most (the steward's own bound is 256). */
 export const LEFTOVER_RECEIPTS = 16;
+/**
+ * The receipts handed over with a gang claim's withdraw at most: one for each member of the largest run (a run lists
+ * at most 64 members), so every member's receipt fits (the steward's own bound is 256).
+ */
+export const GANG_LEFTOVER_RECEIPTS = 64;
+/**
+ * How long past its member jobs' latest deadline a gang claim the start found is still withdrawn. The buyer does not
+ * keep the gang's own deadline (the steward's): it is at least every member job's (the steward refuses a member job
+ * whose deadline is past its gang's, STEWARD_GANG_DEADLINE), and `c0mpute train buy` gives the gang 60 s more than
+ * the member jobs it buys. A withdraw after the steward released the claim at its deadline is answered `no`.
+ */
+export const GANG_DEADLINE_SLACK_MS = 60_000;
 
 /** A claim an earlier process of this node left (its job's run died with it): what the start withdraws. */
 export interface LeftoverClaim {
@@ -256,6 +269,8 @@ export interface LeftoverClaim {
   deadline: number;
   /** Receipts this node holds for the job (their bytes): handed over so the release charges them even if gossip missed one. */
   receipts?: readonly Uint8Array[];
+  /** A gang's claim (the run's address its member jobs cite): how many of its member jobs this node held. */
+  gang?: number;
 }
 
 /** What the start reads of the evidence held for a job (the node's EvidenceStore). */
@@ -269,17 +284,50 @@ export interface HeldOutcomes {
  * the node opened), each whose deadline is after `now` and that did not end completed — a completed receipt for it
  * that this node (`self`) accepted means its run ended and the steward released its claim on that receipt. Each
  * carries the receipts held for the job naming `self` as the buyer.
+ *
+ * A gang's member job (its signed params cite the gang claim, src/roles/gang-cite.ts) has no claim of its own: the
+ * steward binds it to the gang's, and answers a withdraw of the member job's address `no`. Its gang's claim is
+ * withdrawn instead, once for all the member jobs held, unless every one of them ended completed and accepted (the
+ * steward released the gang on their receipts), with the receipts held for every member: the steward sums them into
+ * the gang's one release. They are ordered one member at a time (each member's first, then each member's second…),
+ * a member's receipts signed by a provider its job allows first (the steward charges a member job only the receipt
+ * of the run member at its index, whom `train buy` names as the job's allowlist), so the first GANG_LEFTOVER_RECEIPTS
+ * cover every member. Its deadline is the latest member job's + GANG_DEADLINE_SLACK_MS (the gang's own, at the
+ * steward, is not kept by the buyer).
  */
 export function leftoverClaims(jobs: ReadonlyArray<Opened<Job>>, held: HeldOutcomes, self: string, now: number): LeftoverClaim[] {
   const out: LeftoverClaim[] = [];
+  const gangs = new Map<string, { at: number; deadline: number; ended: boolean; members: Array<readonly Uint8Array[]> }>();
   for (const j of jobs) {
     if (j.signer !== self || j.record.deadline <= now) continue;
     const receipts = held.receiptsOf(j.address).filter((r) => r.record.buyer === self);
     const ended = receipts.some((r) => r.record.status === 'completed' && held.acceptancesOf(r.address).some((a) => a.signer === self && a.record.verdict === 'accepted'));
+    const cite = citeOf(j.record.params);
+    if (cite) {
+      // the gang's place in the list is its first member job's
+      let g = gangs.get(cite.claim);
+      if (!g) {
+        g = { at: out.length, deadline: 0, ended: true, members: [] };
+        gangs.set(cite.claim, g);
+        out.push({ claim: cite.claim, deadline: 0 });
+      }
+      g.deadline = Math.max(g.deadline, j.record.deadline);
+      g.ended &&= ended;
+      const allowed = new Set(j.record.requirements.allowlist ?? []);
+      g.members.push([...receipts.filter((r) => allowed.has(r.signer)), ...receipts.filter((r) => !allowed.has(r.signer))].map((r) => r.bytes));
+      continue;
+    }
     if (ended) continue;
     out.push({ claim: j.address, deadline: j.record.deadline, ...(receipts.length ? { receipts: receipts.map((r) => r.bytes) } : {}) });
   }
-  return out;
+  for (const [claim, g] of gangs) {
+    const receipts: Uint8Array[] = [];
+    for (let k = 0; g.members.some((m) => m.length > k); k++) for (const m of g.members) if (k < m.length) receipts.push(m[k]!);
+    out[g.at] = { claim, deadline: g.deadline + GANG_DEADLINE_SLACK_MS, ...(receipts.length ? { receipts } : {}), gang: g.members.length };
+  }
+  // a gang whose every member job held ended completed and accepted: released on their receipts
+  const done = new Set([...gangs].filter(([, g]) => g.ended).map(([claim]) => claim));
+  return out.filter((c) => c.gang === undefined || !done.has(c.claim));
 }
 
 export interface LeftoverWithdrawOptions {
@@ -307,7 +355,8 @@ export interface LeftoverWithdrawn {
  * At a buyer's start on an overlay with a steward: withdraw the claims of this node's live jobs that an earlier
  * process ran and this one never resumes (it was killed, or lost power, mid-run: no `interrupted` run withdrew them),
  * so their reservation and devices are released now rather than at the jobs' deadlines (docs/overlays.md
- * "Admission"). One claim at a time, each with the receipts held for it. The steward answers `yes` (released with
+ * "Admission"). One claim at a time (a gang's once for its member jobs: leftoverClaims), each with the receipts held
+ * for it (at most LEFTOVER_RECEIPTS, a gang's GANG_LEFTOVER_RECEIPTS). The steward answers `yes` (released with
  * what its receipts show), `dequeued`, `noted` or `no` (released already, or never admitted): all final, as is an
  * error it answered (detail.remote: a steward that does not know the op, or a claim not this node's). A transport
  * failure (the steward down or not reached yet) ends the sweep: the claims left are tried again after a wait
@@ -343,16 +392,16 @@ export async function withdrawLeftovers(o: LeftoverWithdrawOptions): Promise<Lef
       if (o.signal?.aborted) return { ...out, unanswered: o.claims.length - answered() };
       if (c.deadline <= o.clock()) continue;
       try {
-        const receipts = (c.receipts ?? []).slice(0, LEFTOVER_RECEIPTS);
+        const receipts = (c.receipts ?? []).slice(0, c.gang === undefined ? LEFTOVER_RECEIPTS : GANG_LEFTOVER_RECEIPTS);
         const said = String((await withdrawClaim(o.request, c.claim, { receipts, deadlineMs: LEFTOVER_WITHDRAW_MS })(o.signal)) ?? 'no answer');
         failedInARow = 0;
         out.released[said] = (out.released[said] ?? 0) + 1;
-        o.log?.[said === 'yes' || said === 'dequeued' || said === 'noted' ? 'info' : 'debug']({ claim: c.claim, released: said }, 'withdrew the claim of a job an earlier run of this node left');
+        o.log?.[said === 'yes' || said === 'dequeued' || said === 'noted' ? 'info' : 'debug']({ claim: c.claim, ...(c.gang === undefined ? {} : { gang: c.gang }), released: said }, c.gang === undefined ? 'withdrew the claim of a job an earlier run of this node left' : 'withdrew the gang claim of member jobs an earlier run of this node left');
       } catch (e) {
         if (!isTransport(e)) {
           failedInARow = 0;
           out.refused++;
-          o.log?.warn({ claim: c.claim, code: (e as C0Error).code, err: (e as Error).message }, 'the steward refused the withdraw of a job an earlier run of this node left; it releases the claim at the deadline');
+          o.log?.warn({ claim: c.claim, ...(c.gang === undefined ? {} : { gang: c.gang }), code: (e as C0Error).code, err: (e as Error).message }, 'the steward refused the withdraw of a claim an earlier run of this node left; it releases the claim at the deadline');
           continue;
         }
         failed.push(c);

@@ -6,9 +6,9 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { C0Error } from '../../../src/errors.js';
-import { seal, T, type Acceptance, type Opened } from '../../../src/records/index.js';
-import { buyer, buyerKey, held, job, now, receipt } from './leftover-fixtures.js';
-import { leftoverClaims, withdrawLeftovers, type LeftoverClaim } from '../../../src/roles/admission-client.js';
+import { Ed25519Signer, didFromPublicKey, seal, T, type Acceptance, type Opened, type Receipt } from '../../../src/records/index.js';
+import { accept, buyer, buyerKey, held, job, memberJob, now, provider, receipt } from './leftover-fixtures.js';
+import { GANG_DEADLINE_SLACK_MS, GANG_LEFTOVER_RECEIPTS, LEFTOVER_RECEIPTS, leftoverClaims, withdrawLeftovers, type LeftoverClaim } from '../../../src/roles/admission-client.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import type { Logger } from '../../../src/util/log.js';
 
@@ -29,6 +29,53 @@ describe('leftoverClaims', () => {
     const disputed = seal(T.acceptance, { receipt: r.address, verdict: 'disputed', reason: 'output hash mismatch', signedAt: now }, buyerKey) as Opened<Acceptance>;
     const c = leftoverClaims([j], { receiptsOf: () => [r], acceptancesOf: () => [disputed] }, buyer, now);
     assert.deepEqual(c.map((x) => x.claim), [j.address]);
+  });
+});
+
+describe('leftoverClaims of a gang (a buyer killed mid-training)', () => {
+  const gang = 'sha256:' + '9a'.repeat(32);
+  /** What the node's store answers: receipts by job, and this buyer's acceptances. */
+  const evidenceOf = (receipts: Array<Opened<Receipt>>, accepted: Array<Opened<Receipt>> = []) => {
+    const acc = new Map(accepted.map((r) => [r.address, [accept(r)]]));
+    return { receiptsOf: (j: string) => receipts.filter((r) => r.record.job === j), acceptancesOf: (r: string) => acc.get(r) ?? [] };
+  };
+
+  test("the gang's claim once, for all its member jobs, with every member's receipts; not the member jobs' addresses", () => {
+    // before: each member job's address was withdrawn as if it were a claim (the steward answers `no`: it holds none),
+    // and the gang's claim held its team's reservation and devices to its deadline (up to 24 h)
+    const m0 = memberJob(gang, 0, now + 600_000);
+    const m1 = memberJob(gang, 1, now + 900_000);
+    const m2 = memberJob(gang, 2, now + 600_000);
+    const single = job();
+    const gone0 = receipt(m0, 'failed');
+    const ok2 = receipt(m2, 'completed');
+    const c = leftoverClaims([m0, single, m1, m2], evidenceOf([gone0, ok2], [ok2]), buyer, now);
+    assert.deepEqual(c, [
+      // in the place of its first member job; the latest member deadline + the slack (the gang's own is not kept here)
+      { claim: gang, deadline: now + 900_000 + GANG_DEADLINE_SLACK_MS, receipts: [gone0.bytes, ok2.bytes], gang: 3 },
+      { claim: single.address, deadline: single.record.deadline },
+    ]);
+  });
+
+  test('a gang whose every member job held ended completed and accepted is not withdrawn (the steward released it on their receipts)', () => {
+    const ms = [0, 1].map((i) => memberJob(gang, i));
+    const oks = ms.map((m) => receipt(m, 'completed'));
+    assert.deepEqual(leftoverClaims(ms, evidenceOf(oks, oks), buyer, now), []);
+    // one disputed: the gang is withdrawn
+    assert.deepEqual(leftoverClaims(ms, evidenceOf(oks, [oks[0]!]), buyer, now).map((x) => [x.claim, x.gang]), [[gang, 2]]);
+  });
+
+  test("receipts one member at a time, a member's allowed provider's first, so the first GANG_LEFTOVER_RECEIPTS cover every member", () => {
+    const other = Ed25519Signer.generate();
+    const m0 = memberJob(gang, 0);
+    const m1 = memberJob(gang, 1);
+    // member 0's job holds a receipt from a key its allowlist does not name (anyone can sign one: never charged), then its provider's
+    const stray = receipt(m0, 'failed', other);
+    const real0 = receipt(m0, 'failed');
+    const real1 = receipt(m1, 'failed');
+    const c = leftoverClaims([m0, m1], evidenceOf([stray, real0, real1]), buyer, now);
+    assert.deepEqual(c[0]!.receipts, [real0.bytes, real1.bytes, stray.bytes]);
+    assert.notEqual(didFromPublicKey(other.publicKey), provider);
   });
 });
 
@@ -176,5 +223,22 @@ describe('withdrawLeftovers', () => {
     });
     assert.equal(asked, 2, 'two failures in a row end the sweep');
     assert.deepEqual(r, { released: {}, refused: 0, unanswered: 2 });
+  });
+
+  test("a gang claim's withdraw carries up to GANG_LEFTOVER_RECEIPTS receipts, a job's up to LEFTOVER_RECEIPTS", async () => {
+    const many = Array.from({ length: 100 }, (_, i) => new Uint8Array([i]));
+    const sent: Array<{ job: string; receipts?: Uint8Array[] }> = [];
+    await withdrawLeftovers({
+      claims: [
+        { claim: 'sha256:' + '01'.repeat(32), deadline: now + 60_000, receipts: many, gang: 64 },
+        { claim: 'sha256:' + '02'.repeat(32), deadline: now + 60_000, receipts: many },
+      ],
+      clock: () => now,
+      request: async (frames) => {
+        sent.push(frames[0] as never);
+        return [{ t: 'withdrawn', released: 'yes' }];
+      },
+    });
+    assert.deepEqual(sent.map((f) => f.receipts?.length), [GANG_LEFTOVER_RECEIPTS, LEFTOVER_RECEIPTS]);
   });
 });

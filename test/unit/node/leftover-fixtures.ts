@@ -7,6 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import { Ed25519Signer, didFromPublicKey, seal, T, type Acceptance, type Job, type Opened, type Receipt } from '../../../src/records/index.js';
 import { hashHex } from '../../../src/records/address.js';
+import { citeParams } from '../../../src/roles/gang-cite.js';
 
 export const now = Date.now();
 export const buyerKey = Ed25519Signer.generate();
@@ -14,15 +15,25 @@ export const buyer = didFromPublicKey(buyerKey.publicKey);
 export const providerKey = Ed25519Signer.generate();
 export const provider = didFromPublicKey(providerKey.publicKey);
 
-export function job(deadline = now + 600_000): Opened<Job> {
+export function job(deadline = now + 600_000, over: Partial<Job> = {}): Opened<Job> {
   const input = randomBytes(8);
-  return seal(T.job, { workload: 'builtin.sleep', requirements: {}, maxPrice: { amount: '0.01', currency: 'EUR' }, announcedAt: now - 5_000, deadline, timeoutMs: 30_000, input: { hash: hashHex(input), size: 8 }, inputSealed: 'no' }, buyerKey) as Opened<Job>;
+  return seal(T.job, { workload: 'builtin.sleep', requirements: {}, maxPrice: { amount: '0.01', currency: 'EUR' }, announcedAt: now - 5_000, deadline, timeoutMs: 30_000, input: { hash: hashHex(input), size: 8 }, inputSealed: 'no', ...over }, buyerKey) as Opened<Job>;
 }
 
-export function receipt(j: Opened<Job>, status: 'completed' | 'failed'): Opened<Receipt> {
+/** A gang's member job (docs/training.md "A gang on a stewarded overlay"): its params cite the gang claim, its allowlist the member's provider. */
+export function memberJob(claim: string, member: number, deadline = now + 600_000, allow = provider): Opened<Job> {
+  return job(deadline, { workload: 'builtin.train-member', params: citeParams({ claim, member }), requirements: { allowlist: [allow] } });
+}
+
+export function receipt(j: Opened<Job>, status: 'completed' | 'failed', by = providerKey): Opened<Receipt> {
   const failure = status === 'failed' ? { failure: { code: 'EXEC_BUYER_GONE', message: 'the buyer went away' } } : {};
   const out = status === 'completed' ? { outputHash: hashHex(randomBytes(4)) } : {};
-  return seal(T.receipt, { job: j.address, offer: 'sha256:' + 'cd'.repeat(32), buyer, provider, workload: 'builtin.sleep', status, startedAt: now - 4_000, completedAt: now - 1_000, inputHash: j.record.input.hash, ...out, price: { amount: '0.001', currency: 'EUR' }, energy: { uj: 7, grade: 'Estimator' }, ...failure }, providerKey) as Opened<Receipt>;
+  return seal(T.receipt, { job: j.address, offer: 'sha256:' + 'cd'.repeat(32), buyer, provider: didFromPublicKey(by.publicKey), workload: j.record.workload, status, startedAt: now - 4_000, completedAt: now - 1_000, inputHash: j.record.input.hash, ...out, price: { amount: '0.001', currency: 'EUR' }, energy: { uj: 7, grade: 'Estimator' }, ...failure }, by) as Opened<Receipt>;
+}
+
+/** This buyer's acceptance of a receipt. */
+export function accept(r: Opened<Receipt>): Opened<Acceptance> {
+  return seal(T.acceptance, { receipt: r.address, verdict: 'accepted', signedAt: now - 500 }, buyerKey) as Opened<Acceptance>;
 }
 
 /** The four jobs, the late receipt, and the evidence as the node's store answers for them. */
