@@ -24,6 +24,7 @@ import { TOPIC_KINDS } from '../net/topics.js';
 import { DEFAULT_HISTORY_KEEP_DAYS } from './history-prune.js';
 import { WITNESS_RECORD_DEFAULTS } from '../store/witness-keep.js';
 import { QUOTED_JOB_DEFAULTS } from '../store/records.js';
+import { TRAIL_KEPT_BYTES, TRAIL_KEPT_ENTRIES } from '../pools/trail.js';
 import { ROLE_NAMES, type Role } from './role-names.js';
 import { EXEC_MAX_OUTPUT_BYTES, PROVIDER_MAX_INPUT_BYTES } from '../roles/exec-protocol.js';
 
@@ -273,6 +274,10 @@ export const configSchema = z
         livenessMs: z.number().int().min(100).default(2000),
         /** Open dispatches another member may keep in this member's dispatch trail (its coordinated jobs not yet closed); more: POOL_TRAIL_FULL. */
         maxOpenDispatches: z.number().int().positive().max(100_000).default(64),
+        /** Dispatches another member may keep in this member's dispatch trail, closed ones included; past it its earliest closed ones go, or POOL_TRAIL_FULL. */
+        maxKeptDispatches: z.number().int().positive().max(1_000_000).default(TRAIL_KEPT_ENTRIES),
+        /** Bytes of those dispatches' dispatch, job and offer envelopes another member may keep here; likewise. */
+        maxKeptBytes: z.number().int().positive().max(64 * 1024 ** 3).default(TRAIL_KEPT_BYTES),
       })
       .strict()
       .optional(),

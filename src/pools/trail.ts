@@ -81,6 +81,11 @@ function keptKey(key: string, time: string): string {
   return `${KEPT}${key.slice(key.indexOf('|') + 1)}|${time}!${key}`;
 }
 
+/** The default bound of the dispatches (closed ones included) another coordinator keeps on a member: about a month of 136 a day (config `pool.maxKeptDispatches`). */
+export const TRAIL_KEPT_ENTRIES = 4096;
+/** The default bound of their envelopes' bytes: 4,096 entries of 4 KiB (config `pool.maxKeptBytes`). */
+export const TRAIL_KEPT_BYTES = 16 * 1024 * 1024;
+
 /**
  * How many entries, and how many bytes of their envelopes, one coordinator may keep here (closed ones included): past
  * either, a new entry drops that coordinator's earliest-dated closed entries (`evict`; never an open one), or is

@@ -20,7 +20,7 @@ import { monotonicClock, type Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/log.js';
 import { coordinatorRanking, epochOf, fits, poolHardware } from '../../pools/choice.js';
 import { admit, type PoolGates } from '../../pools/gates.js';
-import type { DispatchTrail, RunLog, TrailKeep } from '../../pools/trail.js';
+import { TRAIL_KEPT_BYTES, TRAIL_KEPT_ENTRIES, type DispatchTrail, type RunLog, type TrailKeep } from '../../pools/trail.js';
 import type { ExecContext, Executor } from '../provider/executors.js';
 import type { SlotRun } from '../provider/provider.js';
 import type { ProviderPoolHooks } from './hooks.js';
@@ -33,6 +33,7 @@ import { setLongTimeout, type LongTimer } from '../../util/timers.js';
 import { TrailSync } from './sync.js';
 
 export { POOL_PROTOCOL, type PoolReply } from './protocol.js';
+export { TRAIL_KEPT_BYTES, TRAIL_KEPT_ENTRIES } from '../../pools/trail.js';
 
 
 export interface PoolMemberOptions extends PoolGates {
@@ -43,18 +44,14 @@ export interface PoolMemberOptions extends PoolGates {
   /** Open dispatches another coordinator may keep in this member's trail (`op: trail`); more are refused POOL_TRAIL_FULL. */
   maxOpenDispatches: number;
   /**
-   * Dispatches another coordinator may keep in this member's trail, closed ones included (default TRAIL_KEPT_ENTRIES),
-   * and bytes of their dispatch, job and offer envelopes (default TRAIL_KEPT_BYTES): past either its earliest-dated
-   * closed ones are dropped for a new one, or it is refused POOL_TRAIL_FULL (docs/pools.md "Dispatch trail").
+   * Dispatches another coordinator may keep in this member's trail, closed ones included (config pool.maxKeptDispatches,
+   * default TRAIL_KEPT_ENTRIES), and bytes of their dispatch, job and offer envelopes (pool.maxKeptBytes, default
+   * TRAIL_KEPT_BYTES): past either its earliest-dated closed ones are dropped for a new one, or it is refused
+   * POOL_TRAIL_FULL (docs/pools.md "Dispatch trail").
    */
   maxKeptDispatches?: number;
   maxKeptBytes?: number;
 }
-
-/** The default bound of the dispatches (closed ones included) another coordinator keeps on a member: about a month of 136 a day. */
-export const TRAIL_KEPT_ENTRIES = 4096;
-/** The default bound of their envelopes' bytes: 4,096 entries of 4 KiB. */
-export const TRAIL_KEPT_BYTES = 16 * 1024 * 1024;
 
 /** How much of its trail another coordinator may keep here (DispatchTrail.record's `keep`); `evict`: drop its earliest closed entries for a new one. */
 export function trailKeep(o: PoolMemberOptions, evict: boolean): TrailKeep {

@@ -25,7 +25,7 @@ import type { NodeConfig } from '../../node/config.js';
 import { didFromPeerId } from '../../node/peer-id.js';
 import { DispatchTrail, RunLog } from '../../pools/trail.js';
 import type { Executor } from '../provider/executors.js';
-import { PoolMember, POOL_PROTOCOL, type PoolReply, type PoolSlots } from './member.js';
+import { PoolMember, POOL_PROTOCOL, type PoolMemberOptions, type PoolReply, type PoolSlots } from './member.js';
 import { admitMembers } from './serve.js';
 import { RECEIPT_ASK_FRAMES, RECEIPT_ASK_MS } from './coordinator.js';
 import { PROTOCOLS, REQUEST_BASE_MS } from '../../net/protocols.js';
@@ -91,6 +91,21 @@ export const POOL_MAX_OUTPUT_BYTES = 3 * 1024 * 1024;
 /** Keys of the other members' `left` records in the `pool-roster` store. */
 const LEFT = 'left!';
 
+/** The member's options from its `pool` config section (docs/config.md): its gates, timing and trail bounds. */
+export function poolMemberOptions(c: NonNullable<NodeConfig['pool']>): PoolMemberOptions {
+  return {
+    ...(c.minPrice ? { minPrice: c.minPrice } : {}),
+    maxInputBytes: c.maxInputBytes,
+    sizeParam: c.sizeParam,
+    maxSizeParam: c.maxSizeParam,
+    memberTimeoutMs: c.memberTimeoutMs,
+    livenessMs: c.livenessMs,
+    maxOpenDispatches: c.maxOpenDispatches,
+    maxKeptDispatches: c.maxKeptDispatches,
+    maxKeptBytes: c.maxKeptBytes,
+  };
+}
+
 /**
  * PoolMemberDeps.askReceipts over the network: records/1 `jobs` (kinds `receipt`, the one job) to `peer`, at most
  * RECEIPT_ASK_FRAMES frames, within `deadlineMs` (dial included) and given up when `signal` aborts. The frames come
@@ -141,15 +156,7 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
     signer: d.signer,
     roster,
     membership,
-    options: {
-      ...(d.config.minPrice ? { minPrice: d.config.minPrice } : {}),
-      maxInputBytes: d.config.maxInputBytes,
-      sizeParam: d.config.sizeParam,
-      maxSizeParam: d.config.maxSizeParam,
-      memberTimeoutMs: d.config.memberTimeoutMs,
-      livenessMs: d.config.livenessMs,
-      maxOpenDispatches: d.config.maxOpenDispatches,
-    },
+    options: poolMemberOptions(d.config),
     clock: d.clock,
     log: d.log,
     trail: await DispatchTrail.open(trailStore, d.clock, d.log),

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { C0Error } from '../../../src/errors.js';
 import { envOverrides, loadConfig, mergeLayers, networksOf, parseConfig } from '../../../src/node/config.js';
+import { TRAIL_KEPT_BYTES, TRAIL_KEPT_ENTRIES } from '../../../src/pools/trail.js';
 
 const SHIPPED = new URL('../../../../config/default.yaml', import.meta.url).pathname;
 
@@ -164,6 +165,21 @@ describe('config', () => {
     assert.match(bare.message, /needs its own name; "public" is the open network/);
     const beside = err(() => loadConfig({ file: file('network:\n  overlay: acme\n  swarmKeyFile: a.key\noverlays:\n  - overlay: public\n    swarmKeyFile: b.key\n    listen: ["/ip4/127.0.0.1/tcp/0"]\n') }));
     assert.equal(beside.field, 'overlays.0.overlay');
+  });
+
+  test("a pool member's trail bounds: pool.maxKeptDispatches and pool.maxKeptBytes, defaults the trail's, positive whole numbers", () => {
+    const base = { roster: '/r.cose', membership: '/m.cose' };
+    assert.deepEqual([parseConfig({ pool: base }).pool?.maxKeptDispatches, parseConfig({ pool: base }).pool?.maxKeptBytes], [TRAIL_KEPT_ENTRIES, TRAIL_KEPT_BYTES]);
+    const set = parseConfig({ pool: { ...base, maxKeptDispatches: 100, maxKeptBytes: 1_048_576 } }).pool!;
+    assert.deepEqual([set.maxKeptDispatches, set.maxKeptBytes], [100, 1_048_576]);
+    for (const key of ['maxKeptDispatches', 'maxKeptBytes']) {
+      for (const bad of [0, -1, 1.5, '4096', 1e18]) {
+        const e = err(() => parseConfig({ pool: { ...base, [key]: bad } }, 'c.yaml'));
+        assert.equal(e.code, 'CONFIG_INVALID', `${key}: ${String(bad)}`);
+        assert.equal(e.field, `pool.${key}`);
+        assert.match(e.message, new RegExp(`^c\\.yaml: pool\\.${key}: `));
+      }
+    }
   });
 
   test("a pool member's roster and membership, and a provider's powercapRoot, are relative to the config file's directory too", () => {

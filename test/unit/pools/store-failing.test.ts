@@ -112,7 +112,7 @@ describe('a member whose store takes no writes', () => {
       writeFileSync(join(dir, 'roster.cose'), r.bytes);
       writeFileSync(join(dir, 'membership.cose'), membership(r, keyOf(me)).bytes);
       const m = await startPoolMember({
-        config: { roster: join(dir, 'roster.cose'), membership: join(dir, 'membership.cose'), maxInputBytes: 512 * 1024, sizeParam: 'maxTokens', maxSizeParam: 8192, memberTimeoutMs: 30_000, livenessMs: 1000, maxOpenDispatches: 64 },
+        config: { roster: join(dir, 'roster.cose'), membership: join(dir, 'membership.cose'), maxInputBytes: 512 * 1024, sizeParam: 'maxTokens', maxSizeParam: 8192, memberTimeoutMs: 30_000, livenessMs: 1000, maxOpenDispatches: 64, maxKeptDispatches: 4096, maxKeptBytes: 16 * 1024 * 1024 },
         did: me,
         signer: keyOf(me),
         clock,

@@ -16,6 +16,9 @@ import { T } from '../../../src/records/kinds.js';
 import { closeDb, openDb, sub, type Db } from '../../../src/store/db.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { DispatchTrail } from '../../../src/pools/trail.js';
+import { parseConfig } from '../../../src/node/config.js';
+import { trailKeep } from '../../../src/roles/pool-member/member.js';
+import { poolMemberOptions } from '../../../src/roles/pool-member/wiring.js';
 import { FAILURE_CODES_SHOWN, groupFailures } from '../../../src/roles/pool-member/status.js';
 import { Rig, MEMBERS, keyOf, clock as rigClock, job as rigJob, offer as rigOffer, pooledReceipt, r } from './member-rig.js';
 import { codeOfAsync } from './member-rig.js';
@@ -117,6 +120,32 @@ describe('what one coordinator keeps in another member’s trail is bounded, clo
       }
       assert.equal((await trail.keptOf(H)).n, 5);
       assert.equal((await trail.all()).length, 5, 'the member keeps 5 of the 20');
+    } finally {
+      await rig.close();
+    }
+  });
+
+  test("the config's pool.maxKeptDispatches reaches the trail: a coordinator keeps that many of its entries on another member", async () => {
+    // before: no config key (the pool section is strict: CONFIG_INVALID), the trail always kept 4,096
+    const c = parseConfig({ pool: { roster: '/r.cose', membership: '/m.cose', maxOpenDispatches: 8, maxKeptDispatches: 3, maxKeptBytes: 1_000_000 } }).pool!;
+    const o = poolMemberOptions(c);
+    assert.deepEqual(trailKeep(o, true), { entries: 3, bytes: 1_000_000, evict: true });
+    const rig = new Rig();
+    try {
+      const w = await rig.world('kept-config', { options: { maxOpenDispatches: o.maxOpenDispatches, maxKeptDispatches: o.maxKeptDispatches!, maxKeptBytes: o.maxKeptBytes! } });
+      const [A, , H] = MEMBERS as [string, string, string];
+      const a = w.members.get(A)!;
+      const h = w.members.get(H)!;
+      const trail = (a as unknown as { d: { trail: DispatchTrail } }).d.trail;
+      for (let i = 0; i < 6; i++) {
+        const { job: fj } = rigJob({ deadline: rigClock() + 20 * DAY - i * 1000 });
+        const fo = rigOffer(fj, H);
+        const fd = seal(T.poolDispatch, { pool: a.pool, roster: r.address, job: fj.address, offer: fo.address, member: A, coordinator: H, epoch: 0, issuedAt: rigClock() }, keyOf(H));
+        assert.equal((await a.serve({ op: 'trail', dispatch: fd.bytes, job: fj.bytes, offer: fo.bytes }, H)).ok, 'yes', `round ${i}`);
+        const rc = pooledReceipt(h, fj, fo, H, { failure: { code: 'EXEC_FAILED', message: 'x' } });
+        assert.equal((await a.serve({ op: 'closed', job: fj.address, coordinator: H, receipt: rc.bytes }, H)).ok, 'yes', `round ${i}`);
+      }
+      assert.equal((await trail.keptOf(H)).n, 3, 'the member keeps 3 of the 6');
     } finally {
       await rig.close();
     }

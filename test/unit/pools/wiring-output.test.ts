@@ -100,7 +100,7 @@ describe('pool member output over the member protocol (real network, wiring.ts)'
       dbs.push(db);
       members.push(
         await startPoolMember({
-          config: { roster: join(dir, 'roster.cose'), membership: join(dir, `${name}.cose`), maxInputBytes: 512 * 1024, sizeParam: 'maxTokens', maxSizeParam: 8192, memberTimeoutMs: 30_000, livenessMs: 1000, maxOpenDispatches: 64 },
+          config: { roster: join(dir, 'roster.cose'), membership: join(dir, `${name}.cose`), maxInputBytes: 512 * 1024, sizeParam: 'maxTokens', maxSizeParam: 8192, memberTimeoutMs: 30_000, livenessMs: 1000, maxOpenDispatches: 64, maxKeptDispatches: 4096, maxKeptBytes: 16 * 1024 * 1024 },
           did,
           signer: keyOf(did),
           clock,
