@@ -58,6 +58,8 @@ export { NETWORK_DEFAULTS, type GossipView, type Network, type NetworkOptions, t
 
 /** How often the peer store is walked for departed peers past libp2p's expiry (6 h after their last update). */
 const PEER_STORE_SWEEP_MS = 15 * 60_000;
+/** How often the network notes that its event loop ran (RecordsSync.tick): a freeze longer than this is caught up on. */
+export const ALIVE_TICK_MS = 1_000;
 
 export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const log = (opts.logger ?? silentLogger()).child({ module: 'net' });
@@ -267,6 +269,8 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   let joinedAt = Infinity;
   // the peer store forgets a departed peer only when the walk meets it (libp2p-patches.ts sweepPeerStore)
   let sweep: ReturnType<typeof setInterval> | undefined;
+  /** records.tick() every ALIVE_TICK_MS: when the node last ran, where an outcome gap opened on losing every peer begins. */
+  let alive: ReturnType<typeof setInterval> | undefined;
   const net: Network = {
     peerId: libp2p.peerId,
     did,
@@ -319,6 +323,9 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
         sweepPeerStore(libp2p.peerStore).catch((e: Error) => log.debug({ err: e.message }, 'peer store sweep failed'));
       }, PEER_STORE_SWEEP_MS);
       sweep.unref();
+      records.tick();
+      alive = setInterval(() => records.tick(), ALIVE_TICK_MS);
+      alive.unref();
       log.info({ peerId: libp2p.peerId.toString(), did, overlay, addrs: net.addrs() }, 'network started');
     },
 
@@ -328,6 +335,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       connectivity.stop();
       health.stop();
       clearInterval(sweep);
+      clearInterval(alive);
       libp2p.removeEventListener('peer:identify', onIdentify);
       libp2p.removeEventListener('peer:disconnect', onDisconnect);
       libp2p.removeEventListener('connection:open', onConnOpen);

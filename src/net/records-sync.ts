@@ -77,6 +77,8 @@ export class RecordsSync {
   #window: { since: number; until: number; asked: Set<string> } | undefined;
   /** The outcome catch-ups, in turn: the last one's turn, which the next peer's waits for (onIdentify). */
   #turn: Promise<void> = Promise.resolve();
+  /** When this node's event loop last ran its tick (tick(), every ALIVE_TICK_MS): where a gap opened on losing every peer begins. */
+  #aliveAt: number | undefined;
 
   constructor(private readonly d: RecordsSyncDeps) {
     this.#shardSet = new Set(d.shards);
@@ -309,11 +311,25 @@ export class RecordsSync {
     });
   }
 
-  /** A peer disconnected: the next connection syncs again. The last one gone opens an outcome gap (from now, less a margin). */
+  /** The node's event loop ran (the network calls it every ALIVE_TICK_MS while started): it was hearing its peers until now. */
+  tick(): void {
+    this.#aliveAt = this.d.clock();
+  }
+
+  /**
+   * A peer disconnected: the next connection syncs again. The last one gone opens an outcome gap, from the last tick
+   * (when the node was last known to run; now, before the first), less a margin. Not from when the disconnect is
+   * noticed: a node frozen for minutes (SIGSTOP, a VM paused, a laptop asleep) notices its peers gone only once it runs
+   * again, before its overdue timers, and a gap from then left every outcome of the freeze but its last minute uncaught
+   * for good (review s43 R5 F1: 3 minutes frozen, the catch-up asked from the resume less 60 s, 7-8 jobs' outcomes never
+   * caught). A running node's last tick is at most ALIVE_TICK_MS (plus its loop's lag) ago: the gap is that much longer.
+   */
   onDisconnect(peer: string): void {
     if (!this.#synced.delete(peer) || this.#synced.size || !this.d.catchUp || this.#gapFrom !== undefined) return;
     const now = this.d.clock();
+    const heard = Math.min(now, this.#aliveAt ?? now);
     // a window still open was perhaps not served in full: the new gap reaches back to its start
-    this.#gapFrom = this.#window && now <= this.#window.until ? this.#window.since : now - (this.d.catchUp.marginMs ?? CATCH_UP_DEFAULTS.marginMs);
+    const from = heard - (this.d.catchUp.marginMs ?? CATCH_UP_DEFAULTS.marginMs);
+    this.#gapFrom = this.#window && now <= this.#window.until ? Math.min(this.#window.since, from) : from;
   }
 }

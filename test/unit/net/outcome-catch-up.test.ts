@@ -187,6 +187,27 @@ test('the catch-up window: each peer identified in it is asked once with the dig
   assert.deepEqual(r.asked.slice(12).map((q) => [q.kind, q.since]), [['advert', undefined], ['presence', undefined], ['receipt', gone - 10_000], ['acceptance', gone - 10_000], ['nondelivery', gone - 10_000]]);
 });
 
+test('a node frozen for minutes (SIGSTOP, a VM paused) catches up from when it last ran, not from when it noticed its peers gone (review s43 R5 F1)', async () => {
+  const clock = fakeClock(NOW);
+  const peer = new MemoryRecordCache({ clock });
+  const r = requester(recordsHandler(peer, clock), clock, { kinds: OUTCOMES, from: NOW, windowMs: MIN, marginMs: 10_000 });
+  r.sync.tick();
+  r.sync.onIdentify(peerA, [PROTOCOLS.records]);
+  await r.settle(5); // the start's own catch-up
+  clock.advance(2 * MIN);
+  r.sync.tick(); // the last tick before the freeze
+  const ran = clock();
+  // three minutes frozen: the peers dropped it meanwhile; it notices once it runs again, before its overdue tick
+  clock.advance(3 * MIN);
+  const o = outcomeOf(7);
+  peer.add('receipt', o.receipt); // gossiped while it was frozen
+  r.sync.onDisconnect(peerA.toString());
+  r.sync.onIdentify(peerA, [PROTOCOLS.records]);
+  await r.settle(10);
+  assert.deepEqual(r.asked.slice(5).map((q) => [q.kind, q.since]), [['advert', undefined], ['presence', undefined], ['receipt', ran - 10_000], ['acceptance', ran - 10_000], ['nondelivery', ran - 10_000]]);
+  assert.deepEqual(r.got.map((g) => g.address), [o.receipt.address], 'the outcome gossiped during the freeze is caught');
+});
+
 test('peers identified together are asked for the catch-up one after another, each with the digest of what the ones before brought (second-round review s42 R1 F2)', async () => {
   // before: each of them asked at once with the same empty digest, and each sent the whole gap (here 3 x 80)
   const { clock, peer } = servedOutcomes(40);
