@@ -95,7 +95,8 @@ export interface ExecutorOptions {
   log?: Pick<Logger, 'warn'>;
 }
 
-function aborted(signal: AbortSignal): C0Error {
+/** The failure of work its signal stopped: the signal's coded reason, EXEC_TIMEOUT at the deadline, else EXEC_ABORTED. */
+export function aborted(signal: AbortSignal): C0Error {
   const reason = signal.reason as { name?: string } | undefined;
   // A coded reason (e.g. EXEC_BUYER_GONE from the provider) is the failure itself.
   if (reason instanceof C0Error) return reason;

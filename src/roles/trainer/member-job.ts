@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { C0Error } from '../../errors.js';
 import { open, type Opened } from '../../records/envelope.js';
 import { TRAIN_T, type TrainRun } from '../../training/record-kinds.js';
-import type { ExecContext } from '../provider/executors.js';
+import { aborted, type ExecContext } from '../provider/executors.js';
 import { TrainerWorker } from './worker.js';
 import { citeOf } from '../gang-cite.js';
 import { hashHex } from '../../records/address.js';
@@ -62,8 +62,11 @@ export async function runMemberJob(ctx: ExecContext): Promise<Uint8Array> {
     mark = { inputHash: hashHex(ctx.input), startedAt: Date.now() };
     writeMark(dir, mark);
     await w.start();
-    const abort = () => w.box.close(new C0Error('EXEC_ABORTED', 'the job was stopped'));
+    // the job's end (its timeout: EXEC_TIMEOUT; a stop: EXEC_ABORTED) closes the mailbox: the run stops at the next
+    // step boundary or receive with that failure, so the receipt is a failed one timed at the deadline, not past it
+    const abort = () => w.box.close(aborted(ctx.signal));
     ctx.signal.addEventListener('abort', abort, { once: true });
+    if (ctx.signal.aborted) abort();
     try {
       await w.join();
       await w.run();

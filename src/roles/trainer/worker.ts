@@ -153,6 +153,9 @@ export function excused(claim: unknown, missed: string, stepsPerEpoch: number): 
   return false;
 }
 
+/** One turn of the event loop (setImmediate: after pending I/O and due timers). */
+const yieldToLoop = () => new Promise<void>((r) => setImmediate(r));
+
 const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
 const dec = <T>(b: Uint8Array) => JSON.parse(new TextDecoder().decode(b)) as T;
 
@@ -533,6 +536,7 @@ export class TrainerWorker {
     const deadline = this.#mono() + (this.o.joinTimeoutMs ?? 60_000);
     const sent = new Set<string>();
     while (sent.size < others.length || others.some((d) => !this.#memberships.has(d))) {
+      if (this.box.closedBy) throw this.box.closedBy;
       for (const d of others) {
         if (sent.has(d)) continue;
         try {
@@ -600,6 +604,12 @@ export class TrainerWorker {
     const data = shard(iris().train, ring.rank, ring.size);
     const agg = this.#agg(view, epoch);
     for (let step = epoch * spe; step < (epoch + 1) * spe; step++) {
+      // Every step yields to the event loop (a macrotask: a microtask would not let timers or sockets run). A one-member
+      // run awaits nothing else that is not already settled (no chunk, no commitment, no witness), so without this its
+      // node froze: its API, libp2p and signal handlers never ran, nor did the job's deadline (review s43 R4 F1). The
+      // worker's end (its job aborted or timed out, `stop()`: the mailbox closed) ends the run here, between two steps.
+      await yieldToLoop();
+      if (this.box.closedBy) throw this.box.closedBy;
       this.#step = step;
       this.#prune();
       const res = await ringStep(ring, this.params, this.state, data, step, `v${view}/s${step}`).catch((e: unknown) => {
