@@ -178,25 +178,56 @@ export const ASSEMBLY_LIMITS = {
   chunksPerSender: 16,
   /** part bytes held in all */
   bytes: 512 * 1024 * 1024,
+  /** part bytes held from one sender (a worker sets it from its run's model: `assemblyLimits`) */
+  bytesPerSender: 512 * 1024 * 1024,
   /** a chunk not completed within this long of its first part is dropped, ms */
   ttlMs: 10 * 60_000,
 };
+
+/**
+ * A run's assembly bounds, from the largest chunk one of its members can send (`maxChunkBytes`) and its member count:
+ * a member has at most one chunk in assembly at a time (it sends the next only once the last is whole), and one left
+ * unfinished by a view change until the receiver moves on too; so each sender gets two such chunks and a part
+ * (`bytesPerSender`) and 4 chunks in assembly, and the totals are the members' shares together, so no member's parts
+ * can take the room another's need (review s43 R4 F3: one member filled the 512 MiB shared by all with parts of a
+ * chunk a 524-byte gradient never needs, and an honest member's next chunk was refused).
+ */
+export function assemblyLimits(maxChunkBytes: number, members: number): typeof ASSEMBLY_LIMITS {
+  const bytesPerSender = Math.min(ASSEMBLY_LIMITS.bytesPerSender, 2 * maxChunkBytes + MAX_MESSAGE_BYTES);
+  const chunksPerSender = 4;
+  return { ...ASSEMBLY_LIMITS, bytesPerSender, chunksPerSender, chunks: chunksPerSender * members, bytes: Math.min(ASSEMBLY_LIMITS.bytes, bytesPerSender * members) };
+}
+
+/**
+ * What a chunk under `tag` from a sender holds, in bytes: `exact` when the receiver knows it (the chunk's place in the
+ * ring of this view), else the most it can hold (a chunk of the next view, whose members are not known yet).
+ * Undefined: no bound known (any part count within the other bounds).
+ */
+export type ChunkSizeOf = (from: number, tag: string) => { bytes: number; exact: boolean } | undefined;
 
 /**
  * Reassembles chunk parts (`{k:'chunk', tag, part, parts}`) into whole chunks
  * and hands each to `deliver` once; at most 1 024 parts per chunk of at most
  * MAX_MESSAGE_BYTES each (a single-part chunk too), and within
  * ASSEMBLY_LIMITS: chunks in assembly in all and per sender, part bytes held
- * (TRAIN_BAD_MESSAGE beyond each); a chunk left unfinished is dropped after
- * `ttlMs`, so stuck parts neither stay nor block the rest.
+ * in all and per sender (TRAIN_BAD_MESSAGE beyond each); a chunk left
+ * unfinished is dropped after `ttlMs`, so stuck parts neither stay nor block
+ * the rest. With `sizeOf`, parts must be what `sendChunk` makes of a chunk of
+ * that size: ⌈bytes / MAX_MESSAGE_BYTES⌉ parts (at most that many when the size
+ * is a bound), each but the last MAX_MESSAGE_BYTES long, the last the rest;
+ * anything else is TRAIN_CHUNK_INVALID naming the sender (`detail.rank`),
+ * which no honest member sends. `prune` drops the partial chunks of senders
+ * and tags no longer expected (a member dropped, a step or view done).
  */
 export class ChunkAssembler {
-  readonly #partial = new Map<string, { parts: Array<Uint8Array | undefined>; got: number; from: number; since: number; bytes: number }>();
+  readonly #partial = new Map<string, { parts: Array<Uint8Array | undefined>; got: number; from: number; since: number; bytes: number; tag: string }>();
   #bytes = 0;
+  readonly #senderBytes = new Map<number, number>();
   constructor(
     private readonly deliver: (from: number, tag: string, data: Uint8Array) => void,
     private readonly limits: typeof ASSEMBLY_LIMITS = ASSEMBLY_LIMITS,
     private readonly now: () => number = Date.now,
+    private readonly sizeOf?: ChunkSizeOf,
   ) {}
 
   /** Part bytes held in chunks not yet whole. */
@@ -204,11 +235,38 @@ export class ChunkAssembler {
     return this.#bytes;
   }
 
+  /** Part bytes held in chunks not yet whole from `from`. */
+  bytesFrom(from: number): number {
+    return this.#senderBytes.get(from) ?? 0;
+  }
+
   #drop(key: string): void {
     const p = this.#partial.get(key);
     if (!p) return;
     this.#partial.delete(key);
     this.#bytes -= p.bytes;
+    const left = (this.#senderBytes.get(p.from) ?? 0) - p.bytes;
+    if (left > 0) this.#senderBytes.set(p.from, left);
+    else this.#senderBytes.delete(p.from);
+  }
+
+  /** Drop the partial chunks `keep` refuses (their sender left the view, their step or view is done). */
+  prune(keep: (from: number, tag: string) => boolean): void {
+    for (const [k, p] of [...this.#partial]) if (!keep(p.from, p.tag)) this.#drop(k);
+  }
+
+  /** TRAIN_CHUNK_INVALID unless part `part` of `parts` (`length` bytes) is what sendChunk makes of this tag's chunk. */
+  #checkSize(from: number, tag: string, part: number, parts: number, length: number): void {
+    const size = this.sizeOf?.(from, tag);
+    if (!size) return;
+    const want = Math.max(1, Math.ceil(size.bytes / MAX_MESSAGE_BYTES));
+    const bad = (why: string) => new C0Error('TRAIN_CHUNK_INVALID', `chunk ${tag.slice(0, 80)} from member ${from}: ${why}`, { detail: { rank: from, tag } });
+    if (size.exact ? parts !== want : parts > want) throw bad(`${parts} parts, where a chunk of ${size.exact ? '' : 'at most '}${size.bytes} bytes travels in ${size.exact ? '' : 'at most '}${want}`);
+    if (parts === 1) return;
+    const last = size.exact ? size.bytes - (parts - 1) * MAX_MESSAGE_BYTES : undefined;
+    if (part < parts - 1 ? length !== MAX_MESSAGE_BYTES : last !== undefined ? length !== last : length < 1) {
+      throw bad(`part ${part} of ${parts} holds ${length} bytes, expected ${part < parts - 1 ? MAX_MESSAGE_BYTES : (last ?? 'at least 1')}`);
+    }
   }
 
   put(from: number, head: TrainMessage, payload: Uint8Array): void {
@@ -219,6 +277,7 @@ export class ChunkAssembler {
     if (typeof parts !== 'number' || typeof part !== 'number' || !Number.isInteger(parts) || parts < 1 || parts > 1024 || !Number.isInteger(part) || part < 0 || part >= parts) throw new C0Error('TRAIN_BAD_MESSAGE', 'chunk part out of range');
     // sendChunk never sends more in one message: a larger one would skip these bounds (a whole chunk goes straight to the Mailbox)
     if (payload.length > MAX_MESSAGE_BYTES) throw new C0Error('TRAIN_BAD_MESSAGE', `a chunk message of ${payload.length} bytes from member ${from}; at most ${MAX_MESSAGE_BYTES}`);
+    this.#checkSize(from, tag, part, parts, payload.length);
     if (parts === 1) return this.deliver(from, tag, payload.slice());
     const now = this.now();
     // chunks begun longest ago come first: drop the ones left unfinished past the time-to-live
@@ -228,13 +287,14 @@ export class ChunkAssembler {
     }
     const key = `${from}|${tag}`;
     if (this.#bytes + payload.length > this.limits.bytes) throw new C0Error('TRAIN_BAD_MESSAGE', `chunks in assembly would hold over ${this.limits.bytes} bytes`);
+    if (this.bytesFrom(from) + payload.length > this.limits.bytesPerSender) throw new C0Error('TRAIN_BAD_MESSAGE', `chunks in assembly from member ${from} would hold over ${this.limits.bytesPerSender} bytes`);
     let p = this.#partial.get(key);
     if (!p) {
       if (this.#partial.size >= this.limits.chunks) throw new C0Error('TRAIN_BAD_MESSAGE', 'too many chunks in assembly');
       let mine = 0;
       for (const q of this.#partial.values()) if (q.from === from) mine++;
       if (mine >= this.limits.chunksPerSender) throw new C0Error('TRAIN_BAD_MESSAGE', `too many chunks in assembly from member ${from}`);
-      p = { parts: new Array<Uint8Array | undefined>(parts), got: 0, from, since: now, bytes: 0 };
+      p = { parts: new Array<Uint8Array | undefined>(parts), got: 0, from, since: now, bytes: 0, tag };
       this.#partial.set(key, p);
     }
     if (p.parts.length !== parts) throw new C0Error('TRAIN_BAD_MESSAGE', 'part count changed');
@@ -242,6 +302,7 @@ export class ChunkAssembler {
     p.parts[part] = payload.slice();
     p.bytes += payload.length;
     this.#bytes += payload.length;
+    this.#senderBytes.set(from, this.bytesFrom(from) + payload.length);
     if (++p.got < parts) return;
     this.#drop(key);
     this.deliver(from, tag, join(p.parts as Uint8Array[]));

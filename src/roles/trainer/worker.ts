@@ -43,13 +43,13 @@ import { KeyedBuckets, TokenBucket, type BucketSpec } from '../../net/rate-limit
 import { peerIdFromDid } from '../../node/peer-id.js';
 import { monotonicClock, type Clock } from '../../util/clock.js';
 import { silentLogger, type Logger } from '../../util/log.js';
-import { Mailbox } from '../../training/allreduce.js';
+import { Mailbox, chunkBounds } from '../../training/allreduce.js';
 import { EpochAggregator, electCoordinator } from '../../training/aggregator.js';
 import { baselineAccuracy, iris, shard } from '../../training/data.js';
 import { addressOf, cloneState, ringStep, type StepParams, type WorkerState } from '../../training/engine.js';
-import { accuracy, initWeights, weightsBytes } from '../../training/model.js';
+import { accuracy, initWeights, tensors, weightsBytes } from '../../training/model.js';
 import { TRAIN_T, type TrainEpoch, type TrainMember, type TrainRun, type TrainStep, type TrainWitness } from '../../training/record-kinds.js';
-import { ChunkAssembler, MAX_MESSAGE_BYTES, TrainWire, wireRing, type TrainMessage, type TrainWireOptions } from '../../training/transport.js';
+import { ChunkAssembler, MAX_MESSAGE_BYTES, TrainWire, assemblyLimits, wireRing, type TrainMessage, type TrainWireOptions } from '../../training/transport.js';
 import { Contributions, StatusFile, statusView } from './status.js';
 import { Witness, commitEpoch, epochMismatch, type EpochParty, type EpochResult } from './epoch-commit.js';
 import { refuseEvidence, writeRecord } from './record-file.js';
@@ -197,7 +197,8 @@ export class TrainerWorker {
   readonly #witness: Witness;
   readonly #pending = new Set<Promise<unknown>>();
   readonly #log: Logger;
-  readonly #chunks = new ChunkAssembler((from, tag, data) => this.box.put(from, tag, data));
+  /** Parts of chunks not yet whole, bounded by what the run's model implies (#chunkSize, assemblyLimits). */
+  readonly #chunks: ChunkAssembler;
   #startedAt = 0;
   #stepsDone = 0;
   /** The step running (or last run) in this view: which chunk tags are expected. */
@@ -235,6 +236,9 @@ export class TrainerWorker {
     // a member never needs more than two steps of chunks waiting (under 8·(N−1) ≤ 504 messages): one sender holds at most a quarter of the count
     refuseEvidence(o.dir);
     this.box = new Mailbox({ timeoutMs: this.rec.timeoutMs, maxHeld: 4096, maxHeldPerSender: 1024, maxBytesPerSender: 8 * grad + 2 * MAX_MESSAGE_BYTES, maxBytes: 16 * grad + 16 * MAX_MESSAGE_BYTES, name: (r) => this.rec.members[r] ?? `rank ${r}` });
+    // the largest chunk a member sends: half the gradient (a ring of two; the exponents' chunks are far smaller)
+    const maxChunk = 4 * Math.ceil(w.length / 2);
+    this.#chunks = new ChunkAssembler((from, tag, data) => this.box.put(from, tag, data), assemblyLimits(maxChunk, this.rec.members.length), Date.now, (from, tag) => this.#chunkSize(from, tag, maxChunk));
     mkdirSync(join(o.dir, 'epochs'), { recursive: true });
     mkdirSync(join(o.dir, 'steps'), { recursive: true });
     this.#epochParty = {
@@ -329,7 +333,15 @@ export class TrainerWorker {
       }
       case 'chunk':
         if (typeof head.tag === 'string' && this.#expected(from, head.k, head.tag) === 'past') return;
-        this.#chunks.put(this.#rank(from), head, payload);
+        // views only shrink: a member left out of this one sends nothing this worker takes (its parts were let go: #prune)
+        if (!this.members.includes(from)) throw new C0Error('TRAIN_BAD_MESSAGE', `${from} is not in view ${this.view}: its chunks are not taken`, { detail: { from } });
+        try {
+          this.#chunks.put(this.#rank(from), head, payload);
+        } catch (e) {
+          // parts that are not what its chunk makes: the sender's doing (it is left out of the next view), never the receiver's
+          if (e instanceof C0Error && e.code === 'TRAIN_CHUNK_INVALID' && from !== this.o.did) this.#faulty.set(from, e.code);
+          throw e;
+        }
         return;
       case 'ping': {
         // asked about a tag it did not deliver: what it was itself waiting for in that view, if anything
@@ -389,16 +401,37 @@ export class TrainerWorker {
     throw new C0Error('TRAIN_BAD_MESSAGE', `${from} sent ${kind} ${tag.slice(0, 80)}, not expected in view ${this.view} at step ${this.#step}`, { detail: { from } });
   }
 
-  /** Drop what is held under tags no longer expected (a step or view done). */
+  /** Drop what is held under tags no longer expected (a step or view done), and the partial chunks of members no longer in the view. */
   #prune(): void {
-    this.box.prune((tag) => {
+    const now = (tag: string) => {
       const kind = tag.startsWith('view/') ? 'view' : tag.startsWith('final/') ? 'final' : 'chunk';
       try {
         return this.#expected('', kind, tag) === 'now';
       } catch {
         return false;
       }
-    });
+    };
+    this.box.prune(now);
+    this.#chunks.prune((from, tag) => this.members.includes(this.rec.members[from] ?? '') && now(tag));
+  }
+
+  /**
+   * The bytes of chunk `tag` from run rank `from` (ChunkSizeOf): in this view, exactly its chunk of the ring
+   * (ringAllReduce: in reduce-scatter step k the sender at ring place r sends chunk r − k, in all-gather step k chunk
+   * r + 1 − k, of the gradient or of the exponents); in the next view, whose members are not known yet, at most
+   * `maxChunk` (a ring of two).
+   */
+  #chunkSize(from: number, tag: string, maxChunk: number): { bytes: number; exact: boolean } | undefined {
+    const m = /^v(0|[1-9]\d*)\/s(?:0|[1-9]\d*)\/([eg])\/(rs|ag)(0|[1-9]\d*)$/.exec(tag);
+    if (!m) return undefined;
+    const len = m[2] === 'g' ? this.state.w.length : tensors(this.params.shape).length;
+    const r = this.members.indexOf(this.rec.members[from] ?? '');
+    if (Number(m[1]) !== this.view || r < 0) return { bytes: m[2] === 'g' ? maxChunk : 4 * len, exact: false };
+    const n = this.members.length;
+    const k = Number(m[4]);
+    const c = ((((m[3] === 'rs' ? r - k : r + 1 - k) % n) + n) % n);
+    const [a, b] = chunkBounds(len, n, c);
+    return { bytes: 4 * (b - a), exact: true };
   }
 
   /** The (view:epoch) keys of the aggregators this worker holds (at most the epoch running and the one last committed, of this view). */

@@ -8,7 +8,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { C0Error } from '../../../src/errors.js';
-import { ASSEMBLY_LIMITS, ChunkAssembler, MAX_MESSAGE_BYTES } from '../../../src/training/transport.js';
+import { ASSEMBLY_LIMITS, ChunkAssembler, MAX_MESSAGE_BYTES, assemblyLimits } from '../../../src/training/transport.js';
 
 const part = (tag: string, k: number, parts: number) => ({ k: 'chunk', tag, part: k, parts }) as never;
 const refused = (fn: () => void, re: RegExp) => assert.throws(fn, (e: unknown) => e instanceof C0Error && e.code === 'TRAIN_BAD_MESSAGE' && re.test(e.message));
@@ -61,5 +61,67 @@ describe('ChunkAssembler bounds', () => {
     a.put(1, { k: 'chunk', tag: 'one' } as never, new Uint8Array(MAX_MESSAGE_BYTES));
     assert.deepEqual(got, [MAX_MESSAGE_BYTES]);
     assert.equal(a.bytesHeld, 0);
+  });
+});
+
+describe('ChunkAssembler: parts must fit the chunk they belong to (review s43 R4 F3)', () => {
+  const M = MAX_MESSAGE_BYTES;
+  const invalid = (fn: () => void, from: number, re: RegExp) => assert.throws(fn, (e: unknown) => e instanceof C0Error && e.code === 'TRAIN_CHUNK_INVALID' && e.detail?.rank === from && re.test(e.message));
+
+  it('takes a chunk of a known size only in the parts sendChunk makes of it', () => {
+    const got: number[] = [];
+    const bytes = 2 * M + 5;
+    const a = new ChunkAssembler((_f, _t, d) => got.push(d.length), ASSEMBLY_LIMITS, Date.now, () => ({ bytes, exact: true }));
+    // the hostile member's parts: 1 MiB each of 1 024 for a chunk of 3 parts
+    invalid(() => a.put(2, part('x', 0, 1024), new Uint8Array(M)), 2, /1024 parts/);
+    invalid(() => a.put(2, part('x', 0, 2), new Uint8Array(M)), 2, /2 parts/);
+    invalid(() => a.put(2, { k: 'chunk', tag: 'x' } as never, new Uint8Array(5)), 2, /1 parts/);
+    // a part short of 1 MiB before the last, a last part not the rest
+    invalid(() => a.put(2, part('x', 0, 3), new Uint8Array(M - 1)), 2, /part 0 of 3 holds/);
+    invalid(() => a.put(2, part('x', 2, 3), new Uint8Array(6)), 2, /part 2 of 3 holds 6 bytes, expected 5/);
+    assert.equal(a.bytesHeld, 0, 'nothing refused is held');
+    a.put(2, part('x', 0, 3), new Uint8Array(M));
+    a.put(2, part('x', 2, 3), new Uint8Array(5));
+    a.put(2, part('x', 1, 3), new Uint8Array(M));
+    assert.deepEqual(got, [bytes]);
+  });
+
+  it('takes a chunk whose size is only bounded in at most the parts of the bound', () => {
+    const a = new ChunkAssembler(() => undefined, ASSEMBLY_LIMITS, Date.now, () => ({ bytes: 524, exact: false }));
+    invalid(() => a.put(1, part('y', 0, 2), new Uint8Array(M)), 1, /at most 1/);
+    a.put(1, { k: 'chunk', tag: 'y' } as never, new Uint8Array(300));
+  });
+
+  it('bounds each sender by the model: one member filling its share leaves another member its chunk', () => {
+    const maxChunk = 3 * M;
+    const limits = assemblyLimits(maxChunk, 3);
+    assert.equal(limits.bytesPerSender, 2 * maxChunk + M);
+    assert.equal(limits.bytes, 3 * limits.bytesPerSender);
+    const got: string[] = [];
+    const a = new ChunkAssembler((from, tag) => got.push(`${from}:${tag}`), limits, Date.now, () => ({ bytes: maxChunk, exact: false }));
+    // member 2 begins chunks it never finishes until its share is full
+    let held = 0;
+    assert.throws(() => {
+      for (let t = 0; ; t++) {
+        a.put(2, part(`h${t}`, 0, 3), new Uint8Array(M));
+        held++;
+      }
+    }, (e: unknown) => e instanceof C0Error && e.code === 'TRAIN_BAD_MESSAGE');
+    assert.ok(held * M <= limits.bytesPerSender, `${held} parts held`);
+    assert.equal(a.bytesFrom(2), held * M);
+    // member 0's whole chunk still goes through
+    for (let k = 0; k < 3; k++) a.put(0, part('honest', k, 3), new Uint8Array(M));
+    assert.deepEqual(got, ['0:honest']);
+  });
+
+  it('prune lets go of the partial chunks of a member no longer in the view', () => {
+    const a = new ChunkAssembler(() => undefined);
+    a.put(2, part('v0/s0/g/rs0', 0, 3), new Uint8Array(10));
+    a.put(1, part('v0/s0/g/rs0', 0, 3), new Uint8Array(7));
+    a.prune((from) => from !== 2);
+    assert.equal(a.bytesHeld, 7);
+    assert.equal(a.bytesFrom(2), 0);
+    // its places are free again
+    a.put(2, part('v0/s0/g/rs0', 0, 3), new Uint8Array(10));
   });
 });
