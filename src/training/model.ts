@@ -46,6 +46,22 @@ export function checkShape(shape: MlpShape): void {
   }
 }
 
+/** The largest model a job takes, in weights (32 MiB of float64): builtin.mlp-pipeline's input, builtin.train-member's run. */
+export const MAX_JOB_PARAMS = 4 * 1024 * 1024;
+/** The largest activation a job makes: rows × the widest layer, values (128 MiB of float64). */
+export const MAX_JOB_ACTIVATIONS = 16 * 1024 * 1024;
+
+/** A job's model within MAX_JOB_PARAMS weights, else EXEC_BAD_INPUT naming `field` (the input's name for the layers). */
+export function checkJobModel(shape: MlpShape, field: string): void {
+  const n = paramCount(shape);
+  if (n > MAX_JOB_PARAMS) throw new C0Error('EXEC_BAD_INPUT', `${field}: a model of ${n} weights; at most ${MAX_JOB_PARAMS}`, { field });
+}
+
+/** `rows` × the widest layer within MAX_JOB_ACTIVATIONS values, else EXEC_BAD_INPUT naming `field` (the input's name for the rows). */
+export function checkJobRows(shape: MlpShape, rows: number, field: string): void {
+  const widest = Math.max(...shape.layers);
+  if (rows * widest > MAX_JOB_ACTIVATIONS) throw new C0Error('EXEC_BAD_INPUT', `${field}: ${rows} rows × a layer of ${widest} is over ${MAX_JOB_ACTIVATIONS} values`, { field });
+}
 
 /** Seeded initial weights: W uniform in ±sqrt(6/(in+out)) (Glorot), b = 0. */
 export function initWeights(shape: MlpShape, seed: number): Float64Array {

@@ -15,13 +15,13 @@
  * block, so the output is bit for bit the single-process forward's.
  */
 import { C0Error } from '../errors.js';
-import { checkShape, forward, layerForward, paramCount, predict, weightsBytes, weightsFromBytes, type MlpShape } from './model.js';
+import { MAX_JOB_ACTIVATIONS, MAX_JOB_PARAMS, checkJobModel, checkJobRows, checkShape, forward, layerForward, paramCount, predict, weightsBytes, weightsFromBytes, type MlpShape } from './model.js';
 import { gpipeForward, partition, type StageRunner } from './pipeline.js';
 
-/** The largest model a pipeline job takes, in weights (32 MiB of float64; 64 MiB of hex). */
-export const MAX_PIPELINE_PARAMS = 4 * 1024 * 1024;
+/** The largest model a pipeline job takes, in weights (32 MiB of float64; 64 MiB of hex): the jobs' bound (model.ts, builtin.train-member's too). */
+export const MAX_PIPELINE_PARAMS = MAX_JOB_PARAMS;
 /** The largest activation a pipeline job makes: rows × the widest layer, values (128 MiB of float64). */
-export const MAX_PIPELINE_ACTIVATIONS = 16 * 1024 * 1024;
+export const MAX_PIPELINE_ACTIVATIONS = MAX_JOB_ACTIVATIONS;
 /** Multiply-adds between two calls of `between` (a few ms of work). */
 const BLOCK_MACS = 1 << 20;
 
@@ -47,8 +47,8 @@ export function parsePipelineInput(input: Uint8Array): { shape: { layers: number
   } catch {
     throw new C0Error('EXEC_BAD_INPUT', 'layers: 2 to 8 widths');
   }
+  checkJobModel(shape, 'layers');
   const n = paramCount(shape);
-  if (n > MAX_PIPELINE_PARAMS) throw new C0Error('EXEC_BAD_INPUT', `layers: a model of ${n} weights; at most ${MAX_PIPELINE_PARAMS}`);
   // Linear checks (a repeated group in the pattern overflows the regex engine's stack on a large model).
   if (typeof j.weights !== 'string' || j.weights.length % 16 !== 0 || !/^[0-9a-f]*$/.test(j.weights)) throw new C0Error('EXEC_BAD_INPUT', 'weights: hex float64 values');
   if (j.weights.length / 16 !== n) throw new C0Error('EXEC_BAD_INPUT', `weights: ${j.weights.length / 16} values, the model has ${n}`);
@@ -57,8 +57,7 @@ export function parsePipelineInput(input: Uint8Array): { shape: { layers: number
   if (!Array.isArray(j.rows) || j.rows.length < 1 || j.rows.length > 100_000 || j.rows.some((r) => !Array.isArray(r) || r.length !== F || r.some((v) => typeof v !== 'number' || !Number.isFinite(v)))) {
     throw new C0Error('EXEC_BAD_INPUT', `rows: 1 to 100000 rows of ${F} finite numbers`);
   }
-  const widest = Math.max(...shape.layers);
-  if (j.rows.length * widest > MAX_PIPELINE_ACTIVATIONS) throw new C0Error('EXEC_BAD_INPUT', `rows: ${j.rows.length} rows × a layer of ${widest} is over ${MAX_PIPELINE_ACTIVATIONS} values`);
+  checkJobRows(shape, j.rows.length, 'rows');
   const x = new Float64Array(j.rows.length * F);
   j.rows.forEach((r, i) => x.set(r, i * F));
   const stages = Number.isInteger(j.stages) ? j.stages : 1;
