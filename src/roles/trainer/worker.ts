@@ -457,9 +457,23 @@ export class TrainerWorker {
     throw new C0Error('TRAIN_EPOCH_OUT_OF_WINDOW', `epoch ${epoch} of view ${view} is outside the epochs this member holds state for (epoch ${own} of view ${this.view}, or the one before it)`, { detail: { epoch, view, ahead } });
   }
 
-  /** Let go of the aggregators no request can use any more: every other view's, and this view's before `keepFrom`. */
+  /**
+   * Let go of the aggregators no request can use any more: every other view's, and this view's before `keepFrom`; and of
+   * the weights reached at their steps, which only those aggregators and the checks of this view's running or last
+   * committed epoch read (before, one entry per step was kept for the whole run: ~158 MB a million steps; review s43 R4 F4).
+   */
   #dropAggs(keepFrom: number): void {
     for (const [key, a] of this.#aggs) if (a.scope.view !== this.view || a.scope.epoch < keepFrom) this.#aggs.delete(key);
+    const fromStep = keepFrom * this.rec.stepsPerEpoch;
+    for (const key of this.#ownWeights.keys()) {
+      const [view, step] = key.split(':').map(Number) as [number, number];
+      if (view !== this.view || step < fromStep) this.#ownWeights.delete(key);
+    }
+  }
+
+  /** How many steps' weights this worker holds (at most the epoch running and the one last committed, of this view). */
+  heldOwnWeights(): number {
+    return this.#ownWeights.size;
   }
 
   #agg(view: number, epoch: number): EpochAggregator {
