@@ -332,9 +332,21 @@ export function refusedBy(e: unknown, member: string, tag: string): unknown {
 }
 
 /**
+ * A send that failed on this side (its deadline, a stream that could not be opened or broke: a NET_* code the
+ * receiver did not answer) names the member it was for (`detail.member`, `detail.tag`, and in its message), so the
+ * log line and the view change it causes say whom this worker was sending to. Who is at fault is not decided here:
+ * the code is kept (a deadline is recoverable, no one's fault).
+ */
+export function sendFailedTo(e: unknown, member: string, tag: string): unknown {
+  if (!(e instanceof C0Error) || !e.code.startsWith('NET_') || e.detail?.remote || e.detail?.member !== undefined) return e;
+  return new C0Error(e.code, `sending ${tag} to ${member}: ${e.message}`, { detail: { ...e.detail, member, tag }, cause: e });
+}
+
+/**
  * A RingTransport for one view: ranks are positions in `members`, messages go
  * over the wire, chunks arrive in `box` keyed by the sender's run rank. A
- * refused send is TRAIN_PEER_REFUSED naming the receiver (`refusedBy`);
+ * refused send is TRAIN_PEER_REFUSED naming the receiver (`refusedBy`), one that failed on this side keeps its code
+ * and names the receiver too (`sendFailedTo`);
  * `waiting` hears of each receive as it starts, ends and fails, so the worker
  * can say what it was waiting for.
  */
@@ -345,7 +357,7 @@ export function wireRing(wire: TrainWire, box: Mailbox, members: string[], self:
     size: members.length,
     send: (to, tag, data) =>
       sendChunk(wire, members[to]!, tag, data, timeoutMs).catch((e: unknown) => {
-        throw refusedBy(e, members[to]!, tag);
+        throw sendFailedTo(refusedBy(e, members[to]!, tag), members[to]!, tag);
       }),
     recv: async (from, tag) => {
       waiting?.(tag, 'start');

@@ -760,7 +760,8 @@ export class TrainerWorker {
   }
 
   async #recover(cause: C0Error): Promise<number> {
-    this.#log.warn({ code: cause.code, err: cause.message }, 'training step failed');
+    const member = cause.detail?.member;
+    this.#log.warn({ code: cause.code, err: cause.message, ...(typeof member === 'string' ? { member } : {}) }, 'training step failed');
     if (this.rec.onFailure === 'stop') throw new C0Error('TRAIN_STOPPED', `a member stopped answering (${cause.code}: ${cause.message}); the run stops as its spec says`, { detail: { cause: cause.code } });
     const limit = MAX_STALLED_VIEWS(this.rec.members.length);
     if (this.#stalledViews >= limit || this.view + 1 > MAX_VIEW) {
