@@ -87,10 +87,11 @@ export async function withdraw(accounts: ClaimAccounts, req: Record<string, unkn
     }
   }
   if (selectionsOf && oj.gang === undefined && (oj.aside?.size || oj.pending?.size)) await selectionsOf(oj);
-  // nothing ran under it (no selection named, no receipt charged): one of the buyer's claims withdrawn unrun. A receipt
-  // held aside proves nothing (anyone can sign one for any job: second-round review s42 R8 F1, 869 rounds in 40 s)
-  // (a gang's too: no member receipt charged)
-  if (oj.winners.size === 0 && oj.receipts.size === 0) line?.withdrawnUnrun(oj.buyer);
+  // nothing ran under it (no receipt charged): one of the buyer's claims withdrawn unrun. A receipt held aside proves
+  // nothing (anyone can sign one for any job: second-round review s42 R8 F1, 869 rounds in 40 s), nor does a selection
+  // alone: the buyer signs it, and its winning offer may be a throwaway key's (review s43 R1 F1: 200 rounds never
+  // refused). A gang's too: no member receipt charged.
+  if (oj.receipts.size === 0) line?.withdrawnUnrun(oj.buyer);
   await accounts.release(oj, 'withdrawn');
   await ctx.send({ t: 'withdrawn', released: 'yes' } as never);
 }

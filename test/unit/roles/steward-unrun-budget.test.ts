@@ -15,7 +15,8 @@ import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import type { StewardPorts } from '../../../src/roles/steward-ports.js';
 import { tempDir } from '../ledger/helpers.js';
 import { stewardRig } from './steward-rig.js';
-import { NOW, P, job, offer, receipt } from '../market/fixtures.js';
+import { NOW, P, advert, job, offer, receipt } from '../market/fixtures.js';
+import { selection } from './preempt-fixtures.js';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -85,6 +86,31 @@ describe('claims withdrawn unrun', () => {
         await withdrawOf(j);
       }
       // before: every round counted as one that ran, none refused
+      assert.equal(refused, 1);
+    });
+  });
+
+  it("a selection the buyer signed naming a throwaway key's offer does not make a withdrawn claim one that ran (review s43 R1 F1)", async () => {
+    await withLine(async ({ admit, withdrawOf, r }) => {
+      let refused = 0;
+      for (let i = 0; i < UNRUN_WITHDRAWS.burst + 1; i++) {
+        const j = jobOf(500 + i);
+        try {
+          await admit(j);
+        } catch (e) {
+          assert.equal((e as { code?: string }).code, 'STEWARD_RATE_LIMITED');
+          refused++;
+          break;
+        }
+        // an offer signed by a fresh key, and the buyer's own selection naming it: a winner chosen, nothing delivered
+        const x = P(600 + i);
+        const o = offer(x, j, advert(x));
+        r.offers.set(o.address, o);
+        await r.accounts.onSelection(selection(a, o, x));
+        assert.equal(r.accounts.get(j.address)?.winners.size, 1, 'the winner chosen');
+        await withdrawOf(j);
+      }
+      // before: every round counted as one that ran (a winner named), none refused
       assert.equal(refused, 1);
     });
   });
