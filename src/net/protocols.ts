@@ -54,6 +54,8 @@ export interface ProtocolLimits {
   maxResponseBytes?: number;
   /** Concurrent inbound streams of this protocol per connection. */
   maxInboundStreams: number;
+  /** Concurrent outbound streams of this protocol per connection a caller opens (absent: libp2p's default, 64). */
+  maxOutboundStreams?: number;
   /** How long an answered stream may stay open for the caller to read the rest and close its side; default ANSWER_LINGER_MS. */
   answerLingerMs?: number;
   /** Request bytes one inbound stream may hold at once (frames being read and kept); default maxFrameBytes × min(maxRequestFrames, 64). The end frame's 2 bytes are allowed on top. */
@@ -88,6 +90,17 @@ export const DEFAULT_LIMITS: ProtocolLimits = {
   maxInboundStreams: 32,
 };
 
+/** `/c0mpute/steward/1`, as src/roles/steward-ports.ts names it (the net layer imports nothing from roles). */
+const STEWARD_PROTOCOL_ID = '/c0mpute/steward/1';
+/**
+ * The steward protocol's streams per connection, each way: the admission asks one buyer may have waiting in the
+ * steward's line (MAX_QUEUED_PER_BUYER, 256), each holding its stream, plus STEWARD_STREAM_HEADROOM (32) for its
+ * withdraws, selects, `reclaimed` asks and the asks being decided. Before (review s43 R1 F2) libp2p's defaults (32 in,
+ * 64 out): 32 jobs waiting in line took every stream and a withdraw of a held claim failed NET_STREAM_FAILED.
+ */
+export const STEWARD_STREAM_HEADROOM = 32;
+export const STEWARD_STREAMS = 256 + STEWARD_STREAM_HEADROOM;
+
 /** Defaults per protocol; `serve`/`call` take overrides. */
 export const PROTOCOL_LIMITS: Record<string, ProtocolLimits> = {
   [PROTOCOLS.records]: { ...DEFAULT_LIMITS, maxFrameBytes: MAX_ENVELOPE_BYTES + 64, deadlineMs: 10_000, maxRequestFrames: 1, maxResponseFrames: 4_096 },
@@ -95,6 +108,10 @@ export const PROTOCOL_LIMITS: Record<string, ProtocolLimits> = {
   [PROTOCOLS.exec]: { ...DEFAULT_LIMITS, maxFrameBytes: 512 * 1024, deadlineMs: 30_000, maxRequestFrames: 1 << 20 },
   // ledger/1 answers a range of at most MAX_LEDGER_RANGE (1,024) entries, each one record
   [PROTOCOLS.ledger]: { ...DEFAULT_LIMITS, maxFrameBytes: MAX_ENVELOPE_BYTES + 64, deadlineMs: 30_000, maxRequestFrames: 1, maxResponseFrames: 1024, maxResponseBytes: 1024 * (MAX_ENVELOPE_BYTES + 64) },
+  // steward/1 (src/roles/steward-ports.ts STEWARD_PROTOCOL): a buyer's admission asks waiting in line each hold their
+  // stream, up to the line's per-buyer cap (256), with room beside them for its withdraws and other ops
+  // (STEWARD_STREAMS; the steward serves max(that, its own cap + the room): stewardInboundStreams)
+  [STEWARD_PROTOCOL_ID]: { ...DEFAULT_LIMITS, maxInboundStreams: STEWARD_STREAMS, maxOutboundStreams: STEWARD_STREAMS },
 };
 
 /** What `call` accepts in all from one response unless the protocol or the caller says otherwise. */
@@ -190,7 +207,7 @@ export interface CallOptions {
 export interface StreamHost {
   handle(protocol: string, handler: (stream: Stream, connection: Connection) => void | Promise<void>, options?: { maxInboundStreams?: number; force?: true }): Promise<void>;
   unhandle(protocol: string): Promise<void>;
-  dialProtocol(peer: PeerId | Multiaddr | Multiaddr[], protocols: string | string[], options?: { signal?: AbortSignal }): Promise<Stream>;
+  dialProtocol(peer: PeerId | Multiaddr | Multiaddr[], protocols: string | string[], options?: { signal?: AbortSignal; maxOutboundStreams?: number }): Promise<Stream>;
 }
 
 /** How long a stream may stay half-open after an error frame before it is reset (the caller has only that frame to read). */
@@ -480,7 +497,7 @@ export class DirectProtocols {
       this.#m.streamSeconds.observe({ protocol, direction: 'out' }, (performance.now() - t0) / 1000);
     };
     try {
-      stream = await this.#host.dialProtocol(peer, protocol, { signal });
+      stream = await this.#host.dialProtocol(peer, protocol, { signal, ...(limits.maxOutboundStreams === undefined ? {} : { maxOutboundStreams: limits.maxOutboundStreams }) });
     } catch (e) {
       const err = signal.aborted ? streamError(e, signal, limits.deadlineMs) : new C0Error(NET_ERR.DIAL, `cannot open ${protocol} to ${peer.toString()}: ${(e as Error).message}`, { detail: { name: (e as Error).name } });
       outcome = err.code;

@@ -11,6 +11,7 @@ import type { Opened } from '../records/envelope.js';
 import type { Advert, Offer } from '../records/kinds.js';
 import type { Ed25519Signer } from '../records/ed25519.js';
 import type { Network } from '../net/node.js';
+import { STEWARD_STREAMS, STEWARD_STREAM_HEADROOM } from '../net/protocols.js';
 import type { AbuseReports } from '../net/peer-abuse.js';
 import type { RecordStore } from '../store/records.js';
 import type { Sub } from '../store/db.js';
@@ -30,6 +31,15 @@ export const WITHDRAW_ASK_MS = 5_000;
 export const REASK_GRACE_MS = 30_000;
 /** Claims one buyer may have in line at once, by default (docs/overlays.md "A bounded line"). */
 export const MAX_QUEUED_PER_BUYER = 256;
+/**
+ * `/c0mpute/steward/1` streams the steward takes at once on one connection (one buyer's): its claims waiting in line
+ * each hold their stream (up to its per-buyer cap, and never fewer than a buyer's own outbound bound lets it open:
+ * net/protocols.ts STEWARD_STREAMS), plus STEWARD_STREAM_HEADROOM so a withdraw, select or `reclaimed` is never shut
+ * out by asks waiting in line (review s43 R1 F2).
+ */
+export function stewardInboundStreams(cfg: Pick<StewardConfig, 'maxQueuedPerBuyer'>): number {
+  return Math.max(STEWARD_STREAMS, (cfg.maxQueuedPerBuyer ?? MAX_QUEUED_PER_BUYER) + STEWARD_STREAM_HEADROOM);
+}
 /** Claims in line at once, every buyer's, by default. */
 export const MAX_QUEUED = 4096;
 /** Devices one provider's advert may add to the steward's physical capacity, by default (StewardConfig.maxDevicesPerProvider). */

@@ -87,7 +87,7 @@ import { AdmissionLine, requireEntitled, type AdmitRequest, type AskInFlight } f
 import { TRAIN_T } from '../training/record-kinds.js';
 import { Gangs, type AdmitGangRequest } from './steward-gangs.js';
 import { reclaimed, select, serveLedgerRange, withdraw } from './steward-handlers.js';
-import { CATCH_UP_PEERS, LEDGER_PROTOCOL, STEWARD_PROTOCOL, WITHDRAW_ASK_MS, type StewardConfig, type StewardIdentity, type StewardPorts, type StewardStream } from './steward-ports.js';
+import { CATCH_UP_PEERS, LEDGER_PROTOCOL, STEWARD_PROTOCOL, WITHDRAW_ASK_MS, stewardInboundStreams, type StewardConfig, type StewardIdentity, type StewardPorts, type StewardStream } from './steward-ports.js';
 import type { TopicKind } from '../net/topics.js';
 import { setLongInterval, setLongTimeout, type LongTimer } from '../util/timers.js';
 
@@ -218,7 +218,7 @@ export class Steward {
     await this.#line.restore();
     // the stops to reclaimed claims' failovers' providers that were waiting for their turn before the restart
     this.#reclaim.resumeStops();
-    await net.handle(STEWARD_PROTOCOL, (frames, ctx) => this.#serve(frames, ctx), { deadlineMs: 24 * 3600_000 });
+    await net.handle(STEWARD_PROTOCOL, (frames, ctx) => this.#serve(frames, ctx), { deadlineMs: 24 * 3600_000, maxInboundStreams: stewardInboundStreams(this.cfg) });
     await net.handle(LEDGER_PROTOCOL, (frames, ctx) => this.#serveLedger(frames, ctx));
     net.subscribe('receipt', (rec) => this.#accounts.onReceipt(rec as Opened<Receipt>));
     net.subscribe('selection', async (rec) => {
