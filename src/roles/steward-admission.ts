@@ -223,6 +223,9 @@ export class AdmissionLine {
   #passAsked = false;
   /** Asks not decided yet, by claim (askInFlight): what a withdraw of a claim not held yet marks. */
   readonly #asks = new Map<string, Set<AskInFlight>>();
+  /** Queued claims dropped since the last summary line (their buyers left and did not ask again), and its timer. */
+  #dropped = 0;
+  #droppedSummary: ReturnType<typeof setTimeout> | undefined;
   /** The queued claims a pass is deciding now (out of line until their outcome), by claim. */
   readonly #deciding = new Map<string, Waiting>();
   readonly #queueStore: ClaimQueueStore;
@@ -276,7 +279,7 @@ export class AdmissionLine {
     // once, so its claim keeps its place only for the re-ask grace and is never admitted into the dead stream.
     const left = (): void => {
       if (waiting.wake !== wake) return; // decided, withdrawn, taken over by a re-ask, or the steward stopped
-      this.#log.info({ claim: waiting.claim.id, graceMs: this.#reaskGrace }, 'the buyer of a queued claim left (its stream closed); the claim keeps its place for the re-ask grace');
+      this.#log.debug({ claim: waiting.claim.id, graceMs: this.#reaskGrace }, 'the buyer of a queued claim left (its stream closed); the claim keeps its place for the re-ask grace');
       this.#away(waiting);
       wake({ gone: 'left' });
     };
@@ -411,10 +414,16 @@ export class AdmissionLine {
     if (ask.withdrawn) return { outcome: { t: 'withdrawn' } };
     const estimate = claimEstimate(req, this.d.ledger, this.d.cfg, 'admit: give an energy estimate, or a class with enough measured history');
     const claim = checkClaim(claimFor(job, req, estimate));
-    await this.d.ports.records.put(job);
     // The line goes first: the claims already waiting take what freed before this one is decided.
     const held = await this.serve();
-    const d = this.d.reclaim.decideNow(claim);
+    let d = this.d.reclaim.decideNow(claim);
+    // A denied claim is not stored (nothing refers to it) and costs a token of its buyer's unrun budget, as a claim
+    // withdrawn unrun does; logged at debug, as a gang's is (review s43 R1 F3: 3,000 denials in 164 s, an info line and
+    // ~1 KiB stored each, never refused). Any other is stored first, then decided again (the store's write awaited).
+    if (d.v.verdict !== 'Deny') {
+      await this.d.ports.records.put(job);
+      d = this.d.reclaim.decideNow(claim);
+    }
     let v: Verdict | QueueVerdict = d.v.verdict === 'Admit' && held ? lineAhead(claim) : d.v;
     if (v.verdict === 'Admit') {
       const c = await this.#commit(claim, job, d, undefined, () => ask.withdrawn);
@@ -423,7 +432,8 @@ export class AdmissionLine {
       v = c.v;
     }
     if (v.verdict === 'Deny') {
-      this.#log.info({ claim: claim.id, entitlement: claim.entitlement, reason: v.reason }, 'claim denied');
+      this.withdrawnUnrun(job.signer);
+      this.#log.debug({ claim: claim.id, entitlement: claim.entitlement, reason: v.reason }, 'claim denied');
       return { outcome: { t: 'denied', v } };
     }
     // Withdrawn while it was decided: not put in line for a buyer that is gone.
@@ -572,9 +582,26 @@ export class AdmissionLine {
     w.grace = setLongTimeout(() => {
       if (this.d.stopped() || !this.#queue.includes(w) || w.wake) return;
       this.#dequeue(w);
-      this.#log.warn({ claim: w.claim.id, graceMs: this.#reaskGrace }, 'the buyer of a queued claim did not ask again; claim dropped from the queue');
+      this.#droppedUnasked(w);
       void this.#queueStore.remove(w.n).then(() => this.retry(), (e) => this.#log.warn({ err: (e as Error).message }, 'cannot drop a queued claim'));
     }, left).unref();
+  }
+
+  /**
+   * A queued claim dropped because its buyer left and did not ask again within the grace: one of its claims withdrawn
+   * unrun (a token of UNRUN_WITHDRAWS), and logged at debug with one summary line a minute at most. Before (review s43
+   * R1 F3) queueing and then dropping the stream instead of withdrawing was free: ~8.5 rounds a second per key, three
+   * log lines each (one a warn).
+   */
+  #droppedUnasked(w: Waiting): void {
+    this.withdrawnUnrun(w.job.signer);
+    this.#log.debug({ claim: w.claim.id, graceMs: this.#reaskGrace }, 'the buyer of a queued claim did not ask again; claim dropped from the queue');
+    this.#dropped++;
+    this.#droppedSummary ??= setTimeout(() => {
+      this.#droppedSummary = undefined;
+      this.#log.info({ claims: this.#dropped, graceMs: this.#reaskGrace }, 'queued claims dropped in the last minute: their buyers left and did not ask again within the grace');
+      this.#dropped = 0;
+    }, 60_000).unref();
   }
 
   /** The monotonic clock: a buyer's absences are durations the steward measures for itself, as the grace's timer runs. */
@@ -722,5 +749,7 @@ export class AdmissionLine {
       w.wake?.({ gone: 'stopping' });
     }
     this.#queue = [];
+    clearTimeout(this.#droppedSummary);
+    this.#droppedSummary = undefined;
   }
 }

@@ -22,7 +22,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { openDb, closeDb } from '../../../src/store/db.js';
 import { buildRun } from '../../../src/roles/trainer/run-file.js';
-import { stewardOnStub, stubBuyer } from './steward-stub.js';
+import { stewardOnStub, stubBuyer, until } from './steward-stub.js';
 
 const TREE = `entitlements:
   - { id: lab, guarantee_uj: 100000000000, guarantee_devices: 16, over_quota_weight: 0, priority: 0 }
@@ -33,15 +33,30 @@ const a = P(1);
 const jobOf = (n: number, buyer = a) => job(buyer, { nonce: new Uint8Array([n >> 8, n & 255, 77]) });
 
 /** An admission line over the rig, its budget on `mono()`; `admit` and `withdrawOf` as a buyer's streams ask them; `body` runs, then all is closed. */
-async function withLine(body: (o: { admit: (j: ReturnType<typeof job>) => Promise<void>; withdrawOf: (j: ReturnType<typeof job>) => Promise<void>; r: Awaited<ReturnType<typeof stewardRig>>; tick: (ms: number) => void }) => Promise<void>): Promise<void> {
+type Line = {
+  admit: (j: ReturnType<typeof job>, o?: { estimate?: unknown; onFrame?: (f: { t?: string }, leave: () => void) => void }) => Promise<void>;
+  withdrawOf: (j: ReturnType<typeof job>) => Promise<void>;
+  r: Awaited<ReturnType<typeof stewardRig>>;
+  tick: (ms: number) => void;
+  line: AdmissionLine;
+  /** The jobs the line stored. */
+  stored: string[];
+};
+async function withLine(body: (o: Line) => Promise<void>): Promise<void> {
   const t = tempDir('c0-unrun-');
   let mono = 0;
   const r = await stewardRig(t.dir, TREE);
-  const line = new AdmissionLine({ ports: { ...r.ports, monoClock: () => mono } as StewardPorts, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
-  const admit = (j: ReturnType<typeof job>) => line.admit({ op: 'admit', job: j.bytes, entitlement: 'one', estimate: est } as never, { peer: peerIdFromDid(j.signer), signal: new AbortController().signal, send: async (_f: CborValue) => {} } as never);
+  const stored: string[] = [];
+  const records = { ...r.ports.records, put: async (j: ReturnType<typeof job>) => (stored.push(j.address), true) };
+  const line = new AdmissionLine({ ports: { ...r.ports, records, monoClock: () => mono } as StewardPorts, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
+  const admit: Line['admit'] = (j, o = {}) => {
+    const stream = new AbortController();
+    const leave = () => stream.abort(new Error('the buyer reset the stream'));
+    return line.admit({ op: 'admit', job: j.bytes, entitlement: 'one', estimate: o.estimate ?? est } as never, { peer: peerIdFromDid(j.signer), signal: stream.signal, send: async (f: CborValue) => o.onFrame?.(f as { t?: string }, leave) } as never);
+  };
   const withdrawOf = (j: ReturnType<typeof job>) => withdraw(r.accounts, { op: 'withdraw', job: j.address }, { peer: peerIdFromDid(j.signer), send: async () => {} }, undefined, line);
   try {
-    await body({ admit, withdrawOf, r, tick: (ms) => void (mono += ms) });
+    await body({ admit, withdrawOf, r, tick: (ms) => void (mono += ms), line, stored });
   } finally {
     line.stop();
     await r.close();
@@ -115,6 +130,41 @@ describe('claims withdrawn unrun', () => {
     });
   });
 
+  it('a denied ask costs a token and stores nothing (review s43 R1 F3)', async () => {
+    await withLine(async ({ admit, stored }) => {
+      const denied: string[] = [];
+      let refused: string | undefined;
+      for (let i = 0; i < UNRUN_WITHDRAWS.burst + 1 && !refused; i++) {
+        await admit(jobOf(700 + i), { estimate: { uj: 9e15, grade: 'Estimator' }, onFrame: (f) => void (f.t === 'denied' && denied.push(f.t)) }).catch((e: { code?: string }) => void (refused = e.code));
+      }
+      // before: 3,000 denials, never refused, each job stored
+      assert.equal(refused, 'STEWARD_RATE_LIMITED');
+      assert.equal(denied.length, UNRUN_WITHDRAWS.burst);
+      assert.deepEqual(stored, []);
+    });
+  });
+
+  it('a queued claim dropped after its buyer left (instead of withdrawing it) costs a token (review s43 R1 F3)', async () => {
+    await withLine(async ({ admit, r, line }) => {
+      r.cfg.reaskGraceMs = 1;
+      // the entitlement's 8 devices held
+      for (let i = 0; i < 8; i++) await admit(jobOf(800 + i));
+      let refused: string | undefined;
+      let rounds = 0;
+      for (; rounds < UNRUN_WITHDRAWS.burst + 1 && !refused; rounds++) {
+        const j = jobOf(900 + rounds);
+        // queued, then the stream dropped
+        const asked = admit(j, { onFrame: (f, leave) => void (f.t === 'queued' && leave()) }).catch((e: { code?: string }) => void (refused = e.code));
+        await asked;
+        if (refused) break;
+        await until(() => !line.queued(NOW).some((w) => w.claim === j.address), 'the claim dropped after the grace');
+      }
+      // before: never refused (only STEWARD_QUEUE_FULL at 256 in line, ~8.5 rounds a second per key)
+      assert.equal(refused, 'STEWARD_RATE_LIMITED');
+      assert.equal(rounds, UNRUN_WITHDRAWS.burst);
+    });
+  });
+
   it('claims admitted together while one token was left are charged as they are withdrawn, into debt (second-round review s42 R8 F2)', async () => {
     await withLine(async ({ admit, withdrawOf }) => {
       for (let i = 0; i < UNRUN_WITHDRAWS.burst - 1; i++) {
@@ -124,7 +174,7 @@ describe('claims withdrawn unrun', () => {
       }
       // one token left: eight admitted at once (the devices allow 8), then all withdrawn
       const together = Array.from({ length: 8 }, (_, i) => jobOf(400 + i));
-      await Promise.all(together.map(admit));
+      await Promise.all(together.map((j) => admit(j)));
       for (const j of together) await withdrawOf(j);
       // before: the withdraws past the last token took nothing, and the next claim was refused for 2 s only
       await assert.rejects(admit(jobOf(5)), rateLimited(16));
