@@ -72,6 +72,9 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
     case 'queued':
       print(`▸ the steward queued the claim: ${String(ev.reason)}${(ev.reasons as string[]).length > 1 ? ` (also ${(ev.reasons as string[]).slice(1).join(', ')})` : ''}; waiting for capacity`);
       break;
+    case 'admission-wait':
+      print(`▸ the steward takes no new claim from this buyer for now (${String(ev.code)}: too many of its claims were withdrawn without running lately); asking again in ${Math.ceil(Number(ev.waitMs) / 1000)} s, while the job's deadline allows`);
+      break;
     case 'admission': {
       const a = ev.admission as { verdict: string; reason?: string; reserved?: { uj: number; grade: string }; borrowed_uj?: number };
       if (a.verdict === 'Admit') print(`▸ admitted by the steward: ${a.reserved?.uj} µJ reserved (${a.reserved?.grade})${a.borrowed_uj ? `, ${a.borrowed_uj} µJ borrowed` : ''}`);

@@ -189,7 +189,7 @@ export class BuyerWiring {
       stewardedOverlays: [config.network, ...config.overlays].filter((n) => n.steward).map((n) => n.overlay),
       ...(this.o.d.network.steward
         ? {
-            admission: (job, spec, onQueued, signal) => this.#admission(this.o.d.network.steward!, job, spec, onQueued, signal),
+            admission: (job, spec, onQueued, signal, onRateLimited) => this.#admission(this.o.d.network.steward!, job, spec, onQueued, signal, onRateLimited),
             withdraw: async (job) => {
               await this.o.net.request(this.o.d.network.steward!, STEWARD_PROTOCOL, [{ op: 'withdraw', job: job.address } as never], { limits: { deadlineMs: 15_000 } });
             },
@@ -206,13 +206,14 @@ export class BuyerWiring {
    * Ask the overlay's steward to admit a claim (pool/1 §4); the stream stays open while it is queued. Asks again while
    * the steward may hold the claim with no verdict heard, and withdraws it on giving up (src/roles/admission-client.ts).
    */
-  #admission(steward: string, job: Opened<Job>, spec: JobSpec, onQueued: (reason: string, reasons: string[]) => void, signal: AbortSignal): Promise<Admission> {
+  #admission(steward: string, job: Opened<Job>, spec: JobSpec, onQueued: (reason: string, reasons: string[]) => void, signal: AbortSignal, onRateLimited?: (waitMs: number) => void): Promise<Admission> {
     return admitJob({
       request: (frames, opts) => this.o.net.request(steward, STEWARD_PROTOCOL, frames, opts),
       job,
       spec,
       clock: this.o.clock,
       onQueued,
+      ...(onRateLimited ? { onRateLimited } : {}),
       signal,
       overlay: this.o.name,
       log: this.o.log.child({ role: 'buyer', overlay: this.o.name, job: job.address }),

@@ -69,9 +69,11 @@ export interface AdmissionClientOptions {
   withdraw?: (signal: AbortSignal) => Promise<unknown>;
   /** How long that withdraw may take (default GIVE_UP_WITHDRAW_MS); the client never waits on it longer. */
   withdrawMs?: number;
+  /** Told once, as the client first waits to ask again after STEWARD_RATE_LIMITED: how long it waits (ms). */
+  onRateLimited?: (waitMs: number) => void;
 }
 
-type Frame = { t?: string; reason?: string; reasons?: string[]; reserved?: { uj: number; grade: string }; borrowed_uj?: number; entry?: string; admission?: unknown };
+type Frame = { t?: string; retry_in_ms?: unknown; reason?: string; reasons?: string[]; reserved?: { uj: number; grade: string }; borrowed_uj?: number; entry?: string; admission?: unknown };
 
 function verdictOf(x: Frame): Admission | undefined {
   if (x.t === 'admitted') {
@@ -91,6 +93,21 @@ function abortError(signal: AbortSignal): Error {
 
 /** The least wait before asking again after STEWARD_RATE_LIMITED: the steward's budget gives a token back every 2 s. */
 export const RATE_LIMITED_WAIT_MS = 2_000;
+/** The most of a steward's `rate-limited` retry_in_ms the client believes (its budget's debt floor is about two minutes). */
+const MAX_RATE_LIMITED_WAIT_MS = 10 * 60_000;
+
+/**
+ * What the run ends with when the steward's budget of this buyer's claims withdrawn unrun keeps its job out past the
+ * deadline: the code the steward answered (STEWARD_RATE_LIMITED), saying why and what to do rather than only the
+ * steward's "ask again in N s" (review s43 R1 F4).
+ */
+function rateLimitedGiveUp(failure: C0Error, waitMs: number): C0Error {
+  return new C0Error(
+    'STEWARD_RATE_LIMITED',
+    `the job was not admitted: the steward takes no new claim from this buyer for about ${Math.ceil(waitMs / 1000)} s more, past the job's deadline, because too many of its claims were withdrawn without running lately (its unrun budget at the steward is spent: docs/overlays.md "Claims withdrawn unrun"). Run the job again later or with a later deadline, and look at why this buyer's jobs end unrun (no offers, providers refusing or failing). The steward said: ${failure.message}`,
+    { detail: { ...failure.detail, retryInMs: waitMs }, cause: failure },
+  );
+}
 
 export async function requestAdmission(o: AdmissionClientOptions): Promise<Admission> {
   const sleep =
@@ -109,6 +126,7 @@ export async function requestAdmission(o: AdmissionClientOptions): Promise<Admis
   const maxMs = o.maxMs ?? 5_000;
   let delay = o.initialMs ?? 500;
   let queued = false;
+  let toldRateLimited = false;
   /** An ask may have reached the steward with no answer heard since: it may hold the claim (queued, or admitted into a stream that broke). */
   let unsure = false;
   const giveUp = async (why: string): Promise<void> => {
@@ -132,6 +150,8 @@ export async function requestAdmission(o: AdmissionClientOptions): Promise<Admis
     }
     let out: Admission | undefined;
     let failure: unknown;
+    /** The steward's `rate-limited` frame before its refusal: when it will take a new claim from this buyer, ms. */
+    let retryInMs: number | undefined;
     const inFlight = new AbortController();
     const breakOff = () => inFlight.abort(o.signal?.reason);
     o.signal?.addEventListener('abort', breakOff, { once: true });
@@ -141,6 +161,8 @@ export async function requestAdmission(o: AdmissionClientOptions): Promise<Admis
         if (x.t === 'queued') {
           queued = true;
           o.onQueued(x.reason ?? '', x.reasons ?? []);
+        } else if (x.t === 'rate-limited') {
+          if (typeof x.retry_in_ms === 'number' && Number.isFinite(x.retry_in_ms) && x.retry_in_ms >= 0) retryInMs = Math.min(x.retry_in_ms, MAX_RATE_LIMITED_WAIT_MS);
         } else out ??= verdictOf(x);
       }, inFlight.signal);
       // ended without a verdict: the steward read the request (its clean stop ends a queued buyer's stream so, as
@@ -162,12 +184,16 @@ export async function requestAdmission(o: AdmissionClientOptions): Promise<Admis
     // the steward's budget of this buyer's claims withdrawn unrun is spent (steward-admission.ts UNRUN_WITHDRAWS): a
     // token comes back every 2 s, so ask again while the deadline allows (second-round review s42 R8 F3: a batch after
     // an empty-market spell failed 8 of 8 at once)
+    // A steward that says when (its `rate-limited` frame) is asked again then, and not at all when that is past the
+    // deadline; one before the frame, after the local backoff, given up as soon as the next wait would pass it.
     if (failure instanceof C0Error && isRemote(failure) && failure.code === 'STEWARD_RATE_LIMITED') {
-      const wait = Math.round(Math.max(RATE_LIMITED_WAIT_MS, delay) * (0.75 + random() / 2));
+      const wait = Math.max(retryInMs ?? 0, Math.round(Math.max(RATE_LIMITED_WAIT_MS, delay) * (0.75 + random() / 2)));
       if (o.clock() + wait >= o.deadline) {
         await giveUp(failure.code);
-        throw failure;
+        throw rateLimitedGiveUp(failure, wait);
       }
+      if (!toldRateLimited) o.onRateLimited?.(wait);
+      toldRateLimited = true;
       o.log?.info({ attempt, waitMs: wait }, 'the steward asks this buyer to wait (too many of its claims were withdrawn without running lately); asking again');
       await unlessAborted(sleep(wait), o.signal);
       delay = Math.min(delay * 2, maxMs);
@@ -211,6 +237,8 @@ export interface AdmitJobOptions {
   spec: JobSpec;
   clock: Clock;
   onQueued: (reason: string, reasons: string[]) => void;
+  /** Told once, as the client first waits after STEWARD_RATE_LIMITED (requestAdmission). */
+  onRateLimited?: (waitMs: number) => void;
   /** The run's abort (the node stopping). */
   signal?: AbortSignal;
   log?: Logger;
@@ -233,6 +261,7 @@ export async function admitJob(o: AdmitJobOptions): Promise<Admission> {
     deadline: job.record.deadline,
     clock: o.clock,
     onQueued: o.onQueued,
+    ...(o.onRateLimited ? { onRateLimited: o.onRateLimited } : {}),
     withdraw: withdrawClaim(o.request, job.address),
     ...(o.signal ? { signal: o.signal } : {}),
     ...(o.log ? { log: o.log } : {}),

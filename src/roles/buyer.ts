@@ -325,6 +325,8 @@ export interface Admission {
 export type BuyerEvent =
   | { e: 'job'; job: Opened<Job> }
   | { e: 'queued'; reason: string; reasons: string[] }
+  /** The steward refused the claim STEWARD_RATE_LIMITED (its budget of this buyer's claims withdrawn unrun is spent): the run waits `waitMs`, then asks again (once per run). */
+  | { e: 'admission-wait'; code: string; waitMs: number }
   | { e: 'admission'; admission: Admission }
   | { e: 'offer'; offer: Opened<Offer>; count: number }
   | { e: 'order'; job: string; designated?: string; bid: Money }
@@ -422,7 +424,7 @@ export interface BuyerDeps {
    * landed (src/roles/admission-client.ts). `signal` is the run's abort (the
    * node stopping): it then rejects with the signal's reason.
    */
-  admission?: (job: Opened<Job>, spec: JobSpec, onQueued: (reason: string, reasons: string[]) => void, signal: AbortSignal) => Promise<Admission>;
+  admission?: (job: Opened<Job>, spec: JobSpec, onQueued: (reason: string, reasons: string[]) => void, signal: AbortSignal, onRateLimited?: (waitMs: number) => void) => Promise<Admission>;
   /** On an overlay with a steward: an admitted job that will not complete is withdrawn, releasing its claim now. */
   withdraw?: (job: Opened<Job>) => Promise<void>;
   /**
@@ -685,7 +687,7 @@ export class Buyer {
     if (this.d.admission) {
       // pool/1: the steward decides before the job is announced. The node's stop breaks the asking off (the run ends
       // interrupted); a claim the steward may have admitted meanwhile is withdrawn by the client as it gives up.
-      admission = await this.d.admission(job, spec, (reason, reasons) => onEvent({ e: 'queued', reason, reasons }), this.#stop.signal);
+      admission = await this.d.admission(job, spec, (reason, reasons) => onEvent({ e: 'queued', reason, reasons }), this.#stop.signal, (waitMs) => onEvent({ e: 'admission-wait', code: 'STEWARD_RATE_LIMITED', waitMs }));
       onEvent({ e: 'admission', admission });
       if (admission.verdict !== 'Admit') {
         return { job, status: admission.verdict === 'Deny' ? 'denied' : 'queue-expired', admission, attempts: [], timings: { collectMs: 0, restMs: clock() - t0 } };

@@ -250,7 +250,7 @@ export class AdmissionLine {
       if (!this.d.gangs || typeof g !== 'object' || g === null || typeof g.claim !== 'string' || typeof g.member !== 'number') throw new C0Error('STEWARD_BAD_REQUEST', 'admit: gang must be {claim, member}', { field: 'gang' });
       return this.d.gangs.admitMember(job, req.entitlement, { claim: g.claim, member: g.member }, ctx);
     }
-    this.checkUnrunBudget(job.signer, job.address);
+    await this.checkUnrunBudgetOn(job.signer, job.address, ctx);
     const ask = this.askInFlight(job.address, job.signer);
     let asked: Asked;
     try {
@@ -362,7 +362,23 @@ export class AdmissionLine {
   checkUnrunBudget(buyer: string, claim: string): void {
     if (this.#unrun.available(buyer) >= 1 || this.d.accounts.get(claim) || this.#queue.some((w) => w.claim.id === claim) || this.#asks.has(claim)) return;
     const inS = Math.ceil((1 - this.#unrun.available(buyer)) / UNRUN_WITHDRAWS.ratePerSec);
-    throw new C0Error('STEWARD_RATE_LIMITED', `too many of this buyer's claims were withdrawn without running lately (${UNRUN_WITHDRAWS.burst}, then one every ${1 / UNRUN_WITHDRAWS.ratePerSec} s): ask again in ${inS} s`);
+    throw new C0Error('STEWARD_RATE_LIMITED', `too many of this buyer's claims were withdrawn without running lately (${UNRUN_WITHDRAWS.burst}, then one every ${1 / UNRUN_WITHDRAWS.ratePerSec} s): ask again in ${inS} s`, { detail: { retryInMs: inS * 1000 } });
+  }
+
+  /**
+   * checkUnrunBudget for an ask on `ctx`: before the refusal, a data frame `{t: 'rate-limited', retry_in_ms}` says
+   * when to ask again, so the buyer's admission client can give up at once when that is past its job's deadline (an
+   * error frame carries a code and a message only; a buyer before the frame ignores one it does not know, and reads the
+   * refusal as before).
+   */
+  async checkUnrunBudgetOn(buyer: string, claim: string, ctx: Pick<StewardStream, 'send'>): Promise<void> {
+    try {
+      this.checkUnrunBudget(buyer, claim);
+    } catch (e) {
+      const ms = (e as C0Error).detail?.retryInMs;
+      if (typeof ms === 'number') await ctx.send({ t: 'rate-limited', retry_in_ms: ms } as never).catch(() => {});
+      throw e;
+    }
   }
 
   /**

@@ -596,7 +596,7 @@ export class Steward {
     // a gang's claims withdrawn unrun count in its buyer's budget as a job's do (review s42 R9 F1: 110 admit-gang and
     // withdraw rounds a second, two ledger entries each, with no limit)
     if (mine) {
-      this.#line.checkUnrunBudget(mine.signer, mine.address);
+      await this.#line.checkUnrunBudgetOn(mine.signer, mine.address, ctx);
       ask = this.#line.askInFlight(mine.address, mine.signer);
     }
     try {

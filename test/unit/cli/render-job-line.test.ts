@@ -13,3 +13,10 @@ test('the job line names the whole job address', () => {
   assert.equal(lines.length, 1);
   assert.ok(lines[0]!.startsWith(`▸ job ${address} published: exec.echo`), lines[0]);
 });
+
+test('a run the steward keeps waiting (STEWARD_RATE_LIMITED) says so in one line (review s43 R1 F4: 18.8 s of nothing)', () => {
+  const lines: string[] = [];
+  renderEvent({ e: 'admission-wait', code: 'STEWARD_RATE_LIMITED', waitMs: 4_200 }, undefined, (s) => lines.push(s));
+  assert.equal(lines.length, 1);
+  assert.match(lines[0]!, /STEWARD_RATE_LIMITED: too many of its claims were withdrawn without running lately\); asking again in 5 s/);
+});

@@ -239,4 +239,24 @@ describe('requestAdmission', () => {
     const late = scripted([{ frames: [], fail: limited() }]);
     await assert.rejects(requestAdmission({ ask: late.ask, deadline: clock() + 1_500, clock, onQueued: () => {}, random: () => 0.5, sleep: async (ms) => void clock.advance(ms) }), (e: { code?: string }) => e.code === 'STEWARD_RATE_LIMITED');
   });
+
+  test("the steward's `rate-limited` frame is when it is asked again, and not at all past the deadline; the run is told once and the error says why (review s43 R1 F4)", async () => {
+    const limited = () => new C0Error('STEWARD_RATE_LIMITED', 'too many claims withdrawn: ask again in 50 s', { detail: { remote: true } });
+    const clock = fakeClock();
+    // the steward says 50 s, the deadline is 20 s away: given up at once (before: asked again 5 times, 2, 2, 4, 6 s apart)
+    const dead = scripted([{ frames: [{ t: 'rate-limited', retry_in_ms: 50_000 }], fail: limited() }]);
+    await assert.rejects(
+      requestAdmission({ ask: dead.ask, deadline: clock() + 20_000, clock, onQueued: () => {}, random: () => 0.5, sleep: async (ms) => void clock.advance(ms) }),
+      (e: { code?: string; message: string }) => e.code === 'STEWARD_RATE_LIMITED' && /the job was not admitted/.test(e.message) && /withdrawn without running/.test(e.message) && /ask again in 50 s/.test(e.message),
+    );
+    assert.equal(dead.asks(), 1);
+    // 5 s said, 60 s left: one wait of 5 s, the run told once
+    const waits: number[] = [];
+    const told: number[] = [];
+    const s = scripted([{ frames: [{ t: 'rate-limited', retry_in_ms: 5_000 }], fail: limited() }, { frames: [{ t: 'rate-limited', retry_in_ms: 3_000 }], fail: limited() }, [{ t: 'admitted', reserved: { uj: 5, grade: 'Estimator' }, borrowed_uj: 0 }]]);
+    const a = await requestAdmission({ ask: s.ask, deadline: clock() + 60_000, clock, onQueued: () => {}, onRateLimited: (ms) => void told.push(ms), random: () => 0.5, sleep: async (ms) => void (waits.push(ms), clock.advance(ms)) });
+    assert.equal(a.verdict, 'Admit');
+    assert.deepEqual(waits, [5_000, 3_000]);
+    assert.deepEqual(told, [5_000]);
+  });
 });

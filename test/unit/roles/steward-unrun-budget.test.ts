@@ -165,6 +165,19 @@ describe('claims withdrawn unrun', () => {
     });
   });
 
+  it("a refusal is preceded by a `rate-limited` frame saying when to ask again (review s43 R1 F4)", async () => {
+    await withLine(async ({ admit, withdrawOf }) => {
+      for (let i = 0; i < UNRUN_WITHDRAWS.burst; i++) {
+        const j = jobOf(1_000 + i);
+        await admit(j);
+        await withdrawOf(j);
+      }
+      const frames: Array<{ t?: string; retry_in_ms?: unknown }> = [];
+      await assert.rejects(admit(jobOf(1_100), { onFrame: (f) => void frames.push(f) }), rateLimited(2));
+      assert.deepEqual(frames, [{ t: 'rate-limited', retry_in_ms: 2_000 }]);
+    });
+  });
+
   it('claims admitted together while one token was left are charged as they are withdrawn, into debt (second-round review s42 R8 F2)', async () => {
     await withLine(async ({ admit, withdrawOf }) => {
       for (let i = 0; i < UNRUN_WITHDRAWS.burst - 1; i++) {
