@@ -10,6 +10,9 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { Refetch } from './refetch.js';
 import { RunEvents } from '../src/util/run-log.js';
 import { printable } from '../src/util/text.js';
+import { shortDid as shortDidText } from '../src/util/did-text.js';
+
+export { looksLikeDid } from '../src/util/did-text.js';
 import { feedState, onFeed, onFeedState, readLines, startFeed as startSharedFeed, type FeedEvent, type FeedState } from './feed.js';
 
 export type { FeedEvent, FeedState, HealthSample } from './feed.js';
@@ -251,9 +254,10 @@ export function peer(v: unknown): string {
   return printable(String(v ?? ''));
 }
 
+/** A DID's short form (src/util/did-text.ts: 8 + 4 key characters; anything not a DID escaped as `peer` does). */
 export function shortDid(did: string | undefined): string {
   if (!did) return '—';
-  return did.startsWith('did:key:') ? `${did.slice(8, 14)}…${did.slice(-4)}` : did;
+  return shortDidText(did);
 }
 
 export function shortAddr(a: string | undefined): string {

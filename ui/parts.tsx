@@ -26,11 +26,12 @@ export function AddrLink({ a, overlay }: { a: string | undefined; overlay?: stri
   );
 }
 
+/** A DID's short form, the full DID in its title; text that is not a DID is drawn escaped (`peer`), never as a short form. */
 export function Did({ d, names }: { d: string | undefined; names?: Map<string, string> }) {
   if (!d) return <span>—</span>;
   const n = names?.get(d);
   return (
-    <code class="did" title={d}>
+    <code class="did" title={peer(d)}>
       {n ? `${n} ` : ''}
       {shortDid(d)}
     </code>

@@ -1,7 +1,10 @@
 /** DIDs and addresses shortened for the terminal (light: no rendering, no market). */
+import { shortDid } from '../util/did-text.js';
+
+/** A DID as the console shortens it (src/util/did-text.ts: 8 + 4 key characters after `z6Mk`; other text escaped, cut at 24). */
 export function short(did: string | undefined): string {
   if (!did) return '?';
-  return did.startsWith('did:key:') ? `${did.slice(8, 16)}…${did.slice(-4)}` : did.length > 20 ? `${did.slice(0, 14)}…` : did;
+  return shortDid(did);
 }
 export function shortAddr(a: string | undefined): string {
   return a ? `${a.slice(0, 15)}…` : '?';

@@ -5,7 +5,7 @@
  * record, and failover attempts shown as such.
  */
 import { Component } from 'preact';
-import { ago, fmtDuration, money, overlayQuery, peer, useFeed, useJson, useLiveVersion, useRunEvents } from '../lib.js';
+import { ago, fmtDuration, looksLikeDid, money, overlayQuery, peer, shortDid, useFeed, useJson, useLiveVersion, useRunEvents } from '../lib.js';
 import { RUN_LOG_EVENTS } from '../../src/util/run-log.js';
 import { AddrLink, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
 
@@ -355,7 +355,7 @@ export class Narration extends Component<{ ev: Ev }> {
 /** One buyer event as a sentence (what `c0mpute run` prints, shorter); what other nodes wrote in it escaped as the CLI does (`peer`). */
 export function narrate(e: Ev): string {
   const s = peer;
-  const did = (v: unknown) => (typeof v === 'string' && v.startsWith('did:key:') ? `${v.slice(8, 14)}…${v.slice(-4)}` : s(v));
+  const did = (v: unknown) => (looksLikeDid(v) ? shortDid(v) : s(v));
   switch (e.e) {
     case 'job':
       return `job ${s((e.job as { address?: string })?.address).slice(7, 19)}… announced`;

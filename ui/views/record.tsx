@@ -1,6 +1,6 @@
 /** A held record decoded: its type, signer and content address, and its fields, with every address in it a link to that record. */
 import type { ComponentChildren } from 'preact';
-import { ADDRESS_RE, overlayQuery, peer, useJson } from '../lib.js';
+import { ADDRESS_RE, looksLikeDid, overlayQuery, peer, useJson } from '../lib.js';
 import { AddrLink, Did, ErrorBox, Loading } from '../parts.js';
 
 interface RecordView {
@@ -14,7 +14,8 @@ interface RecordView {
 function Value({ v, overlay }: { v: unknown; overlay?: string | undefined }): ComponentChildren {
   if (typeof v === 'string') {
     if (ADDRESS_RE.test(v)) return <AddrLink a={v} overlay={overlay} />;
-    if (v.startsWith('did:key:')) return <Did d={v} />;
+    // a DID chip only for a DID: a peer's free text that starts with `did:key:` is text (review s43 R3 F1)
+    if (looksLikeDid(v)) return <Did d={v} />;
     return <code class="wrap">{peer(v)}</code>;
   }
   if (typeof v !== 'object' || v === null) return <code>{String(v)}</code>;
