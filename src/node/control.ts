@@ -298,6 +298,7 @@ export function marketPageOf(d: OverlayNode, q: MarketPageQuery): Record<string,
     offset: r.offset,
     ...(r.next !== undefined ? { next: r.next } : {}),
     workloads: r.workloads,
+    ...(r.currency !== undefined ? { currency: r.currency } : {}),
     adverts: r.page.map(({ provider, a }) => advertRow(d, provider, a, now, scoreOf(provider), freeSlots.get(a.signer))),
   };
 }

@@ -21,10 +21,10 @@
  * page 1 that expired made page 2 skip a provider, and under sort=slots a
  * presence heartbeat listed one twice and another never.)
  */
-import { createHash } from 'node:crypto';
 import { C0Error } from '../errors.js';
 import { TIERS, type Advert, type Opened } from '../records/index.js';
 import { compareAmounts, CURRENCY_RE, isAmount } from '../records/money.js';
+import { cursorTag, decodeCursor, encodeCursor, keysetPage, parsePageWindow, queryFlag, queryText, type KeysetCursor } from './keyset-page.js';
 
 export const MARKET_PAGE_DEFAULT = 100;
 export const MARKET_PAGE_MAX = 1000;
@@ -48,60 +48,47 @@ export interface MarketPageQuery {
   workload?: string;
   /** Only providers whose advert is live. */
   liveOnly: boolean;
+  /** sort=price: the currency whose prices come first (default: the one most providers in the book quote in). */
+  currency?: string;
 }
 
 /** The query parameters that ask for a page (any one of them does). */
-const PAGE_PARAMS = ['offset', 'after', 'sort', 'desc', 'q', 'tier', 'workload', 'live'];
+const PAGE_PARAMS = ['offset', 'after', 'sort', 'desc', 'q', 'tier', 'workload', 'live', 'currency'];
 
 /**
  * What a sort compares for one entry: a number, a string, or for `price` the first price as [currency, amount]
- * (compared by currency, then exactly as a decimal: amounts are never turned into floats), null for an advert with
+ * (compared exactly as decimals within one currency: amounts are never turned into floats), null for an advert with
  * no price (after every price).
  */
 export type MarketSortValue = number | string | readonly [currency: string, amount: string] | null;
 
-/** Where a page ended: its last row's sort value and DID. */
-export interface MarketCursor {
-  value: MarketSortValue;
-  provider: string;
-}
+/** Where a page ended: its last row's sort value and DID (`id`), and for sort=price the currency that came first. */
+export type MarketCursor = KeysetCursor<MarketSortValue>;
 
-/** The longest `after` taken: a cursor is a DID, a short value and a tag, far below this. */
-const CURSOR_MAX = 1024;
 const STRING_SORTS: readonly MarketSort[] = ['provider', 'region'];
 
+type Order = Omit<MarketPageQuery, 'offset' | 'after' | 'limit'>;
+
 /** What a cursor is bound to: the order and the filter (not the page size, which may change between pages). */
-function cursorTag(q: Omit<MarketPageQuery, 'offset' | 'after' | 'limit'>): string {
-  return createHash('sha256')
-    .update(JSON.stringify([q.sort, q.desc, q.q ?? '', q.tier ?? '', q.workload ?? '', q.liveOnly]))
-    .digest('base64url')
-    .slice(0, 16);
+function tagOf(q: Order): string {
+  return cursorTag([q.sort, q.desc, q.q ?? '', q.tier ?? '', q.workload ?? '', q.liveOnly, q.currency ?? '']);
 }
 
-/** The opaque `next` of a page that ended at `c`: base64url of [tag, value, DID]. */
-export function encodeMarketCursor(q: Omit<MarketPageQuery, 'offset' | 'after' | 'limit'>, c: MarketCursor): string {
-  return Buffer.from(JSON.stringify([cursorTag(q), c.value, c.provider])).toString('base64url');
+/** The opaque `next` of a page that ended at `c`. */
+export function encodeMarketCursor(q: Order, c: MarketCursor): string {
+  return encodeCursor(tagOf(q), c);
 }
 
-function decodeMarketCursor(token: string, q: Omit<MarketPageQuery, 'offset' | 'after' | 'limit'>): MarketCursor {
-  const bad = (why: string) => new C0Error('API_BAD_CURSOR', `after must be the "next" of an earlier page of the same order and filter: ${why}`, { field: 'after' });
-  if (token.length === 0 || token.length > CURSOR_MAX || !/^[A-Za-z0-9_-]+$/.test(token)) throw bad(`got "${token.slice(0, 40)}"`);
-  let parts: unknown;
-  try {
-    parts = JSON.parse(Buffer.from(token, 'base64url').toString('utf8'));
-  } catch {
-    throw bad('not a cursor');
-  }
-  if (!Array.isArray(parts) || parts.length !== 3 || typeof parts[0] !== 'string' || typeof parts[2] !== 'string' || parts[2].length === 0) throw bad('not a cursor');
-  const [tag, v, provider] = parts as [string, unknown, string];
-  if (tag !== cursorTag(q)) throw bad('it was made for another sort or filter (start again without it)');
-  const ok = STRING_SORTS.includes(q.sort)
-    ? typeof v === 'string'
-    : q.sort === 'price'
-      ? v === null || (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && CURRENCY_RE.test(v[0]) && isAmount(v[1]))
-      : typeof v === 'number' && Number.isFinite(v);
-  if (!ok) throw bad('not a cursor');
-  return { value: v as MarketSortValue, provider };
+function decodeMarketCursor(token: string, q: Order): MarketCursor {
+  const ok = (v: unknown): v is MarketSortValue =>
+    STRING_SORTS.includes(q.sort)
+      ? typeof v === 'string'
+      : q.sort === 'price'
+        ? v === null || (Array.isArray(v) && v.length === 2 && typeof v[0] === 'string' && CURRENCY_RE.test(v[0]) && isAmount(v[1]))
+        : typeof v === 'number' && Number.isFinite(v);
+  const c = decodeCursor(token, tagOf(q), ok);
+  if (c.ctx !== undefined && !(q.sort === 'price' && CURRENCY_RE.test(c.ctx))) throw new C0Error('API_BAD_CURSOR', 'after must be the "next" of an earlier page of the same order and filter: not a cursor', { field: 'after' });
+  return c;
 }
 
 /**
@@ -111,36 +98,27 @@ function decodeMarketCursor(token: string, q: Omit<MarketPageQuery, 'offset' | '
  */
 export function parseMarketPage(query: URLSearchParams): MarketPageQuery | undefined {
   if (!PAGE_PARAMS.some((p) => query.has(p))) return undefined;
-  const num = (name: string, code: string, min: number, max: number, dflt: number): number => {
-    const v = query.get(name);
-    if (v === null) return dflt;
-    if (!/^[0-9]{1,9}$/.test(v) || Number(v) < min || Number(v) > max) throw new C0Error(code, `${name} must be a whole number from ${min} to ${max}, got "${v.slice(0, 40)}"`, { field: name });
-    return Number(v);
-  };
-  const limit = num('limit', 'API_BAD_LIMIT', 1, MARKET_PAGE_MAX, MARKET_PAGE_DEFAULT);
-  const offset = num('offset', 'API_BAD_CURSOR', 0, 999_999_999, 0);
-  const afterText = query.get('after');
-  if (afterText !== null && query.has('offset')) throw new C0Error('API_BAD_CURSOR', 'give offset (a position) or after (the "next" of a page), not both', { field: 'after' });
+  const w = parsePageWindow(query, { dflt: MARKET_PAGE_DEFAULT, max: MARKET_PAGE_MAX });
   const sort = query.get('sort') ?? 'provider';
   if (!(MARKET_SORTS as readonly string[]).includes(sort)) throw new C0Error('API_BAD_QUERY', `sort must be one of ${MARKET_SORTS.join(', ')}, got "${sort.slice(0, 40)}"`, { field: 'sort' });
-  const flag = (name: string): boolean => {
-    const v = query.get(name);
-    if (v === null || v === '0' || v === 'false') return false;
-    if (v === '1' || v === 'true') return true;
-    throw new C0Error('API_BAD_QUERY', `${name} must be 1 or 0, got "${v.slice(0, 40)}"`, { field: name });
-  };
-  const text = (name: string, max: number): string | undefined => {
-    const v = query.get(name);
-    if (v === null || v.trim() === '') return undefined;
-    if (v.length > max) throw new C0Error('API_BAD_QUERY', `${name} is at most ${max} characters`, { field: name });
-    return v;
-  };
-  const tier = text('tier', 32);
+  const tier = queryText(query, 'tier', 32);
   if (tier !== undefined && !(TIERS as readonly string[]).includes(tier)) throw new C0Error('API_BAD_QUERY', `tier must be one of ${TIERS.join(', ')}, got "${tier}"`, { field: 'tier' });
-  const q = text('q', 200)?.trim().toLowerCase();
-  const workload = text('workload', 128);
-  const page = { offset, limit, sort: sort as MarketSort, desc: flag('desc'), liveOnly: flag('live'), ...(q ? { q } : {}), ...(tier ? { tier } : {}), ...(workload ? { workload } : {}) };
-  return afterText === null ? page : { ...page, after: decodeMarketCursor(afterText, page) };
+  const q = queryText(query, 'q', 200)?.trim().toLowerCase();
+  const workload = queryText(query, 'workload', 128);
+  const currency = queryText(query, 'currency', 16);
+  if (currency !== undefined && !CURRENCY_RE.test(currency)) throw new C0Error('API_BAD_QUERY', `currency must be an upper-case currency code, got "${currency}"`, { field: 'currency' });
+  const page = {
+    offset: w.offset,
+    limit: w.limit,
+    sort: sort as MarketSort,
+    desc: queryFlag(query, 'desc'),
+    liveOnly: queryFlag(query, 'live'),
+    ...(q ? { q } : {}),
+    ...(tier ? { tier } : {}),
+    ...(workload ? { workload } : {}),
+    ...(currency ? { currency } : {}),
+  };
+  return w.afterText === undefined ? page : { ...page, after: decodeMarketCursor(w.afterText, page) };
 }
 
 export interface MarketEntry {
@@ -167,6 +145,8 @@ export interface MarketPageResult {
   next?: string;
   /** The workloads entries offer (the filter's choices), name order: the MARKET_WORKLOADS_MAX offered most. */
   workloads: string[];
+  /** sort=price: the currency whose prices came first (the others follow, grouped by currency). */
+  currency?: string;
 }
 
 function gpuText(a: Opened<Advert>): string {
@@ -202,39 +182,70 @@ function sortValue(e: MarketEntry, key: MarketSort, f: MarketPageFacts): MarketS
 
 /**
  * Filter `entries`, sort them by `q.sort` (ties by DID, so the order is
- * total), and return the page strictly after `q.after` (or at `q.offset`).
- * Only plain values are compared; the caller builds JSON for the page's
- * entries alone.
+ * total), and return the page strictly after `q.after` (or at `q.offset`)
+ * (src/node/keyset-page.ts). Only plain values are compared; the caller
+ * builds JSON for the page's entries alone.
+ *
+ * sort=price never compares amounts of two currencies: the prices in one
+ * currency come first (`q.currency`, else the one most providers in the
+ * book quote their first price in, ties by code; a cursor keeps the one its
+ * walk began with), by amount, then each other currency's, grouped in code
+ * order, then the adverts with no price. `desc` reverses the amounts within
+ * each currency, not the groups. (It sorted by [currency, amount]: a provider
+ * quoting in "AAA" or "BTC" topped the "cheapest" list of a USD market,
+ * review s43 R3 F2.)
  */
 export function marketPage(entries: Iterable<MarketEntry>, q: MarketPageQuery, f: MarketPageFacts): MarketPageResult {
   const dir = q.desc ? -1 : 1;
-  const cmp = (xv: MarketSortValue, xp: string, yv: MarketSortValue, yp: string): number => dir * (compareSortValues(xv, yv) || (xp < yp ? -1 : xp > yp ? 1 : 0));
-  const after = q.after;
   const workloads = new Map<string, number>();
-  const keyed: Array<{ e: MarketEntry; v: MarketSortValue }> = [];
-  // with a cursor, the matched entries at or before it are only counted (the page's position), not sorted
-  let before = 0;
+  const currencies = new Map<string, number>();
+  const all: MarketEntry[] = [];
   for (const e of entries) {
     const r = e.a.record;
     for (const w of r.workloads) workloads.set(w, (workloads.get(w) ?? 0) + 1);
-    if (q.liveOnly && !(r.expiresAt > f.now)) continue;
-    if (q.tier && r.tier !== q.tier) continue;
-    if (q.workload && !r.workloads.includes(q.workload)) continue;
-    if (q.q && !(e.provider.toLowerCase().includes(q.q) || e.a.signer.toLowerCase().includes(q.q) || (r.region ?? '').toLowerCase().includes(q.q) || gpuText(e.a).includes(q.q))) continue;
-    const v = sortValue(e, q.sort, f);
-    if (after && cmp(v, e.provider, after.value, after.provider) <= 0) before++;
-    else keyed.push({ e, v });
+    const c = r.prices?.[0]?.price.currency;
+    if (c !== undefined) currencies.set(c, (currencies.get(c) ?? 0) + 1);
+    all.push(e);
   }
-  keyed.sort((x, y) => cmp(x.v, x.e.provider, y.v, y.e.provider));
-  const start = after ? 0 : Math.min(q.offset, keyed.length);
-  const end = Math.min(keyed.length, start + q.limit);
-  const rows = keyed.slice(start, end);
-  const last = rows[rows.length - 1];
-  const next = end < keyed.length && last ? encodeMarketCursor(q, { value: last.v, provider: last.e.provider }) : undefined;
-  return { matched: before + keyed.length, page: rows.map((k) => k.e), offset: before + start, ...(next !== undefined ? { next } : {}), workloads: mostOffered(workloads) };
+  const firstCurrency = q.sort !== 'price' ? undefined : (q.after?.ctx ?? q.currency ?? mostQuoted(currencies));
+  const group = (v: MarketSortValue): number => (v === null ? 2 : Array.isArray(v) && v[0] === firstCurrency ? 0 : 1);
+  const compare = (x: MarketSortValue, y: MarketSortValue): number => {
+    if (q.sort !== 'price') return dir * compareSortValues(x, y);
+    const gx = group(x);
+    const gy = group(y);
+    if (gx !== gy || gx === 2) return gx - gy;
+    const [cx, ax] = x as readonly [string, string];
+    const [cy, ay] = y as readonly [string, string];
+    return cx < cy ? -1 : cx > cy ? 1 : dir * compareAmounts(ax, ay);
+  };
+  const key = (e: MarketEntry): { v: MarketSortValue; id: string } | undefined => {
+    const r = e.a.record;
+    if (q.liveOnly && !(r.expiresAt > f.now)) return undefined;
+    if (q.tier && r.tier !== q.tier) return undefined;
+    if (q.workload && !r.workloads.includes(q.workload)) return undefined;
+    if (q.q && !(e.provider.toLowerCase().includes(q.q) || e.a.signer.toLowerCase().includes(q.q) || (r.region ?? '').toLowerCase().includes(q.q) || gpuText(e.a).includes(q.q))) return undefined;
+    return { v: sortValue(e, q.sort, f), id: e.provider };
+  };
+  const p = keysetPage(all, key, compare, { offset: q.offset, limit: q.limit, after: q.after, desc: q.desc });
+  const next = p.last ? encodeMarketCursor(q, { ...p.last, ...(firstCurrency !== undefined ? { ctx: firstCurrency } : {}) }) : undefined;
+  return {
+    matched: p.matched,
+    page: p.rows.map((k) => k.e),
+    offset: p.offset,
+    ...(next !== undefined ? { next } : {}),
+    workloads: mostOffered(workloads),
+    ...(firstCurrency !== undefined ? { currency: firstCurrency } : {}),
+  };
 }
 
-/** Two sort values of one sort: null (no price) after everything; prices by currency, then exactly by amount. */
+/** The currency most entries quote their first price in (ties: code order); undefined when none has a price. */
+function mostQuoted(counts: Map<string, number>): string | undefined {
+  let best: [string, number] | undefined;
+  for (const [c, n] of counts) if (!best || n > best[1] || (n === best[1] && c < best[0])) best = [c, n];
+  return best?.[0];
+}
+
+/** Two sort values of one sort (not price's groups: marketPage): null after everything; else by value. */
 function compareSortValues(x: MarketSortValue, y: MarketSortValue): number {
   if (x === null || y === null) return x === y ? 0 : x === null ? 1 : -1;
   if (Array.isArray(x) && Array.isArray(y)) return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : compareAmounts(x[1] as string, y[1] as string);

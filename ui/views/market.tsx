@@ -12,6 +12,7 @@
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { fmtMiB, money, peer, useJson, useLiveVersion, overlayQuery } from '../lib.js';
 import { AddrLink, Did, ErrorBox, Loading, Status } from '../parts.js';
+import { compactAmount } from '../amount.js';
 
 export interface AdvertRow {
   type: string;
@@ -45,6 +46,8 @@ interface MarketData {
   /** The cursor of the page after (sent back as `after`), when there is one. */
   next?: string;
   workloads: string[];
+  /** sort=price: the currency whose prices come first (the others follow, grouped by currency). */
+  currency?: string;
   adverts: AdvertRow[];
 }
 
@@ -96,6 +99,19 @@ export function offersQuery(job: string, rows: AdvertRow[], overlay?: string): s
   // a DID is `did:key:` and base58: nothing to escape
   const providers = [...new Set(rows.map((a) => a.signer))].slice(0, MARKET_PAGE).join(',');
   return `/v1/offers/${encodeURIComponent(job)}?providers=${providers}${overlayQuery(overlay, false)}`;
+}
+
+/**
+ * The first price: the amount in a compact exact form (ui/amount.ts) and the currency beside it, never cut; the full
+ * price in the title. (The cell was cut at its end: `0.200000000 BTC` read `0.2000000…`, review s43 R3 F2.)
+ */
+function PriceCell({ p }: { p: { workload: string; unit: string; price: { amount: string; currency: string } } | undefined }) {
+  if (!p) return <span role="cell" class="c-price">—</span>;
+  return (
+    <span role="cell" class="c-price" title={`${p.price.amount} ${p.price.currency} per ${p.unit} (${peer(p.workload)})`}>
+      <span class="amt">{compactAmount(p.price.amount)}</span> <span class="cur">{p.price.currency}</span>
+    </span>
+  );
 }
 
 export function Market() {
@@ -150,6 +166,7 @@ export function Market() {
       <p class="summary" role="status">
         {m.data.total} providers known, {m.data.live} with a live advert; {m.data.presence.live} present with {m.data.presence.freeSlots} free slots. {m.data.matched} match
         {rows.length ? `; showing ${first0 + 1}–${first0 + rows.length}` : ''}.
+        {sort.key === 'price' && m.data.currency ? ` By price: ${m.data.currency} prices first (the currency most providers quote in), then each other currency on its own; prices in two currencies are never compared.` : ''}
       </p>
       <ErrorBox error={m.error} />
       <div class="filters">
@@ -243,9 +260,7 @@ export function Market() {
                   <span role="cell" class="c-gpu">
                     {gpuText(a)}
                   </span>
-                  <span role="cell" class="c-price">
-                    {money(a.record.prices?.[0]?.price)}
-                  </span>
+                  <PriceCell p={a.record.prices?.[0]} />
                   <span role="cell" class="c-slots">
                     {a.freeSlots ?? '—'}
                   </span>

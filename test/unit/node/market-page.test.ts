@@ -93,19 +93,45 @@ test('walking the pages by next lists every provider exactly once, in every orde
   }
 });
 
-test('sort=price compares amounts exactly as decimals, currency first, no price last (never as floats)', () => {
+test('sort=price compares amounts exactly as decimals, the most quoted currency first, no price last (never as floats)', () => {
   // 0.1 and 0.10000000000000000001 are the same float; 9007199254740993 is not a float at all
   const priced = (n: number, amount: string, currency = 'USD'): MarketEntry => ({ provider: P(n).did, a: advert(P(n), { prices: [{ workload: 'infer.llm', unit: 'job', price: { amount, currency } }] }) });
   const entries = [priced(1, '0.10000000000000000001'), priced(2, '0.1'), priced(3, '9007199254740993'), priced(4, '9007199254740992'), priced(5, '0.05', 'EUR'), { provider: P(6).did, a: advert(P(6), { prices: [] }) }];
   const facts = { now: NOW, scoreOf: () => 0, freeSlots: new Map<string, number>() };
   const order = (desc: boolean) => marketPage(entries, { offset: 0, limit: 10, sort: 'price', desc, liveOnly: false }, facts).page.map((e) => e.provider);
-  const asc = [P(5), P(2), P(1), P(4), P(3), P(6)].map((p) => p.did);
-  assert.deepEqual(order(false), asc);
-  assert.deepEqual(order(true), [...asc].reverse());
+  const usd = [P(2), P(1), P(4), P(3)].map((p) => p.did);
+  assert.deepEqual(order(false), [...usd, P(5).did, P(6).did]);
+  assert.deepEqual(order(true), [...[...usd].reverse(), P(5).did, P(6).did], 'desc reverses the amounts, not the currencies; no price stays last');
   // a cursor carries the exact amount: the page after row 2 starts at row 3
   const first = marketPage(entries, { offset: 0, limit: 2, sort: 'price', desc: false, liveOnly: false }, facts);
   const next = parseMarketPage(new URLSearchParams(`sort=price&after=${first.next}`))!;
-  assert.deepEqual(marketPage(entries, { ...next, limit: 10 }, facts).page.map((e) => e.provider), asc.slice(2));
+  assert.deepEqual(marketPage(entries, { ...next, limit: 10 }, facts).page.map((e) => e.provider), [...usd.slice(2), P(5).did, P(6).did]);
+});
+
+test('sort=price never ranks another currency as cheaper: prices in one currency first, the others after, grouped (review s43 R3 F2)', () => {
+  // the reviewer's spoof: "0.0010000000 BTC" and "0.2 AAA" sorted before every USD price (the sort was [currency, amount])
+  const priced = (n: number, amount: string, currency: string): MarketEntry => ({ provider: P(n).did, a: advert(P(n), { prices: [{ workload: 'infer.llm', unit: 'job', price: { amount, currency } }] }) });
+  const book = [priced(1, '0.30', 'USD'), priced(2, '0.0010000000', 'BTC'), priced(3, '0.20', 'USD'), priced(4, '0.2', 'AAA'), priced(5, '0.25', 'USD'), priced(6, '0.0005', 'BTC')];
+  const facts = { now: NOW, scoreOf: () => 0, freeSlots: new Map<string, number>() };
+  const run = (params: string) => {
+    const r = marketPage(book, { ...parseMarketPage(new URLSearchParams(params))!, limit: 10 }, facts);
+    return { currency: r.currency, order: r.page.map((e) => e.a.record.prices![0]!.price) };
+  };
+  const text = (o: Array<{ amount: string; currency: string }>) => o.map((p) => `${p.amount} ${p.currency}`);
+  const most = run('sort=price');
+  assert.equal(most.currency, 'USD', 'the currency most providers quote in');
+  assert.deepEqual(text(most.order), ['0.20 USD', '0.25 USD', '0.30 USD', '0.2 AAA', '0.0005 BTC', '0.0010000000 BTC']);
+  const btc = run('sort=price&currency=BTC');
+  assert.deepEqual(text(btc.order).slice(0, 2), ['0.0005 BTC', '0.0010000000 BTC']);
+  assert.deepEqual(text(btc.order).slice(2), ['0.2 AAA', '0.20 USD', '0.25 USD', '0.30 USD'], 'the others grouped, in code order');
+  assert.throws(() => parseMarketPage(new URLSearchParams('sort=price&currency=usd')), (e: unknown) => e instanceof C0Error && e.code === 'API_BAD_QUERY');
+  // a walk keeps the currency it began with, even if the book's most quoted one changes under it
+  const entries = new Map(book.map((e) => [e.provider, e]));
+  const first = marketPage(entries.values(), { ...parseMarketPage(new URLSearchParams('sort=price&limit=2'))! }, facts);
+  for (let n = 10; n < 14; n++) entries.set(P(n).did, priced(n, '0.01', 'BTC'));
+  const second = marketPage(entries.values(), { ...parseMarketPage(new URLSearchParams(`sort=price&limit=10&after=${first.next}`))! }, facts);
+  assert.equal(second.currency, 'USD');
+  assert.deepEqual(text(second.page.slice(0, 2).map((e) => e.a.record.prices![0]!.price)), ['0.30 USD', '0.2 AAA']);
 });
 
 test('the page is in the order asked for, ties by DID', () => {
