@@ -207,6 +207,8 @@ test("a provider's 1 KiB word widens no page past a 1280-pixel window; its bidir
   await p.evaluate((a) => (window.location.hash = `#/record/${encodeURIComponent(a)}`), h.receipt);
   await p.waitForFunction(() => /deifirev/.test(document.querySelector('article.record')?.textContent ?? ''), { timeout: 30_000 });
   await check('the receipt decoded');
+  // a DID chip for the provider's DID only: the message that starts with did:key: is text (review s43 R3 F1)
+  assert.deepEqual(await p.$$eval('article.record code.did', (es) => es.map((e) => e.getAttribute('title'))), [h.providers[0]]);
   await ctx.close();
 });
 

@@ -26,7 +26,7 @@ const JOB = `sha256:${'a'.repeat(64)}`;
 const RECEIPT = `sha256:${'b'.repeat(64)}`;
 /** A provider's word of 1 KiB with no break in it. */
 const LONG_WORD = 'W'.repeat(1024);
-/** Text that reads "verified" once a right-to-left override has reversed it. */
+/** Text that reads "verified" once a right-to-left override has reversed it (a decoded receipt's message has it after `did:key:`: text, not a DID). */
 const REVERSED = '\u202edeifirev';
 
 const TOKEN = 'harness-token-0123456789';
@@ -101,7 +101,7 @@ const routes: Route[] = [
     }),
   },
   { method: 'GET', path: '/v1/console/job/:job', handler: async () => walk },
-  { method: 'GET', path: '/v1/console/record/:address', handler: async ({ params }) => ({ ...rec('c0mpute.receipt/1', params.address!, PROVIDERS[0]!, { status: 'failed', failure: { code: 'EXEC_FAILED', message: REVERSED } }), size: 300 }) },
+  { method: 'GET', path: '/v1/console/record/:address', handler: async ({ params }) => ({ ...rec('c0mpute.receipt/1', params.address!, PROVIDERS[0]!, { status: 'failed', provider: PROVIDERS[0], failure: { code: 'EXEC_FAILED', message: `did:key:${REVERSED}` } }), size: 300 }) },
   { method: 'GET', path: '/v1/market', handler: async () => ({ total: 3, live: 3, presence: { live: 0, freeSlots: 0 }, matched: 3, offset: 0, workloads: ['builtin.sha256'], adverts: PROVIDERS.map(advertRow) }) },
   {
     method: 'GET',
