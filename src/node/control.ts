@@ -22,6 +22,7 @@ import { batchPlan } from './batch-route.js';
 import { gangRoutes } from './gang-routes.js';
 import { parseProbeOrder } from '../matching/probe.js';
 import { marketPage, parseMarketPage, type MarketPageQuery } from './market-page.js';
+import { parseReputationPage, reputationPage } from './reputation-page.js';
 import { attemptsOf, jobHistory, parseJobsPage, JOBS_PAGE_DEFAULT, type JobsPageQuery } from './job-history.js';
 import { jobRecords, type JobRecords } from './job-records.js';
 import { trustFor } from './reputation-trust.js';
@@ -86,7 +87,16 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
         return exportJobRecords(o, found, (rec) => s.paced({ e: 'record', ...rec }));
       },
     },
-    { method: 'GET', path: '/v1/reputation', handler: async ({ query }) => ({ providers: ov(d, query).market.reputation().all() }) },
+    {
+      method: 'GET',
+      path: '/v1/reputation',
+      handler: async ({ query }) => {
+        // a page (the console's Reputation view) when any page parameter is given; else every provider (`c0mpute reputation`)
+        const page = parseReputationPage(query);
+        const all = ov(d, query).market.reputation().all();
+        return page ? reputationPage(all, page) : { providers: all };
+      },
+    },
     { method: 'GET', path: '/v1/reputation/:did', handler: async ({ params, query }) => ov(d, query).market.reputation().get(requireDid(params.did!, 'did')) },
     {
       method: 'POST',

@@ -294,6 +294,8 @@ test('jobs and reputation views list the job and the provider', { skip }, async 
   await accessible(buyer, 'jobs');
   await go(buyer, '#/reputation', 'Reputation');
   await buyer.waitForFunction(() => document.querySelectorAll('main tbody tr').length >= 1, { timeout: 30_000 });
+  // a page of the providers, those with first-hand evidence first, with the counts of the whole (review s43 R3 F3)
+  assert.match(await text(buyer, '#reputation-summary'), /^[1-9]\d* providers with evidence held; [1-9]\d* with evidence that counts, [1-9]\d* of them first-hand/);
   await shot(buyer, 'reputation');
   await accessible(buyer, 'reputation');
 });
@@ -368,7 +370,7 @@ test('a 1,000-provider market is read a page at a time, renders only the rows in
     let status = 200;
     try {
       const r = marketPage(book, parseMarketPage(q)!, { now: Date.now(), scoreOf: () => 0.5, freeSlots: new Map() });
-      body = { total: 1000, live: 1000, presence: { live: 0, freeSlots: 0 }, matched: r.matched, offset: r.offset, ...(r.next !== undefined ? { next: r.next } : {}), workloads: r.workloads, adverts: r.page.map((e) => e.a) };
+      body = { total: 1000, live: 1000, presence: { live: 0, freeSlots: 0 }, matched: r.matched, offset: r.offset, ...(r.next !== undefined ? { next: r.next } : {}), workloads: r.workloads, ...(r.currency !== undefined ? { currency: r.currency } : {}), adverts: r.page.map((e) => e.a) };
     } catch (e) {
       status = 400;
       body = { error: { code: (e as C0Error).code ?? 'ERROR', message: String((e as Error).message) } };
@@ -403,6 +405,9 @@ test('a 1,000-provider market is read a page at a time, renders only the rows in
   await p.evaluate(() => [...document.querySelectorAll('button.sort')].find((b: HTMLButtonElement) => b.textContent?.startsWith('Price'))!.click());
   await p.waitForFunction(() => document.querySelector('.scroller [role=row] [title]')?.getAttribute('title') === 'did:key:z6MkSynthetic0999', { timeout: 30_000 });
   assert.ok(asked.some((q) => q.get('sort') === 'price' && q.get('desc') === '1' && !q.has('after')));
+  // the currency in its own span, the exact price in the title; the summary names the currency sorted first (review s43 R3 F2)
+  assert.deepEqual(await p.$eval('.scroller [role=row] .c-price', (e) => [e.querySelector('.cur')?.textContent, e.getAttribute('title')]), ['USD', '0.001999 USD per job (builtin.sha256)']);
+  assert.match((await p.$eval('.summary', (e) => e.textContent)) ?? '', /By price: USD prices first/);
   // and Previous goes back a page at a time to the first
   assert.equal(await p.$eval('.pager button:first-child', (b) => b.disabled), true);
   await p.click('.pager button:last-child');

@@ -1,5 +1,9 @@
-/** Reputation: each provider's figures as this node derives them, and the evidence behind one provider's figures. */
-import { useState } from 'preact/hooks';
+/**
+ * Reputation: each provider's figures as this node derives them, a page at a time (`/v1/reputation?after=…`,
+ * src/node/reputation-page.ts: a hostile peer can make up thousands of providers), and the evidence behind one
+ * provider's figures.
+ */
+import { useEffect, useState } from 'preact/hooks';
 import { useJson, useLiveVersion } from '../lib.js';
 import { AddrLink, Did, ErrorBox, Loading, Status } from '../parts.js';
 
@@ -27,20 +31,77 @@ interface Evidence {
   nondeliveries: Array<{ address: string; job?: string; signer: string }>;
 }
 
+/** Providers per page (the daemon's default page). */
+export const REPUTATION_PAGE = 100;
+
+interface ReputationData {
+  total: number;
+  counted: number;
+  firstHand: number;
+  matched: number;
+  offset: number;
+  next?: string;
+  providers: Figures[];
+}
+
+type RepSort = 'evidence' | 'score' | 'jobs' | 'provider';
+const SORTS: Array<[RepSort, string]> = [
+  ['evidence', 'evidence that counts first, then score'],
+  ['score', 'score, lowest first'],
+  ['jobs', 'jobs counted, fewest first'],
+  ['provider', 'DID'],
+];
+
 export function Reputation() {
   const v = useLiveVersion((e) => e.type === 'records' && (e.counts.receipt !== undefined || e.counts.acceptance !== undefined || e.counts.nondelivery !== undefined || e.counts.nondelivery2 !== undefined), 2000);
-  const r = useJson<{ providers: Figures[] }>('/v1/reputation', v);
+  const [text, setText] = useState('');
+  const [search, setSearch] = useState('');
+  useEffect(() => {
+    const t = window.setTimeout(() => setSearch(text), 300);
+    return () => clearTimeout(t);
+  }, [text]);
+  const [sort, setSort] = useState<RepSort>('evidence');
+  // as the Market view: the cursors the pages shown so far began after, for Previous; another filter or order starts over
+  const view = JSON.stringify([search, sort]);
+  const [trail, setTrail] = useState<{ view: string; afters: string[] }>({ view, afters: [] });
+  const afters = trail.view === view ? trail.afters : [];
+  const after = afters[afters.length - 1];
+  const p = new URLSearchParams({ limit: String(REPUTATION_PAGE), sort });
+  if (after !== undefined) p.set('after', after);
+  if (search.trim()) p.set('q', search.trim());
+  const r = useJson<ReputationData>(`/v1/reputation?${p.toString()}`, v, true);
   const [who, setWho] = useState<string | undefined>(undefined);
   const ev = useJson<Evidence>(who ? `/v1/console/evidence/${encodeURIComponent(who)}` : null, v);
   if (!r.data) return r.error ? <ErrorBox error={r.error} /> : <Loading what="reputation" />;
+  const rows = r.data.providers;
+  const first0 = r.data.offset;
   return (
     <>
       <h1 tabIndex={-1}>Reputation</h1>
-      <p>Derived on this node from the receipts and acceptances it holds; a provider with no evidence scores 0.5 (unknown is not bad).</p>
+      <p>Derived on this node from the receipts and acceptances it holds; a provider with no evidence scores 0.5 (unknown is not bad). Evidence from buyers this node does not trust counts for nothing (untrusted).</p>
+      <p class="summary" role="status" id="reputation-summary">
+        {r.data.total} providers with evidence held; {r.data.counted} with evidence that counts, {r.data.firstHand} of them first-hand; {r.data.total - r.data.counted} with untrusted evidence only. {r.data.matched} match
+        {rows.length ? `; showing ${first0 + 1}–${first0 + rows.length}` : ''}.
+      </p>
       <ErrorBox error={r.error} />
-      <div class="scroll-x" tabIndex={0} role="region" aria-label="Providers by score">
+      <div class="filters">
+        <label>
+          Search <input type="search" value={text} onInput={(e) => setText((e.target as HTMLInputElement).value)} placeholder="DID" />
+        </label>
+        <label>
+          Order{' '}
+          <select value={sort} onChange={(e) => setSort((e.target as HTMLSelectElement).value as RepSort)}>
+            {SORTS.map(([k, label]) => (
+              <option key={k} value={k}>
+                {label}
+              </option>
+            ))}
+          </select>
+        </label>
+      </div>
+      <div class="scroll-x" tabIndex={0} role="region" aria-label="Providers by evidence and score">
         <table>
-          <caption>Providers by score ({r.data.providers.length})</caption>
+          <caption>Providers ({first0 + 1}–{first0 + rows.length} of {r.data.matched})</caption>
           <thead>
             <tr>
               <th scope="col">Provider</th>
@@ -56,34 +117,40 @@ export function Reputation() {
             </tr>
           </thead>
           <tbody>
-            {[...r.data.providers]
-              .sort((a, b) => b.score - a.score || (a.did < b.did ? -1 : 1))
-              .map((p) => (
-                <tr key={p.did} class={who === p.did ? 'chosen' : ''}>
-                  <td>
-                    <Did d={p.did} />
-                  </td>
-                  <td>{p.score.toFixed(3)}</td>
-                  <td>{p.jobs}</td>
-                  <td>{p.successes}</td>
-                  <td>{p.failures}</td>
-                  <td>{p.disputes}</td>
-                  <td>{p.nonDeliveries}</td>
-                  <td>{p.accuracy.toFixed(3)}</td>
-                  <td>
-                    {p.firstHand} / {p.secondHand}
-                    {p.untrusted ? ` (${p.untrusted} untrusted)` : ''}
-                  </td>
-                  <td>
-                    <button type="button" onClick={() => setWho(p.did)} aria-label={`Show evidence for ${p.did}`}>
-                      Show
-                    </button>
-                  </td>
-                </tr>
-              ))}
+            {rows.map((p) => (
+              <tr key={p.did} class={who === p.did ? 'chosen' : ''}>
+                <td>
+                  <Did d={p.did} />
+                </td>
+                <td>{p.score.toFixed(3)}</td>
+                <td>{p.jobs}</td>
+                <td>{p.successes}</td>
+                <td>{p.failures}</td>
+                <td>{p.disputes}</td>
+                <td>{p.nonDeliveries}</td>
+                <td>{p.accuracy.toFixed(3)}</td>
+                <td>
+                  {p.firstHand} / {p.secondHand}
+                  {p.untrusted ? ` (${p.untrusted} untrusted)` : ''}
+                </td>
+                <td>
+                  <button type="button" onClick={() => setWho(p.did)} aria-label={`Show evidence for ${p.did}`}>
+                    Show
+                  </button>
+                </td>
+              </tr>
+            ))}
           </tbody>
         </table>
       </div>
+      <nav class="pager" aria-label="Reputation pages">
+        <button type="button" disabled={afters.length === 0} onClick={() => setTrail({ view, afters: afters.slice(0, -1) })}>
+          Previous {REPUTATION_PAGE}
+        </button>{' '}
+        <button type="button" disabled={r.data.next === undefined} onClick={() => r.data?.next !== undefined && r.data.next !== after && setTrail({ view, afters: [...afters, r.data.next] })}>
+          Next {REPUTATION_PAGE}
+        </button>
+      </nav>
       {who ? (
         <section aria-labelledby="evidence">
           <h2 id="evidence">
