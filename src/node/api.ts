@@ -41,6 +41,11 @@ export interface ApiStream {
    * reading holds the route, not the daemon's memory.
    */
   paced(event: unknown): Promise<void>;
+  /**
+   * Aborts when the client closes its connection before the stream's end (a Ctrl-C on `c0mpute run`): what the route
+   * runs for it can stop, or go on knowing no one hears it (docs/node.md "A run whose client went away").
+   */
+  readonly gone: AbortSignal;
 }
 
 export interface ApiResponse {
@@ -356,10 +361,16 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
           // the headers go now, not with the first event: the client waits for them only so long (DAEMON_NOT_ANSWERING)
           res.flushHeaders();
           const beat = setInterval(() => res.write('\n'), opts.streamHeartbeatMs ?? STREAM_HEARTBEAT_MS).unref();
-          res.once('close', () => clearInterval(beat));
+          const left = new AbortController();
+          res.once('close', () => {
+            clearInterval(beat);
+            // closed before the route ended it: the client went away (a stream ended by the route has finished)
+            if (!res.writableFinished) left.abort(new C0Error(API_CLIENT_GONE, 'the client closed the stream before its end'));
+          });
           const gone = () => res.destroyed || res.writableEnded;
           const line = (ev: unknown) => JSON.stringify(ev, opts.replacer) + '\n';
           return {
+            gone: left.signal,
             send: (ev: unknown) => {
               if (!gone()) res.write(line(ev));
             },

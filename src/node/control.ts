@@ -47,11 +47,24 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
     const s = res.stream();
     const live = hub.beginRun(o.name);
     try {
-      const r = await o.runJob(spec, (e) => {
-        const w = eventToWire(e);
-        s.send(w);
-        live.event(w);
-      });
+      // a client that goes away before the run committed has its job withdrawn (Buyer.run, which logs it); after, the
+      // run goes on to its end, said here: its output reaches no one, its records are held (`c0mpute jobs`)
+      const r = await o.runJob(
+        spec,
+        (e) => {
+          const w = eventToWire(e);
+          s.send(w);
+          live.event(w);
+        },
+        { gone: s.gone },
+      );
+      if (s.gone.aborted && r.status !== 'interrupted') {
+        const provider = r.receipt?.record.provider ?? r.attempts.at(-1)?.provider;
+        d.log.info(
+          { job: r.job.address, status: r.status, ...(provider ? { provider } : {}), ...(r.output ? { outputBytes: r.output.length } : {}) },
+          'run client went away after a provider was selected: the job ran to its end; its output was not kept (c0mpute jobs shows how it ended)',
+        );
+      }
       return resultToWire(r);
     } finally {
       live.end();

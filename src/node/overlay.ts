@@ -503,14 +503,14 @@ export class OverlayNode {
     this.buyer.check(spec);
   }
 
-  /** Run a job as buyer on this overlay. */
-  async runJob(spec: JobSpec, onEvent: (e: BuyerEvent) => void = () => {}): Promise<JobResult> {
+  /** Run a job as buyer on this overlay; `opts.gone`: the run's client went away (Buyer.run). */
+  async runJob(spec: JobSpec, onEvent: (e: BuyerEvent) => void = () => {}, opts: { gone?: AbortSignal } = {}): Promise<JobResult> {
     if (!this.buyer) throw new C0Error('ROLE_NOT_ENABLED', `this node is not a buyer on overlay ${this.name} (add \`buyer\` to roles)`);
     const t0 = this.clock();
     // Say plainly when the node has no peers or hears no market, before and (beside "no offers") after.
     const before = this.networkHealth();
     if (before.state !== 'ok') onEvent({ e: 'network', ...before });
-    const r = await this.buyer.run(spec, onEvent);
+    const r = await this.buyer.run(spec, onEvent, opts);
     if (r.status === 'no-offers' || r.status === 'no-eligible-provider') {
       const after = this.networkHealth();
       if (after.state !== 'ok') r.network = after;

@@ -32,6 +32,7 @@ import { BUFFER_LIMIT } from '../net/byte-budget.js';
 import { impossibleReceiptTimes } from '../records/freshness.js';
 import { truncateText } from '../util/text.js';
 import type { StallWatch } from '../util/stall-watch.js';
+import { RunBreak } from './run-break.js';
 
 /**
  * Progress frames from the selected provider (docs/node.md "Buyer"): an honest provider sends at most 10 a second, so
@@ -597,19 +598,26 @@ export class Buyer {
     return this.#stop.signal;
   }
 
-  async run(spec: JobSpec, onEvent: (e: BuyerEvent) => void = () => {}): Promise<JobResult> {
+  /**
+   * Run a job. `opts.gone` aborts when the run's client went away (the control API's `/v1/run` caller closed its
+   * connection): before the run commits (RunBreak) the job is withdrawn as at the node's stop, after it the run goes
+   * on to its end.
+   */
+  async run(spec: JobSpec, onEvent: (e: BuyerEvent) => void = () => {}, opts: { gone?: AbortSignal } = {}): Promise<JobResult> {
     if (this.#stopping) throw new C0Error(JOB_INTERRUPTED, 'this node is stopping: the job was not started');
     let result: JobResult;
     const made: { job?: string; opened?: Opened<Job> } = {};
-    const running = this.#run(spec, onEvent, made);
+    const brk = new RunBreak(this.#stop.signal, opts.gone);
+    const running = this.#run(spec, onEvent, made, brk);
     this.#runs.add(running);
     try {
       result = await running;
     } catch (e) {
       // broken off by the node's stop (a store closed under a run the stop did not wait for, a request on a network
-      // that stopped): the run was interrupted, not failed
-      if (this.#stopping && made.opened) {
-        result = this.#interrupted({ job: made.opened, status: 'interrupted', attempts: [], timings: { collectMs: 0, restMs: 0 } }, onEvent);
+      // that stopped) or by its client leaving before it committed (a steward's admission asked then): the run was
+      // interrupted, not failed
+      if (brk.aborted && made.opened) {
+        result = this.#interrupted({ job: made.opened, status: 'interrupted', attempts: [], timings: { collectMs: 0, restMs: 0 } }, onEvent, brk);
       } else {
         // refused before anything was published (a bad spec) or broken off after: either way the operator sees it end
         this.d.log.info({ ...(made.job ? { job: made.job } : {}), workload: spec.workload, status: 'error', code: (e as C0Error).code ?? 'ERROR', err: (e as Error).message }, 'job ended');
@@ -617,6 +625,7 @@ export class Buyer {
       }
     } finally {
       this.#runs.delete(running);
+      brk.clear();
     }
     // One line per job for the operator: how it ended, who did it, how long each part took.
     const won = result.receipt?.record.provider ?? result.attempts.at(-1)?.provider;
@@ -658,9 +667,14 @@ export class Buyer {
     });
   }
 
-  /** The run ends here: this node is stopping (JOB_INTERRUPTED, said as the run's last event). */
-  #interrupted(result: JobResult, onEvent: (e: BuyerEvent) => void, provider?: string): JobResult {
-    const message = `the run was broken off because this node is stopping${provider ? ` (the job was running at ${provider}, which is not blamed for it: no non-delivery signed)` : ''}`;
+  /**
+   * The run ends here: this node is stopping, or the run's client went away before it committed (JOB_INTERRUPTED,
+   * said as the run's last event; the latter logged once).
+   */
+  #interrupted(result: JobResult, onEvent: (e: BuyerEvent) => void, brk: RunBreak, provider?: string): JobResult {
+    const why = brk.byClient && !this.#stopping ? 'its client went away before a provider was selected: the job was withdrawn' : 'this node is stopping';
+    const message = `the run was broken off because ${why}${provider ? ` (the job was running at ${provider}, which is not blamed for it: no non-delivery signed)` : ''}`;
+    if (brk.byClient && !this.#stopping) this.d.log.info({ job: result.job.address }, 'run client went away: job withdrawn');
     result.status = 'interrupted';
     result.error = { code: JOB_INTERRUPTED, message };
     onEvent({ e: 'interrupted', code: JOB_INTERRUPTED, message });
@@ -668,7 +682,7 @@ export class Buyer {
   }
 
   /** `made.job` is set once the job is signed, so a run that throws after can still be logged by its address. */
-  async #run(spec: JobSpec, onEvent: (e: BuyerEvent) => void, made: { job?: string; opened?: Opened<Job> }): Promise<JobResult> {
+  async #run(spec: JobSpec, onEvent: (e: BuyerEvent) => void, made: { job?: string; opened?: Opened<Job> }, brk: RunBreak): Promise<JobResult> {
     const { clock, log } = this.d;
     const policy = spec.policy ?? this.d.defaultPolicy;
     this.#refuseEarly(spec);
@@ -676,8 +690,9 @@ export class Buyer {
       const order = this.buildJob(spec, clock());
       made.job = order.address;
       made.opened = order;
-      const r = await runOrder(this.d, this.d.orders, order, spec, onEvent, (job, cand, selection) => this.attempt(job, cand, selection, spec, onEvent), this.#stop.signal);
-      return r.status === 'interrupted' ? this.#interrupted(r, onEvent, r.attempts.at(-1)?.provider) : r;
+      // the winner was told before the exchange starts: from there the run goes on without its client (brk.commit)
+      const r = await runOrder(this.d, this.d.orders, order, spec, onEvent, (job, cand, selection) => (brk.commit(), this.attempt(job, cand, selection, spec, onEvent)), brk.signal);
+      return r.status === 'interrupted' ? this.#interrupted(r, onEvent, brk, r.attempts.at(-1)?.provider) : r;
     }
     const t0 = clock();
     const job = this.buildJob(spec, t0);
@@ -685,17 +700,19 @@ export class Buyer {
     made.opened = job;
     let admission: Admission | undefined;
     if (this.d.admission) {
-      // pool/1: the steward decides before the job is announced. The node's stop breaks the asking off (the run ends
-      // interrupted); a claim the steward may have admitted meanwhile is withdrawn by the client as it gives up.
-      admission = await this.d.admission(job, spec, (reason, reasons) => onEvent({ e: 'queued', reason, reasons }), this.#stop.signal, (waitMs) => onEvent({ e: 'admission-wait', code: 'STEWARD_RATE_LIMITED', waitMs }));
+      // pool/1: the steward decides before the job is announced. The node's stop, or the run's client leaving, breaks
+      // the asking off (the run ends interrupted); a claim the steward may have admitted meanwhile is withdrawn by the
+      // admission client as it gives up.
+      admission = await this.d.admission(job, spec, (reason, reasons) => onEvent({ e: 'queued', reason, reasons }), brk.signal, (waitMs) => onEvent({ e: 'admission-wait', code: 'STEWARD_RATE_LIMITED', waitMs }));
       onEvent({ e: 'admission', admission });
       if (admission.verdict !== 'Admit') {
         return { job, status: admission.verdict === 'Deny' ? 'denied' : 'queue-expired', admission, attempts: [], timings: { collectMs: 0, restMs: clock() - t0 } };
       }
-      if (this.#stopping) {
-        await this.#withdraw(job, admission);
-        return this.#interrupted({ job, status: 'interrupted', admission, attempts: [], timings: { collectMs: 0, restMs: clock() - t0 } }, onEvent);
-      }
+    }
+    // (a client gone before the job was announced: nothing is published)
+    if (brk.aborted) {
+      await this.#withdraw(job, admission);
+      return this.#interrupted({ job, status: 'interrupted', ...(admission ? { admission } : {}), attempts: [], timings: { collectMs: 0, restMs: clock() - t0 } }, onEvent, brk);
     }
     try {
       await this.d.store(job);
@@ -709,11 +726,11 @@ export class Buyer {
     onEvent({ e: 'job', job });
     log.info({ job: job.address, workload: spec.workload }, 'job published');
 
-    const offers = await this.d.waitForOffers(job.address, this.d.collectWindowMs, this.d.enoughOffers, (offer, count) => onEvent({ e: 'offer', offer, count }), this.#stop.signal);
+    const offers = await this.d.waitForOffers(job.address, this.d.collectWindowMs, this.d.enoughOffers, (offer, count) => onEvent({ e: 'offer', offer, count }), brk.signal);
     const collectMs = clock() - t0;
-    if (this.#stopping) {
+    if (brk.aborted) {
       await this.#withdraw(job, admission);
-      return this.#interrupted({ job, status: 'interrupted', attempts: [], timings: { collectMs, restMs: 0 }, ...(admission ? { admission } : {}) }, onEvent);
+      return this.#interrupted({ job, status: 'interrupted', attempts: [], timings: { collectMs, restMs: 0 }, ...(admission ? { admission } : {}) }, onEvent, brk);
     }
     onEvent({ e: 'collected', offers, waitedMs: collectMs });
     const decision = await this.d.market.decide(job, policy, clock());
@@ -775,8 +792,8 @@ export class Buyer {
     // as its first ranking allows, as before.
     const managedTurns = 2 * decision.ranked.length + 1;
     for (;;) {
-      if (this.#stopping) {
-        this.#interrupted(result, onEvent);
+      if (brk.aborted) {
+        this.#interrupted(result, onEvent, brk);
         break;
       }
       const now = clock();
@@ -792,14 +809,19 @@ export class Buyer {
       let selection: Opened<Selection>;
       if (this.d.managedSelect) {
         if (selections >= managedTurns) break;
-        // A managed overlay: the steward decides (its own book, the same engine) and signs.
+        // A managed overlay: the steward decides (its own book, the same engine) and signs. Asking it is the point of
+        // no return: from here the run goes on without its client.
+        if (!brk.commit()) {
+          this.#interrupted(result, onEvent, brk);
+          break;
+        }
         let managed;
         try {
           // with the offers collected here, which the steward's book may not hold yet
           managed = await this.d.managedSelect(job, policy, tried, decision.ranked.map((c) => c.offer));
         } catch (e) {
           // the node stopping broke the request off: the run is interrupted, the steward did nothing wrong
-          if (this.#stopping) this.#interrupted(result, onEvent);
+          if (brk.aborted) this.#interrupted(result, onEvent, brk);
           else result.attempts.push({ provider: '(steward)', outcome: `the steward did not select: ${(e as C0Error).code ?? (e as Error).message}` });
           break;
         }
@@ -837,13 +859,13 @@ export class Buyer {
               log.debug({ job: job.address, err: (e as Error).message }, 'asking for more offers failed');
               return { offers: 0, asked: [] };
             }),
-            this.#stop.signal,
+            brk.signal,
           );
           for (const d of got?.asked ?? []) asked.add(d);
           log.info({ job: job.address, tried: tried.size, asked: got?.asked.length ?? 0, offers: got?.offers ?? 0 }, 'no provider left to fail over to: providers not tried were asked for offers');
           // (the node stopping: the next turn ends the run as interrupted); an ask whose targets all stayed silent (cheap
           // keys that never quote can fill its targets) is followed by one to others, within MAX_RESCUES_PER_RUN
-          if (got?.offers || got?.asked.length || this.#stopping) continue;
+          if (got?.offers || got?.asked.length || brk.aborted) continue;
         }
         if (!pick) {
           // No one left to move to: every provider not tried yet dropped out of the decision since the first one (its
@@ -887,11 +909,11 @@ export class Buyer {
           // that accepts and never speaks) does not let every reachable offer lapse unconsidered.
           const hurry = this.#hurryAt(current.ranked, reached, now);
           // (the node's stop ends the wait, and with it the timer)
-          const dialling = unlessAborted(dials.get(pick.provider)!, this.#stop.signal);
+          const dialling = unlessAborted(dials.get(pick.provider)!, brk.signal);
           const leastUntil = (dialledAt.get(pick.provider) ?? now) + (this.d.dialMinWaitMs ?? DIAL_MIN_WAIT_MS);
           const until = hurry === undefined ? undefined : Math.max(hurry, leastUntil);
           let failed = await (until === undefined ? dialling : raceTimeout(dialling, until - clock(), NOT_YET));
-          if (failed === NOT_YET && !this.#stopping) {
+          if (failed === NOT_YET && !brk.aborted) {
             // The providers of this ranking not reached yet whose dial has had its least wait are set aside, and the
             // decision is taken again: its winner is the best of the rest by the same policy, and the selection names
             // only the offers it considered, so it still recomputes to its winner. Those ranked above the first
@@ -917,8 +939,8 @@ export class Buyer {
             failed = await dialling;
           }
           // (a wait cut short is left only when the node is stopping)
-          if (this.#stopping || failed === NOT_YET) {
-            this.#interrupted(result, onEvent);
+          if (brk.aborted || failed === NOT_YET) {
+            this.#interrupted(result, onEvent, brk);
             break;
           }
           if (failed === NO_ADDRESS && !lookUp) {
@@ -942,6 +964,12 @@ export class Buyer {
             continue;
           }
         }
+        // the point of no return: a selection signed tells its winner it has the job; a run whose client went away
+        // before it ends here instead (brk.commit, synchronous with the signing)
+        if (!brk.commit()) {
+          this.#interrupted(result, onEvent, brk);
+          break;
+        }
         selection = this.d.market.signSelection(job, current, pick, now);
       }
       const attemptNo = ++selections;
@@ -953,7 +981,7 @@ export class Buyer {
       const attempt = await this.attempt(job, pick, selection, spec, onEvent, admission?.proof);
       if (attempt.interrupted === 'stopping') {
         result.attempts.push({ provider: pick.provider, outcome: attempt.outcome });
-        this.#interrupted(result, onEvent, pick.provider);
+        this.#interrupted(result, onEvent, brk, pick.provider);
         break;
       }
       // A provider's word that the steward reclaimed the job (a refusal or a failed receipt so coded) is checked with
