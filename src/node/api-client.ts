@@ -22,6 +22,11 @@ export interface ApiCallOptions {
   workMs?: number;
   /** A stream that sends nothing, not even its heartbeat, this long is given up (default STREAM_IDLE_MS; tests set it shorter). */
   streamIdleMs?: number;
+  /**
+   * A stream's caller leaving (`c0mpute run`'s Ctrl-C): aborting it closes the request or the stream at once, which
+   * the daemon sees as its client gone (docs/node.md "A run whose client went away"); the stream then throws.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -140,7 +145,7 @@ export async function* apiStream(base: string, token: string, path: string, body
   try {
     // `body` undefined: a GET whose answer streams (GET /v1/jobs/:job/records)
     const req: RequestInit = body === undefined ? { method: 'GET', headers: { authorization: `Bearer ${token}` } } : { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) };
-    res = await fetch(`http://${base}${path}`, { ...req, signal: AbortSignal.any([wait.signal, quiet.signal]) });
+    res = await fetch(`http://${base}${path}`, { ...req, signal: AbortSignal.any([wait.signal, quiet.signal, ...(opts.signal ? [opts.signal] : [])]) });
   } catch (e) {
     if (wait.expired()) throw await wait.error();
     throw closedBeforeAnswer(e, base) ?? new C0Error('DAEMON_UNREACHABLE', `cannot reach the daemon at ${base}: ${(e as Error).message}`);

@@ -24,6 +24,7 @@ import { POLICIES } from '../../records/kinds.js';
 import { passphraseFrom, warnUnencrypted } from '../passphrase.js';
 import { loadNodeIdentity } from '../signer.js';
 import { readJobFile } from '../jobfile.js';
+import { ctrlCAnswer, watchCtrlC, type RunHeard } from '../run-interrupt.js';
 import { renderEvent, renderExplanation, short } from '../render.js';
 import { listLimit } from '../summary.js';
 import { globals } from './index.js';
@@ -464,18 +465,29 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
   const client = daemonClient(dataDir);
   if (client) {
     refuseStartFlags(f);
+    // Ctrl-C closes the stream: the daemon withdraws a job no provider was selected for yet, and lets one that was
+    // run to its end (docs/node.md "A run whose client went away"); the line it ends with says which (run-interrupt.ts)
+    const heard: RunHeard = {};
+    const ctrlC = watchCtrlC();
     try {
-      for await (const ev of apiStream(client.api, client.token, `/v1/run${q(f.overlay)}`, spec)) {
+      for await (const ev of apiStream(client.api, client.token, `/v1/run${q(f.overlay)}`, spec, { signal: ctrlC.signal })) {
         if (ev.e === 'result') result = ev.result as Record<string, unknown>;
         else if (ev.e === 'error') {
           const err = ev.error as { code: string; message: string };
           throw new C0Error(err.code, err.message);
-        } else print(ev as WireEvent);
+        } else {
+          if (ev.e === 'job') heard.job = (ev.job as { address?: string } | undefined)?.address;
+          if (ev.e === 'selection') heard.winner = (ev.winner as { provider?: string } | undefined)?.provider;
+          print(ev as WireEvent);
+        }
       }
     } catch (e) {
+      if (ctrlC.signal.aborted) throw ctrlCAnswer(heard);
       // the daemon said it broke the run off as it stopped, and then its stream ended before the result
       if (interrupted && (e as C0Error).code === 'DAEMON_STREAM_LOST') throw new C0Error(interrupted.code, interrupted.message);
       throw e;
+    } finally {
+      ctrlC.dispose();
     }
   } else {
     // What the run would refuse before publishing anything is said now, not after a node started and waited for a
