@@ -45,16 +45,17 @@ test('RunBreak: the client leaving breaks the run off until it commits, the node
 
 test('the client leaves during the offer window: the job is withdrawn, interrupted, nothing selected or run', async () => {
   const withdrawn: string[] = [];
+  const gone = new AbortController();
   const f = buyerOnFakes(ME, {
     providers: [A, B],
     exec: () => failingStream('NET_STREAM_FAILED', 'not reached'),
     deps: {
-      waitForOffers: (_j: string, _w: number, _e: number, _on: unknown, signal?: AbortSignal) => new Promise<number>((resolve) => (signal!.aborted ? resolve(2) : signal!.addEventListener('abort', () => resolve(2), { once: true }))),
+      // the window ends when the client leaves (the run's signal aborts with it; without that the run would go on)
+      waitForOffers: () => new Promise<number>((resolve) => (gone.signal.aborted ? resolve(2) : gone.signal.addEventListener('abort', () => resolve(2), { once: true }))),
       admission: async () => ({ verdict: 'Admit', claim: 'sha256:claim' }),
       withdraw: async (job: { address: string }) => void withdrawn.push(job.address),
     },
   });
-  const gone = new AbortController();
   const events: BuyerEvent[] = [];
   const result = await f.buyer.run(
     fakeSpec({ entitlement: 'ml' }),
