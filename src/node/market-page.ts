@@ -187,9 +187,10 @@ function sortValue(e: MarketEntry, key: MarketSort, f: MarketPageFacts): MarketS
  * builds JSON for the page's entries alone.
  *
  * sort=price never compares amounts of two currencies: the prices in one
- * currency come first (`q.currency`, else the one most providers in the
- * book quote their first price in, ties by code; a cursor keeps the one its
- * walk began with), by amount, then each other currency's, grouped in code
+ * currency come first (`q.currency`, else the one most of the matching
+ * providers with a score above the prior quote their first price in, else
+ * the one most matching providers quote, ties by code; a cursor keeps the
+ * one its walk began with), by amount, then each other currency's, grouped in code
  * order, then the adverts with no price. `desc` reverses the amounts within
  * each currency, not the groups. (It sorted by [currency, amount]: a provider
  * quoting in "AAA" or "BTC" topped the "cheapest" list of a USD market,
@@ -198,16 +199,19 @@ function sortValue(e: MarketEntry, key: MarketSort, f: MarketPageFacts): MarketS
 export function marketPage(entries: Iterable<MarketEntry>, q: MarketPageQuery, f: MarketPageFacts): MarketPageResult {
   const dir = q.desc ? -1 : 1;
   const workloads = new Map<string, number>();
-  const currencies = new Map<string, number>();
   const all: MarketEntry[] = [];
   for (const e of entries) {
-    const r = e.a.record;
-    for (const w of r.workloads) workloads.set(w, (workloads.get(w) ?? 0) + 1);
-    const c = r.prices?.[0]?.price.currency;
-    if (c !== undefined) currencies.set(c, (currencies.get(c) ?? 0) + 1);
+    for (const w of e.a.record.workloads) workloads.set(w, (workloads.get(w) ?? 0) + 1);
     all.push(e);
   }
-  const firstCurrency = q.sort !== 'price' ? undefined : (q.after?.ctx ?? q.currency ?? mostQuoted(currencies));
+  const passes = (e: MarketEntry): boolean => {
+    const r = e.a.record;
+    if (q.liveOnly && !(r.expiresAt > f.now)) return false;
+    if (q.tier && r.tier !== q.tier) return false;
+    if (q.workload && !r.workloads.includes(q.workload)) return false;
+    return !q.q || e.provider.toLowerCase().includes(q.q) || e.a.signer.toLowerCase().includes(q.q) || (r.region ?? '').toLowerCase().includes(q.q) || gpuText(e.a).includes(q.q);
+  };
+  const firstCurrency = q.sort !== 'price' ? undefined : (q.after?.ctx ?? q.currency ?? firstQuoted(all.filter(passes), f));
   const group = (v: MarketSortValue): number => (v === null ? 2 : Array.isArray(v) && v[0] === firstCurrency ? 0 : 1);
   const compare = (x: MarketSortValue, y: MarketSortValue): number => {
     if (q.sort !== 'price') return dir * compareSortValues(x, y);
@@ -218,14 +222,7 @@ export function marketPage(entries: Iterable<MarketEntry>, q: MarketPageQuery, f
     const [cy, ay] = y as readonly [string, string];
     return cx < cy ? -1 : cx > cy ? 1 : dir * compareAmounts(ax, ay);
   };
-  const key = (e: MarketEntry): { v: MarketSortValue; id: string } | undefined => {
-    const r = e.a.record;
-    if (q.liveOnly && !(r.expiresAt > f.now)) return undefined;
-    if (q.tier && r.tier !== q.tier) return undefined;
-    if (q.workload && !r.workloads.includes(q.workload)) return undefined;
-    if (q.q && !(e.provider.toLowerCase().includes(q.q) || e.a.signer.toLowerCase().includes(q.q) || (r.region ?? '').toLowerCase().includes(q.q) || gpuText(e.a).includes(q.q))) return undefined;
-    return { v: sortValue(e, q.sort, f), id: e.provider };
-  };
+  const key = (e: MarketEntry): { v: MarketSortValue; id: string } | undefined => (passes(e) ? { v: sortValue(e, q.sort, f), id: e.provider } : undefined);
   const p = keysetPage(all, key, compare, { offset: q.offset, limit: q.limit, after: q.after, desc: q.desc });
   const next = p.last ? encodeMarketCursor(q, { ...p.last, ...(firstCurrency !== undefined ? { ctx: firstCurrency } : {}) }) : undefined;
   return {
@@ -238,7 +235,26 @@ export function marketPage(entries: Iterable<MarketEntry>, q: MarketPageQuery, f
   };
 }
 
-/** The currency most entries quote their first price in (ties: code order); undefined when none has a price. */
+/**
+ * The currency a price sort puts first: the one most of `rows`' providers with a score above the prior (0.5: evidence
+ * that counts for this node, which a fresh key has none of) quote their first price in; when none has, the one most
+ * of `rows` quote (ties: code order); undefined when none has a price. Counting every advert in the book let a stranger
+ * choose it: four throwaway keys quoting in "AAA" made a hostile 0.01 AAA the top of "Price ▲" in a USD market, and a
+ * search down to one USD provider still answered AAA (second-round review s43 R9 F1).
+ */
+function firstQuoted(rows: readonly MarketEntry[], f: MarketPageFacts): string | undefined {
+  const proven = new Map<string, number>();
+  const any = new Map<string, number>();
+  for (const e of rows) {
+    const c = e.a.record.prices?.[0]?.price.currency;
+    if (c === undefined) continue;
+    any.set(c, (any.get(c) ?? 0) + 1);
+    if (f.scoreOf(e.provider) > 0.5) proven.set(c, (proven.get(c) ?? 0) + 1);
+  }
+  return mostQuoted(proven) ?? mostQuoted(any);
+}
+
+/** The currency with the highest count (ties: code order); undefined when there is none. */
 function mostQuoted(counts: Map<string, number>): string | undefined {
   let best: [string, number] | undefined;
   for (const [c, n] of counts) if (!best || n > best[1] || (n === best[1] && c < best[0])) best = [c, n];

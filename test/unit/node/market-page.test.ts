@@ -134,6 +134,22 @@ test('sort=price never ranks another currency as cheaper: prices in one currency
   assert.deepEqual(text(second.page.slice(0, 2).map((e) => e.a.record.prices![0]!.price)), ['0.30 USD', '0.2 AAA']);
 });
 
+test('sort=price: the currency first is the one providers with evidence quote, among the rows matched; throwaway keys cannot choose it (second-round review s43 R9 F1)', () => {
+  const priced = (n: number, amount: string, currency: string): MarketEntry => ({ provider: P(n).did, a: advert(P(n), { prices: [{ workload: 'infer.llm', unit: 'job', price: { amount, currency } }], region: n < 10 ? 'eu-west' : 'us-east' }) });
+  // four honest USD providers with evidence; one hostile provider at 0.01 AAA and four throwaway keys quoting AAA
+  const book = [1, 2, 3, 4].map((n) => priced(n, `0.2${n}`, 'USD'));
+  for (let n = 10; n < 15; n++) book.push(priced(n, '0.01', 'AAA'));
+  const proven = new Set([1, 2, 3, 4].map((n) => P(n).did));
+  const facts = { now: NOW, scoreOf: (p: string) => (proven.has(p) ? 0.8 : 0.5), freeSlots: new Map<string, number>() };
+  const r = marketPage(book, { ...parseMarketPage(new URLSearchParams('sort=price'))!, limit: 10 }, facts);
+  assert.equal(r.currency, 'USD');
+  assert.equal(r.page[0]!.a.record.prices![0]!.price.amount, '0.21');
+  // with no evidence anywhere, the matched rows' most quoted; a search down to one USD provider answers USD
+  const young = { ...facts, scoreOf: () => 0.5 };
+  assert.equal(marketPage(book, { ...parseMarketPage(new URLSearchParams('sort=price'))!, limit: 10 }, young).currency, 'AAA');
+  assert.equal(marketPage(book, { ...parseMarketPage(new URLSearchParams('sort=price&q=eu-west'))!, limit: 10 }, young).currency, 'USD');
+});
+
 test('the page is in the order asked for, ties by DID', () => {
   const d = node(book(300));
   const p = marketPageOf(d, q('sort=price&desc=1&limit=300')) as { adverts: Array<{ provider: string; record: Advert }> };
