@@ -278,8 +278,8 @@ export class Cluster {
     return n;
   }
 
-  /** Stop one node: SIGTERM (a clean shutdown) by default, SIGKILL after 15 s; SIGKILL on request. */
-  async stop(n: NodeProc, signal: 'SIGTERM' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
+  /** Stop one node: SIGTERM (a clean shutdown) by default, SIGKILL after 15 s; SIGKILL (or SIGHUP, a closed terminal) on request. */
+  async stop(n: NodeProc, signal: 'SIGTERM' | 'SIGHUP' | 'SIGKILL' = 'SIGTERM'): Promise<void> {
     if (exited(n.child)) return;
     const t = setTimeout(() => n.child.kill('SIGKILL'), 15_000);
     n.child.kill(signal);

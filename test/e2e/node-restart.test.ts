@@ -6,7 +6,8 @@
  * `history.keepDays`, the buyer drops the jobs past it, with their
  * selections and offers, and keeps the live ones and its evidence. A daemon
  * that hits a bug logs one fatal line, stops and exits 70, and starts again on
- * its data; one sent SIGTERM while it starts stops cleanly once started.
+ * its data; one sent SIGTERM while it starts stops cleanly once started, and
+ * one sent SIGHUP (its terminal closed) stops as on SIGTERM.
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -182,6 +183,18 @@ test('a daemon that hits a bug logs one fatal line, stops and exits 70, and star
     assert.equal((await get<StatusView>(n, '/v1/status')).did, n.did);
     await c.stop(n);
     assert.equal(n.child.exitCode, 0);
+  });
+});
+
+test('a SIGHUP (its terminal closed) stops a running daemon cleanly, as SIGTERM does: exit 0, daemon.json and db/C0HOLDER removed', async () => {
+  await withLogs(c, async () => {
+    // before (review s43 R6 F1) `start` did not hear SIGHUP: Node's default ended it at once, leaving both files
+    const n = await c.start('hangup', buyerConfig({ bootstrap: [bootstrapAddr(prov)] }));
+    await c.stop(n, 'SIGHUP');
+    assert.equal(n.child.exitCode, 0, `killed by ${n.child.signalCode}`);
+    assert.match(readFileSync(n.log, 'utf8'), /"sig":"SIGHUP".*"msg":"stopping"/);
+    assert.equal(existsSync(join(n.dir, DAEMON_FILE)), false);
+    assert.equal(existsSync(join(n.dir, 'db', 'C0HOLDER')), false);
   });
 });
 

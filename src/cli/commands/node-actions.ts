@@ -323,6 +323,15 @@ export async function init(opts: InitOpts, cmd: Command): Promise<void> {
   out(`next: edit ${cfg}, then \`c0mpute start --data-dir ${dataDir}\``);
 }
 
+/**
+ * The signals `start` stops cleanly on (docs/node.md "The daemon"): Ctrl-C, a service manager's stop, and the hangup a
+ * foreground daemon gets when its terminal or ssh session goes away. Before (review s43 R6 F1), SIGHUP was not heard:
+ * Node's default ended the process at once, leaving a running exec child orphaned, daemon.json and the store's holder
+ * file behind, and the running job a non-delivery against this provider. A hangup is not a reload: the config is read
+ * at start only, and a daemon whose terminal went away has no one left to read what it would say.
+ */
+const START_STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
 /** `c0mpute start` */
 export async function start(f: StartFlags, cmd: Command): Promise<void> {
   const { dataDir } = globals(cmd);
@@ -343,10 +352,8 @@ export async function start(f: StartFlags, cmd: Command): Promise<void> {
     signalled = sig;
     log.info({ sig }, 'stopping once started (the same signal again kills at once)');
   };
-  const onSigint = () => onSignal('SIGINT');
-  const onSigterm = () => onSignal('SIGTERM');
-  process.once('SIGINT', onSigint);
-  process.once('SIGTERM', onSigterm);
+  const handlers = START_STOP_SIGNALS.map((sig) => [sig, () => onSignal(sig)] as const);
+  for (const [sig, h] of handlers) process.once(sig, h);
   // C0MPUTE_FAILPOINT=<name>[,<name>]: tests only (docs/pools.md "Failure modes, tested"): the process exits 137 at that point.
   const failpoints = new Set((process.env.C0MPUTE_FAILPOINT ?? '').split(',').map((x) => x.trim()).filter(Boolean));
   const failpoint = (name: string) => {
@@ -378,8 +385,7 @@ export async function start(f: StartFlags, cmd: Command): Promise<void> {
     }
   } catch (e) {
     // the start failed: a signal from now on does what it does by default
-    process.removeListener('SIGINT', onSigint);
-    process.removeListener('SIGTERM', onSigterm);
+    for (const [sig, h] of handlers) process.removeListener(sig, h);
     throw e;
   }
   const stopped = new Promise<void>((resolve) => {
