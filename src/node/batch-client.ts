@@ -12,7 +12,7 @@
  * only it may claim the line, at most at the line's maxPrice.
  */
 import { Buffer } from 'node:buffer';
-import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import type { Money } from '../records/money.js';
@@ -21,6 +21,7 @@ import type { Batch, BatchPlan } from '../matching/batch-plan.js';
 import type { BatchRunPorts, BatchRunEvent, LineOutcome, OwnLines, RunLine } from '../matching/batch-run.js';
 import { EXEC_MAX_INPUT_BYTES } from '../roles/exec-protocol.js';
 import { apiCall, apiStream } from './api-client.js';
+import { inputTooLarge, readInputFile } from './job-input.js';
 
 /** What one workload's lines run (from the batch file). */
 export interface LineRecipe {
@@ -93,7 +94,7 @@ export function batchLines(batch: Batch, recipes: readonly LineRecipe[], inputDi
           const code = (e as NodeJS.ErrnoException).code;
           throw new C0Error('INPUT_UNREADABLE', `line ${l.id}: cannot read ${f}: ${code === 'ENOENT' ? 'no such file' : (e as Error).message}`, { field: `workloads.${batch.workloads.indexOf(w)}.input` });
         }
-        if (size > EXEC_MAX_INPUT_BYTES) throw new C0Error('INPUT_TOO_LARGE', `line ${l.id}: ${f} is ${size} bytes; at most ${EXEC_MAX_INPUT_BYTES}`, { field: `workloads.${batch.workloads.indexOf(w)}.input` });
+        if (size > EXEC_MAX_INPUT_BYTES) throw inputTooLarge(`line ${l.id}: ${f}`, size, true, `workloads.${batch.workloads.indexOf(w)}.input`);
         l.inputFile = f;
         l.inputBytes = size;
       } else if (r.inputText !== undefined) {
@@ -119,13 +120,8 @@ export function withLineInputs(batch: Batch, lines: readonly BatchLine[]): Batch
 
 /** A line's input bytes. */
 export function lineInput(l: BatchLine): Uint8Array {
-  if (l.inputFile !== undefined) {
-    try {
-      return new Uint8Array(readFileSync(l.inputFile));
-    } catch (e) {
-      throw new C0Error('INPUT_UNREADABLE', `line ${l.id}: cannot read ${l.inputFile}: ${(e as Error).message}`);
-    }
-  }
+  // bounded as `run --input` is: a file grown past the limit since batchLines checked it is refused, not read whole
+  if (l.inputFile !== undefined) return readInputFile(l.inputFile, `line ${l.id}'s input ${l.inputFile}`);
   return new Uint8Array(Buffer.from(l.inputText ?? '', 'utf8'));
 }
 

@@ -7,7 +7,6 @@
  * CLI (src/cli/jobfile.ts reads the file) and the daemon's console
  * (`POST /v1/console/run` sends the text), so the daemon does not depend on src/cli.
  */
-import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
@@ -15,6 +14,7 @@ import { C0Error } from '../errors.js';
 import { GRADES, POLICIES, WORKLOAD_RE } from '../records/kinds.js';
 import { AMOUNT_RE, CURRENCY_RE, parseMoney } from '../records/money.js';
 import { configError } from './config.js';
+import { readInputFile } from './job-input.js';
 import { checkJobDeadlineMs } from '../records/freshness.js';
 import { requirementsSchema } from '../matching/batch-input.js';
 
@@ -109,13 +109,9 @@ export function parseJobFileText(text: string, path: string, opts: JobFileOption
   let input: Uint8Array;
   if (opts.files === false && j.inputFile) throw new C0Error('JOB_FILE_INVALID', `${path}: inputFile is not read here; give the input inline (input:)`, { field: 'inputFile' });
   const inputPath = opts.input ?? (j.inputFile ? resolve(dirname(path), j.inputFile) : undefined);
-  if (inputPath) {
-    try {
-      input = new Uint8Array(readFileSync(inputPath === '-' ? 0 : inputPath));
-    } catch (e) {
-      throw new C0Error('INPUT_UNREADABLE', `cannot read input ${inputPath}: ${(e as Error).message}`);
-    }
-  } else input = new TextEncoder().encode(j.input ?? '');
+  // at most what a buyer sends (16 MiB): a larger file is refused on its size, a stream (stdin, /dev/zero) once past it
+  if (inputPath) input = readInputFile(inputPath);
+  else input = new TextEncoder().encode(j.input ?? '');
   if (input.length === 0 && !opts.inputOptional) throw new C0Error('JOB_FILE_INVALID', `${path}: the job has no input (give input:, inputFile: or --input)`, { field: 'input' });
   const deadlineMs = parseDuration(j.deadline);
   checkJobDeadlineMs(deadlineMs, `${path}: deadline ${j.deadline}`);

@@ -22,19 +22,55 @@ export function readRegularFile(path: string, maxBytes: number): BoundedRead {
     const st = fstatSync(fd);
     if (!st.isFile()) return { problem: 'not-regular' };
     if (st.size > maxBytes) return { problem: 'too-large', size: st.size };
-    const chunks: Buffer[] = [];
-    let total = 0;
-    for (;;) {
-      const chunk = Buffer.allocUnsafe(Math.min(64 * 1024, maxBytes + 1 - total));
-      const n = readSync(fd, chunk, 0, chunk.length, null);
-      if (n === 0) break;
-      chunks.push(chunk.subarray(0, n));
-      total += n;
-      if (total > maxBytes) return { problem: 'too-large', size: total };
-    }
-    return { bytes: new Uint8Array(Buffer.concat(chunks, total)) };
+    return readUpTo(fd, maxBytes);
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * What is left to read on `fd`, up to `maxBytes`: read in chunks and stopped at `maxBytes` + 1 (then 'too-large' with
+ * the bytes read so far as `size`, a lower bound), so a device that never ends (/dev/zero) or a pipe fed more than
+ * that is not read whole. A descriptor opened non-blocking (a terminal or pipe on stdin can be) that has nothing yet
+ * is waited on, 10 ms at a time.
+ */
+export function readUpTo(fd: number, maxBytes: number): { bytes: Uint8Array } | { problem: 'too-large'; size: number } {
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for (;;) {
+    const chunk = Buffer.allocUnsafe(Math.min(64 * 1024, maxBytes + 1 - total));
+    let n: number;
+    try {
+      n = readSync(fd, chunk, 0, chunk.length, null);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EAGAIN') throw e;
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+      continue;
+    }
+    if (n === 0) break;
+    chunks.push(chunk.subarray(0, n));
+    total += n;
+    if (total > maxBytes) return { problem: 'too-large', size: total };
+  }
+  return { bytes: new Uint8Array(Buffer.concat(chunks, total)) };
+}
+
+/**
+ * An input of at most `maxBytes` from `path`, or from standard input for '-': a regular file larger than that is
+ * refused on its size before a byte is read; anything else (standard input, a FIFO, a device, /proc) is read with
+ * readUpTo. 'too-large' carries the file's size (`exact`), or for a stream the bytes read before it stopped (more
+ * than `maxBytes`, not its size). System errors (no such file, a directory) are thrown as they are.
+ */
+export function readInputUpTo(path: string, maxBytes: number): { bytes: Uint8Array } | { problem: 'too-large'; size: number; exact: boolean } {
+  const stdin = path === '-';
+  const fd = stdin ? 0 : openSync(path, 'r');
+  try {
+    const st = fstatSync(fd);
+    if (st.isFile() && st.size > maxBytes) return { problem: 'too-large', size: st.size, exact: true };
+    const r = readUpTo(fd, maxBytes);
+    return 'bytes' in r ? r : { ...r, exact: false };
+  } finally {
+    if (!stdin) closeSync(fd);
   }
 }
 
