@@ -194,10 +194,10 @@ export function readKeyFileDid(dataDir: string): string {
 }
 
 /**
- * A key file this process may not read (or whose directory it may not enter): not a corrupt key. Says who owns it
- * and who the node runs as, so the fix (chown, or run as its owner) is plain.
+ * A key file (or identity.did, `what`) this process may not read (or whose directory it may not enter): not a corrupt
+ * key, nor another one. Says who owns it and who the node runs as, so the fix (chown, or run as its owner) is plain.
  */
-function keyUnreadable(path: string, e: unknown): C0Error {
+function keyUnreadable(path: string, e: unknown, what = `key file ${path}`): C0Error {
   const code = (e as NodeJS.ErrnoException).code ?? 'EIO';
   const why = osWords(code) ?? (e as Error).message;
   const owner = (p: string) => {
@@ -211,7 +211,7 @@ function keyUnreadable(path: string, e: unknown): C0Error {
   const who = owner(path) ?? owner(dirname(path));
   const uid = process.getuid?.();
   const hint = PERMISSION.has(code) ? `; the node runs as uid ${uid ?? '?'}: run it as the key's owner, or \`chown\` the data directory and key to that user (keep the key 0600)` : '';
-  return new C0Error('KEY_FILE_UNREADABLE', `key file ${path} cannot be read: ${why} (${code})${who ? `; ${who}` : ''}${hint}`, { cause: e });
+  return new C0Error('KEY_FILE_UNREADABLE', `${what} cannot be read: ${why} (${code})${who ? `; ${who}` : ''}${hint}`, { cause: e });
 }
 
 function parseKeyFile(path: string): KeyFileV1 {
@@ -305,7 +305,8 @@ export function readRecordedDid(dataDir: string): string | undefined {
     text = readFileSync(didFilePath(dataDir), 'utf8');
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new C0Error('KEY_MISMATCH', `cannot read ${didFilePath(dataDir)}, the DID of the node this data directory belongs to: ${(e as Error).message}`);
+    // not another key: a file this process may not read (review s43 R6 F4: a start as root left it root's 0600), said as the key's own is
+    throw keyUnreadable(didFilePath(dataDir), e, `${didFilePath(dataDir)} (the DID of the node this data directory belongs to)`);
   }
   return text.trim().slice(0, 200) || undefined;
 }

@@ -8,11 +8,11 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bindDataDirIdentity, createIdentity, DID_FILE } from '../../../src/node/identity.js';
+import { bindDataDirIdentity, createIdentity, DID_FILE, readRecordedDid } from '../../../src/node/identity.js';
 import { C0Error } from '../../../src/errors.js';
 
 const bin = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
@@ -74,5 +74,37 @@ describe('the data directory keeps its node’s identity', () => {
     assert.throws(() => bindDataDirIdentity(d, b), (e: unknown) => e instanceof C0Error && e.code === 'KEY_MISMATCH');
     bindDataDirIdentity(d, b, true);
     assert.equal(readFileSync(join(d, DID_FILE), 'utf8'), b + '\n');
+  });
+
+  it('an identity.did the node may not read is KEY_FILE_UNREADABLE naming owner, mode and uid, not KEY_MISMATCH (review s43 R6 F4)', () => {
+    // a start as root left identity.did root's 0600; the node then runs as nobody. As root the read runs as nobody in a
+    // child process; as anyone else, here, on a file of mode 000
+    const asRoot = process.getuid?.() === 0;
+    const d = join(dir, 'unreadable-did');
+    mkdirSync(d, { recursive: true });
+    const did = createIdentity(join(dir, 'unreadable-did-key')).did;
+    bindDataDirIdentity(d, did);
+    chmodSync(dir, 0o755);
+    chmodSync(d, 0o755);
+    if (!asRoot) chmodSync(join(d, DID_FILE), 0o000);
+    let r: { code?: string; message?: string };
+    if (asRoot) {
+      const mod = new URL('../../../src/node/identity.js', import.meta.url).href;
+      const js = `import(${JSON.stringify(mod)}).then((m) => { try { m.readRecordedDid(${JSON.stringify(d)}); console.log('{}'); } catch (e) { console.log(JSON.stringify({ code: e.code, message: e.message })); } });`;
+      const p = spawnSync(process.execPath, ['--input-type=module', '-e', js], { uid: 65534, gid: 65534, encoding: 'utf8' });
+      r = JSON.parse(p.stdout.trim() || '{}') as typeof r;
+    } else {
+      try {
+        readRecordedDid(d);
+        r = {};
+      } catch (e) {
+        r = { code: (e as C0Error).code, message: (e as Error).message };
+      }
+    }
+    chmodSync(join(d, DID_FILE), 0o600);
+    chmodSync(dir, 0o700);
+    assert.equal(r.code, 'KEY_FILE_UNREADABLE', r.message);
+    assert.match(r.message!, new RegExp(`${DID_FILE}.*permission denied \\(EACCES\\); .* is owned by uid ${asRoot ? 0 : process.getuid?.()} with mode ${asRoot ? 600 : 0}.*the node runs as uid ${asRoot ? 65534 : process.getuid?.()}`));
+    assert.equal(readRecordedDid(d), did, 'identity.did itself is untouched');
   });
 });
