@@ -428,7 +428,10 @@ export type WorkloadConfig = ProviderConfig['workloads'][string];
 
 /** Turn zod issues into one CONFIG_INVALID naming the first field. */
 export function configError(err: z.ZodError, source: string): C0Error {
-  const issues = err.issues.map((i) => `${i.path.join('.') || '(top)'}: ${i.message}`);
+  // a record's key refused by its own schema (a workload name without a dot) says why: zod's own message is only
+  // "Invalid key in record" (review s43 R6 F5), its key schema's message is in the inner issues
+  const why = (i: z.core.$ZodIssue) => (i.code === 'invalid_key' && i.issues.length ? `not a valid key: ${i.issues.map((x) => x.message).join('; ')}` : i.message);
+  const issues = err.issues.map((i) => `${i.path.join('.') || '(top)'}: ${why(i)}`);
   const first = err.issues[0];
   return new C0Error('CONFIG_INVALID', `${source}: ${issues.slice(0, 5).join('; ')}${issues.length > 5 ? ` (+${issues.length - 5} more)` : ''}`, {
     field: first ? first.path.join('.') : '',

@@ -136,6 +136,13 @@ describe('config', () => {
     }
   });
 
+  test('a workload name the schema refuses says why (a namespace like infer.llm), not only "Invalid key in record"', () => {
+    const e = err(() => parseConfig({ provider: { workloads: { slow: workload } } }));
+    assert.equal(e.code, 'CONFIG_INVALID');
+    assert.equal(e.field, 'provider.workloads.slow');
+    assert.match(e.message, /provider\.workloads\.slow: not a valid key: a workload namespace like infer\.llm/);
+  });
+
   test('a bad value from a flag or the environment is named as theirs, not the file’s', () => {
     const f = file('api:\n  listen: 127.0.0.1:7070\n');
     const byFlag = err(() => loadConfig({ file: f, flags: { api: { listen: '127.0.0.1:99999' } } }));
