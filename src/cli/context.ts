@@ -229,3 +229,9 @@ export class NegativeAnswer extends Error {
     super(lines.join('\n'));
   }
 }
+
+/** An option or argument that must be a DID: a wrong one is a wrong command line (exit 2), with the code `code`. */
+export async function requireDidArg(v: string, what: string, code: string): Promise<void> {
+  const { isDid } = await import('../records/did.js');
+  if (!isDid(v)) throw new UsageError(code, `${what} must be a did:key, got "${String(v).slice(0, 80)}"`, { field: what.replace(/^--/, '') });
+}

@@ -9,7 +9,7 @@ import { ROLE_NAMES } from '../../node/role-names.js';
 import { apiCall } from '../../node/api-client.js';
 import { JOBS_PAGE_MAX } from '../../node/jobs-page.js';
 import type { status as localStatus, market as localMarket } from '../../node/control.js';
-import { emptyValue, jsonReplacer, nonEmpty, out, outJson, UsageError } from '../context.js';
+import { emptyValue, jsonReplacer, nonEmpty, out, outJson, requireDidArg, UsageError } from '../context.js';
 import { short, shortAddr } from '../short.js';
 import { listLimit, num } from '../limit.js';
 import { globals } from './index.js';
@@ -35,12 +35,6 @@ function collect(flag: string): (v: string, prev?: string[]) => string[] {
 function configFile(v: string): string {
   if (v === '') throw emptyValue('--config', v, 'a file');
   return v;
-}
-
-/** An option or argument that must be a DID: a wrong one is a wrong command line (exit 2), with the code `code`. */
-async function requireDidArg(v: string, what: string, code: string): Promise<void> {
-  const { isDid } = await import('../../records/did.js');
-  if (!isDid(v)) throw new UsageError(code, `${what} must be a did:key, got "${String(v).slice(0, 80)}"`, { field: what.replace(/^--/, '') });
 }
 
 export function register(program: Command): void {

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { apiCall } from '../../node/api-client.js';
-import { out, outputDir, outJson, writeOutput } from '../context.js';
+import { out, outputDir, outJson, requireDidArg, writeOutput } from '../context.js';
 import { globals } from './index.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
 
@@ -56,6 +56,8 @@ export function register(program: Command): void {
     .option('--json', 'machine-readable output (the pairs and records, base64)')
     .description('the equivocation evidence this witness kept about a steward, as signed records')
     .action(async (steward: string, o: { out?: string; overlay?: string; json?: boolean }, cmd: Command) => {
+      // a wrong DID is a wrong command line (exit 2), as `reputation`'s: not the daemon's 400 passed through (exit 3)
+      await requireDidArg(steward, 'steward', 'DID_MALFORMED');
       // the directory first: one that cannot be made is refused (OUTPUT_UNWRITABLE) before the daemon is asked
       if (o.out) outputDir(o.out);
       const c = requireDaemon(globals(cmd).dataDir);
