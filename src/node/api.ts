@@ -15,7 +15,7 @@
  */
 import { writingDataFile } from './data-files.js';
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
-import type { Socket } from 'node:net';
+import { createServer as createNetServer, type Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -207,6 +207,22 @@ export const API_HEADERS_TIMEOUT_MS = 10_000;
  * An empty line is no event: every client of the stream skips it (api-client.ts `ndjson`).
  */
 export const STREAM_HEARTBEAT_MS = 60_000;
+
+/**
+ * Whether the API's address can be listened on, asked before the node opens its store and starts its network (a
+ * port taken is API_LISTEN_FAILED at once, not ~8 s later after a provider published its advert: review s43 R6 F6).
+ * Listened on and closed at once: another process can still take the port in between, which startApi then says.
+ */
+export async function checkApiListen(listen: string): Promise<void> {
+  const { host, port } = splitHostPort(listen);
+  if (port === 0) return;
+  const probe = createNetServer();
+  await new Promise<void>((resolve, reject) => {
+    probe.once('error', (e) => reject(new C0Error('API_LISTEN_FAILED', `cannot listen on ${listen}: ${(e as Error).message}`)));
+    probe.listen({ port, host }, () => resolve());
+  });
+  await new Promise<void>((resolve) => probe.close(() => resolve()));
+}
 
 export async function startApi(opts: ApiOptions): Promise<ApiServer> {
   const { host, port } = splitHostPort(opts.listen);

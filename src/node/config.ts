@@ -458,6 +458,32 @@ export function networksOf(config: NodeConfig, source = 'config'): Array<Network
   return networks;
 }
 
+/**
+ * What a role needs of the config that the schema cannot say (a section is optional until a role reads it): the
+ * provider a `provider` section with a workload, the steward a `steward` section. Undefined when `config` has it.
+ * The role's setup refuses with this, and so does `start` before anything opens (checkRoleSections).
+ */
+export function roleSectionProblem(role: Role, config: NodeConfig): C0Error | undefined {
+  if (role === 'provider') {
+    if (!config.provider) return new C0Error('CONFIG_INVALID', 'the provider role needs a `provider` section in the config', { field: 'provider' });
+    if (Object.keys(config.provider.workloads).length === 0) return new C0Error('CONFIG_INVALID', 'the provider role needs at least one workload under provider.workloads', { field: 'provider.workloads' });
+  }
+  if (role === 'steward' && !config.steward) return new C0Error('CONFIG_INVALID', 'the steward role needs a `steward` section with treeFile', { field: 'steward' });
+  return undefined;
+}
+
+/**
+ * Every role a network of `config` runs has its section (roleSectionProblem): `start` asks before the store opens and
+ * the network starts. Before (review s43 R6 F6), `start --role provider` with no provider section failed only in the
+ * role's setup, ~7 s later, after dialling bootstrap peers.
+ */
+export function checkRoleSections(config: NodeConfig, source = 'config'): void {
+  for (const role of new Set(networksOf(config, source).flatMap((n) => n.roles))) {
+    const e = roleSectionProblem(role, config);
+    if (e) throw new C0Error(e.code, `${source}: ${e.message}`, e.field === undefined ? {} : { field: e.field });
+  }
+}
+
 export function parseConfig(raw: unknown, source = 'config'): NodeConfig {
   const r = configSchema.safeParse(raw ?? {});
   if (!r.success) throw configError(r.error, source);

@@ -36,7 +36,7 @@ import { openNodeProbe, type ProbeResult, type ProbeService } from '../matching/
 import type { CandidateOrder } from '../matching/candidates.js';
 import type { LiveProvider } from '../matching/types.js';
 import type { HeldLeases } from '../matching/open-orders.js';
-import type { NetworkConfig, NodeConfig, Role } from './config.js';
+import { roleSectionProblem, type NetworkConfig, type NodeConfig, type Role } from './config.js';
 import type { Identity } from './identity.js';
 import { assessNetwork, reconnectOptions, type NetworkAssessment } from './net-health.js';
 import { PresenceView } from '../matching/presence.js';
@@ -345,7 +345,8 @@ export class OverlayNode {
     if (this.roles.includes('steward')) {
       const sc = this.d.config.steward;
       if (nc.witnesses?.includes(this.did)) throw new C0Error('CONFIG_INVALID', `network.witnesses names this steward's own key ${this.did}: a witness must hold a key the steward does not (pool/1 §6.7)`, { field: 'network.witnesses' });
-      if (!sc) throw new C0Error('CONFIG_INVALID', 'the steward role needs a `steward` section with treeFile', { field: 'steward' });
+      const missing = roleSectionProblem('steward', this.d.config);
+      if (missing || !sc) throw missing;
       this.steward = await Steward.start(this, this.d.dataDir, { ...sc, managed: sc.managed || nc.managed, ...(nc.witnesses ? { witnesses: nc.witnesses } : {}), maxWitnesses: this.d.config.witnessRecords.maxWitnesses, headRepublishMs: nc.resyncMs, catchUpMs: nc.resyncMs, ...(nc.allowlist ? { allowlist: nc.allowlist } : {}) }, identity);
       this.addRole('steward', this.steward);
     }

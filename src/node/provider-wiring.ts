@@ -25,6 +25,7 @@ import { JOB_PUSH_LIMITS, JOB_PUSH_PROTOCOL, jobPushHandler } from './job-push.j
 import { QuoteBudget } from '../roles/provider/quote-budget.js';
 import { liveInMarket, providerPresence } from './presence-wiring.js';
 import { onStoreEvent, storeProblem, type Sub } from '../store/db.js';
+import { roleSectionProblem } from './config.js';
 import { startPoolMember } from '../roles/pool-member/wiring.js';
 import { DispatchTrail, RunLog } from '../pools/trail.js';
 import { createExecutor, type Executor, type ExecutorOptions } from '../roles/provider/executors.js';
@@ -74,8 +75,8 @@ export function poolExecutors(workloads: Record<string, { executor: Parameters<t
 export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Promise<void> {
   const { config, identity } = o.d;
   const pc = config.provider;
-  if (!pc) throw new C0Error('CONFIG_INVALID', 'the provider role needs a `provider` section in the config', { field: 'provider' });
-  if (Object.keys(pc.workloads).length === 0) throw new C0Error('CONFIG_INVALID', 'the provider role needs at least one workload under provider.workloads', { field: 'provider.workloads' });
+  const missing = roleSectionProblem('provider', config);
+  if (missing || !pc) throw missing;
   const detected = await detectHardware({ nvidiaSmi: pc.detectGpus ? 'nvidia-smi' : false });
   const hardware = mergeHardware(detected, pc.hardware);
   const meter = createMeter({ type: pc.meter.type, estimatorWatts: pc.meter.estimatorWatts, ...(pc.meter.powercapRoot ? { powercapRoot: pc.meter.powercapRoot } : {}) });

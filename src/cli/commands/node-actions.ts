@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import { bindDataDirIdentity, createIdentity, didFilePath, hasKeyFile, keyFilePath } from '../../node/identity.js';
-import { loadConfig, ROLE_NAMES, type ConfigWarning, type NodeConfig } from '../../node/config.js';
+import { checkRoleSections, loadConfig, ROLE_NAMES, type ConfigWarning, type NodeConfig } from '../../node/config.js';
 import { readDaemonInfo } from '../../node/daemon-info.js';
 import type { Daemon } from '../../node/daemon.js';
 import { apiStream, consoleLoginUrl } from '../../node/api-client.js';
@@ -226,6 +226,9 @@ export function nodeConfig(dataDir: string, f: StartFlags, warnings?: ConfigWarn
     }
     throw e;
   }
+  // a role's missing section (`--role provider` and no provider section) is said before the store opens and the
+  // network starts, not ~7 s later from the role's setup (review s43 R6 F6)
+  if (mode === 'start') checkRoleSections(config, file ?? 'config');
   const empty = said.some((w) => w.code === 'CONFIG_EMPTY');
   // the daemon, and a display of what it ran with: an emptied config is as a missing one
   if (file !== undefined && empty && mode !== 'oneshot') refuseEmptied(dataDir, file, f.config !== undefined, last);

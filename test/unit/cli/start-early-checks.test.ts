@@ -1,0 +1,51 @@
+/**
+ * What `start` and `witness evidence` refuse before anything opens (review s43 R6 F6), with the real CLI:
+ * - a role whose config section is missing (`--role provider`, no `provider` section) and an API port already taken
+ *   were said only after the store opened and the network started (~7-8 s; a provider published its advert first):
+ *   now before db/ is even made;
+ * - `witness evidence nope` passed the daemon's 400 through (exit 3); a wrong DID is a wrong command line (exit 2).
+ */
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import { startRig } from './start-rig.js';
+
+const { root, c0, start, keysInit } = startRig('c0-start-early-');
+
+describe('start refuses before the store opens or the network starts', () => {
+  it('--role provider with no provider section: CONFIG_INVALID field provider, and no db/', async () => {
+    const d = keysInit('no-provider');
+    const cfg = join(root, 'buyer.yaml');
+    writeFileSync(cfg, 'roles: [buyer]\n');
+    const r = await start(d, '--config', cfg, '--role', 'provider');
+    assert.equal(r.code, 3, r.out);
+    assert.match(r.out, /error CONFIG_INVALID: .*the provider role needs a `provider` section/);
+    assert.equal(existsSync(join(d, 'db')), false, 'the store was opened before the refusal');
+  });
+
+  it('an API port already taken: API_LISTEN_FAILED, and no db/', async () => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1');
+    await once(s, 'listening');
+    after(() => s.close());
+    const d = keysInit('api-taken');
+    const r = await start(d, '--api', `127.0.0.1:${(s.address() as AddressInfo).port}`);
+    assert.equal(r.code, 3, r.out);
+    assert.match(r.out, /error API_LISTEN_FAILED/);
+    assert.equal(existsSync(join(d, 'db')), false, 'the store was opened before the refusal');
+  });
+});
+
+describe('witness evidence checks its DID argument', () => {
+  it('`witness evidence nope` is DID_MALFORMED, exit 2, as `reputation nope` is (no daemon asked)', () => {
+    const d = join(root, 'no-daemon');
+    for (const args of [['witness', 'evidence', 'nope'], ['reputation', 'nope']]) {
+      const r = c0(d, ...args);
+      assert.equal(r.code, 2, `${args.join(' ')}: ${r.out}`);
+      assert.match(r.out, /error DID_MALFORMED: /);
+    }
+  });
+});
