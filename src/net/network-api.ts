@@ -256,6 +256,18 @@ export interface Network {
    * through the gossip pipeline as a sync's. A peer before this op fails each kind with NET_BAD_REQUEST.
    */
   syncJobs(peer: PeerRef, kinds: TopicKind[], jobs: string[]): Promise<SyncResult>;
+  /**
+   * A record accepted here that was not kept after all (its write failed: this node's store takes no writes): forgotten
+   * as seen and dropped from what this node serves and lists in a sync's digest, so a later copy (a catch-up) is
+   * taken again rather than ignored as a duplicate (docs/network.md "The delivery queue").
+   */
+  notKept(rec: Opened): void;
+  /**
+   * Open an outcome catch-up gap from `from` (wall-clock ms; `catchUp` only, else nothing): the peers connected now are
+   * asked, one after another, for the outcome kinds they took since then, as at a start (records-sync.ts); a peer
+   * identified later in the window too. The store reopened after failed writes (docs/network.md §5).
+   */
+  catchUpFrom(from: number): void;
   /** A peer's addresses from its DID: the peer store, else the DHT. Throws NET_PEER_NOT_FOUND. */
   findPeer(did: string, opts?: { useCache?: boolean; timeoutMs?: number }): Promise<string[]>;
   /** Gossipsub score this node gives a peer. */

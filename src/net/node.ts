@@ -444,6 +444,15 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       return records.syncJobs(toPeerId(peer), kinds, jobs);
     },
 
+    notKept(rec) {
+      pipeline.forget(rec.bytes, rec.address);
+      source.remove?.(rec.address);
+    },
+
+    catchUpFrom(from) {
+      records.openGap(from);
+    },
+
     async findPeer(targetDid, o = {}) {
       const pid = peerIdFromDid(targetDid);
       if (pid.equals(libp2p.peerId)) return net.addrs();

@@ -78,6 +78,8 @@ export interface RecordSource {
   get(address: string): Uint8Array | undefined | Promise<Uint8Array | undefined>;
   /** Called by the network for every record it accepted or published (optional). */
   add?(kind: TopicKind, rec: Opened): void;
+  /** Called by the network for a record it accepted and that was not kept after all (`Network.notKept`; optional). */
+  remove?(address: string): void;
 }
 
 interface Entry {
@@ -198,6 +200,12 @@ export class MemoryRecordCache implements RecordSource {
       }
     }
     return out;
+  }
+
+  /** Let go of the record at `address`, if held (a record accepted and not kept after all: `Network.notKept`). */
+  remove(address: string): void {
+    const e = this.#byAddr.get(address);
+    if (e) this.#remove(e.kind, address);
   }
 
   get(address: string): Uint8Array | undefined {

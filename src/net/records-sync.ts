@@ -68,8 +68,8 @@ export interface RecordsSyncDeps {
 export const SYNC_PEER_GONE = 'NET_PEER_GONE';
 
 export class RecordsSync {
-  /** Peers identified speaking records/1 and still connected (each synced on connect once). */
-  readonly #synced = new Set<string>();
+  /** Peers identified speaking records/1 and still connected (each synced on connect once), by key. */
+  readonly #synced = new Map<string, PeerId>();
   readonly #shardSet: Set<string>;
   /** Outcome catch-up: since when this node may lack outcomes (a gap not yet caught up on), else undefined. */
   #gapFrom: number | undefined;
@@ -277,7 +277,7 @@ export class RecordsSync {
   onIdentify(peerId: PeerId, protocols: readonly string[]): void {
     const key = peerId.toString();
     if (this.#synced.has(key) || !protocols.includes(PROTOCOLS.records)) return;
-    this.#synced.add(key);
+    this.#synced.set(key, peerId);
     const since = this.#catchUpSince(key);
     const catchUp = since === undefined ? [] : this.catchUpKinds.filter((k) => !this.d.syncKinds.includes(k));
     if (!this.d.syncKinds.length && !catchUp.length) return;
@@ -286,7 +286,28 @@ export class RecordsSync {
       (r) => r && this.d.log.debug({ peer: key, ...r }, 'synced from peer'),
       (e: unknown) => this.d.log.debug({ peer: key, err: (e as Error).message }, 'sync from peer failed'),
     );
-    if (!catchUp.length) return;
+    if (catchUp.length) this.#catchUp(peerId, key, since!, catchUp, first);
+  }
+
+  /**
+   * A gap opened while peers are connected (the store reopened after failed writes: outcomes accepted meanwhile were not
+   * kept, docs/network.md §5): from `from`, or from an earlier gap not yet asked for. The peers connected now are asked
+   * in turn, each once, as the peers identified after a start are (their sync on connect is not made again); a peer
+   * identified later in the window is asked too. A window still open has asked its peers already: the new one starts
+   * at `from`, not at its start (a narrower `since` keeps the digest, at most `syncLimit` records, to what is in the gap).
+   */
+  openGap(from: number): void {
+    if (!this.d.catchUp || !this.catchUpKinds.length) return;
+    this.#gapFrom = Math.min(from, this.#gapFrom ?? from);
+    for (const [key, peerId] of this.#synced) {
+      const since = this.#catchUpSince(key);
+      const kinds = this.catchUpKinds.filter((k) => !this.d.syncKinds.includes(k));
+      if (since !== undefined && kinds.length) this.#catchUp(peerId, key, since, kinds, Promise.resolve(undefined));
+    }
+  }
+
+  /** One peer's outcome catch-up of `kinds` since `since`, in its turn (onIdentify), after its sync on connect (`first`). */
+  #catchUp(peerId: PeerId, key: string, since: number, catchUp: TopicKind[], first: Promise<SyncResult | undefined>): void {
     const at = Object.fromEntries(catchUp.map((k) => [k, since]));
     // this peer's turn: once the one before has answered, or CATCH_UP_TURN_MS after its turn began, whichever is first;
     // the next peer's turn begins when this one's ends the same way (its own wait for its sync on connect included)

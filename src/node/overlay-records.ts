@@ -38,5 +38,6 @@ export function overlayRecordSource(d: OverlayRecordsDeps): RecordSource {
     byJob: (kinds, jobs, t, limit) => d.cache.byJob(kinds, jobs, t, limit),
     get: async (address) => (await d.getBytes(address)) ?? d.cache.get(address) ?? (await d.marketBytes(address)),
     add: (kind, rec) => d.cache.add(kind, rec),
+    remove: (address) => d.cache.remove(address),
   };
 }

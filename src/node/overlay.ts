@@ -12,7 +12,7 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { C0Error } from '../errors.js';
 import { T, type Advert, type Presence, type Job, type Offer, type Receipt, type Acceptance, type NonDelivery, type Selection } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
-import { sub, type Db } from '../store/db.js';
+import { onStoreEvent, sub, type Db } from '../store/db.js';
 import { RecordStore, type HistoryPruned } from '../store/records.js';
 import type { ProviderRuns } from '../store/provider-runs.js';
 import type { Clock } from '../util/clock.js';
@@ -94,15 +94,24 @@ export function antiEntropyKinds(provider: boolean): TopicKind[] {
  * non-delivery's signing; none later than now), less the clock-skew window and a margin for what was in flight, and
  * never further back than the record cache's time-to-live (what a peer still holds to serve: `network.recordCache.ttlMs`).
  */
-export function outcomeCatchUp(market: Pick<MarketService, 'evidence'>, now: number, skewMs: number, ttlMs: number = RECORD_CACHE_DEFAULTS.ttlMs): CatchUpOptions {
+export function outcomeCatchUp(market: Pick<MarketService, 'evidence'>, now: number, skewMs: number, ttlMs: number = RECORD_CACHE_DEFAULTS.ttlMs, failedAt?: number): CatchUpOptions {
   const e = market.evidence;
   let newest = -Infinity;
   for (const r of e.receipts.values()) newest = Math.max(newest, r.record.completedAt);
   for (const a of e.acceptances.values()) newest = Math.max(newest, a.record.signedAt);
   for (const n of e.nondeliveries.values()) newest = Math.max(newest, n.record.signedAt);
-  const from = Math.min(newest, now) - skewMs - CATCH_UP_DEFAULTS.marginMs;
+  // an earlier run's store failed a write at `failedAt` and was reopened (OUTCOME_GAP): what came from then until the
+  // reopen was not kept, and the outcomes stored after the reopen are newer than that gap
+  const from = Math.min(newest, now, failedAt ?? Infinity) - skewMs - CATCH_UP_DEFAULTS.marginMs;
   return { kinds: [...OUTCOME_EVIDENCE_KINDS], from: Math.max(from, now - ttlMs), maxAgeMs: ttlMs };
 }
+
+/**
+ * The overlay's sublevel, and its one key, holding when the store first failed a write before the reopen of a run that
+ * then went on storing outcomes (docs/network.md §5 "Catching up on outcomes"): the next start's catch-up reaches back
+ * to it while it is within the record cache's time-to-live (a peer holds nothing older), and forgets it after.
+ */
+export const OUTCOME_GAP = { sublevel: 'outcome-gap', key: 'failed-at' } as const;
 
 /** Extension point for roles that live beside provider and buyer (steward, witness). */
 export interface OverlayRole {
@@ -185,6 +194,57 @@ export class OverlayNode {
     return this.name === 'public' ? '' : `${this.name}~`;
   }
 
+  /**
+   * When an earlier run's store first failed a write before a reopen (OUTCOME_GAP), while within `ttlMs` of `now`; an
+   * older one is deleted (nothing a peer holds reaches back to it). Undefined when none (or it cannot be read).
+   */
+  async #outcomeGap(now: number, ttlMs: number): Promise<number | undefined> {
+    const s = this.sub(OUTCOME_GAP.sublevel);
+    try {
+      const v = await s.get(OUTCOME_GAP.key);
+      if (v === undefined) return undefined;
+      const at = Number(new TextDecoder().decode(v));
+      if (Number.isSafeInteger(at) && at > now - ttlMs) return at;
+      await s.del(OUTCOME_GAP.key);
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message }, 'could not read or clear when the store last failed a write: the outcome catch-up reaches back to the newest outcome held only');
+    }
+    return undefined;
+  }
+
+  /**
+   * Outcomes accepted while the store takes no writes are not kept (each forgotten as seen: `outcome` in #start). When
+   * the database is reopened, a catch-up gap opens from the first failed write, less the clock-skew window and the
+   * margin, and the peers connected are asked for what they took since (docs/network.md §5 "Catching up on outcomes");
+   * that time is written down then (OUTCOME_GAP, with an earlier one still within reach) for a restart before the
+   * catch-up is done. A run stopped before the reopen stored nothing after the failure: the newest outcome held dates
+   * its gap then.
+   */
+  #catchUpAfterReopen(earlier: number | undefined): void {
+    const db = this.d.db;
+    const skew = this.d.network.clockSkewMs;
+    let failedAt: number | undefined;
+    let mark = earlier;
+    const offPoisoned = onStoreEvent(db, 'poisoned', (h) => {
+      failedAt ??= h.since ?? this.clock();
+    });
+    const offRecovered = onStoreEvent(db, 'recovered', () => {
+      if (failedAt === undefined) return;
+      const at = Math.min(failedAt, mark ?? Infinity);
+      failedAt = undefined;
+      mark = at;
+      this.log.info({ since: new Date(at).toISOString() }, 'the store was reopened: asking peers for the outcomes taken since its first failed write');
+      this.net.catchUpFrom(at - skew - CATCH_UP_DEFAULTS.marginMs);
+      this.sub(OUTCOME_GAP.sublevel).put(OUTCOME_GAP.key, new TextEncoder().encode(String(at)), { sync: true } as never).catch((e: unknown) =>
+        this.log.warn({ err: (e as Error).message }, 'could not write down when the store failed a write: a restart before the catch-up is done reaches back to the newest outcome held only'),
+      );
+    });
+    this.#stops.push(async () => {
+      offPoisoned();
+      offRecovered();
+    });
+  }
+
   /** A sublevel of this overlay (for roles that keep state). */
   sub(name: string) {
     return sub(this.d.db, `${this.prefix}${name}`);
@@ -228,6 +288,7 @@ export class OverlayNode {
       job: async (a) => (await this.records.get(a, T.job)) ?? openHeld(cache.get(a), T.job),
       receipt: (a) => this.market.evidence.receipts.get(a) ?? openHeld(cache.get(a), T.receipt),
     }, { skewMs: nc.clockSkewMs });
+    const failedAt = hears ? await this.#outcomeGap(now, nc.recordCache?.ttlMs ?? RECORD_CACHE_DEFAULTS.ttlMs) : undefined;
     this.net = await createNetwork({
       signer: identity.signer,
       listen: nc.listen,
@@ -235,7 +296,7 @@ export class OverlayNode {
       bootstrap: nc.bootstrap,
       overlay: this.name,
       ...(shards ? { shards } : {}),
-      ...(hears ? { catchUp: outcomeCatchUp(this.market, now, nc.clockSkewMs, nc.recordCache?.ttlMs) } : { publishOnly: [...OUTCOME_EVIDENCE_KINDS] }),
+      ...(hears ? { catchUp: outcomeCatchUp(this.market, now, nc.clockSkewMs, nc.recordCache?.ttlMs, failedAt) } : { publishOnly: [...OUTCOME_EVIDENCE_KINDS] }),
       loopback: nc.loopback,
       ...(swarmKey ? { swarmKey } : {}),
       ...(nc.allowlist ? { allowlist: nc.allowlist } : {}),
@@ -266,6 +327,7 @@ export class OverlayNode {
     // (stops run last first) the outcomes still on their way to disk are settled once the network has stopped delivering
     this.#stops.push(() => this.market.evidence.settled());
     this.#stops.push(() => this.net.stop());
+    if (hears) this.#catchUpAfterReopen(failedAt);
     this.#stops.push(async () => this.#buyerSide.stop());
 
     this.net.subscribe('advert', async (rec) => {
@@ -295,6 +357,12 @@ export class OverlayNode {
     this.#stops.push(async () => notStored.stop());
     const outcome = (rec: Opened, meta: DeliveryMeta): Promise<void> | undefined => {
       const stored = this.market.addEvidence(rec as Opened<Receipt> | Opened<Acceptance> | Opened<NonDelivery>);
+      // not kept because this node's store takes no writes: forgotten as seen and left out of the record cache (what a
+      // catch-up's digest lists), so the catch-up once the store is reopened (#catchUpAfterReopen) brings it again (as
+      // outcome/1 forgets one it answers not kept); before, it stayed seen and was never stored (review s43 R2 F1)
+      stored.catch((e: unknown) => {
+        if (isStoreFailure(e)) this.net.notKept(rec);
+      });
       if (meta.source === 'direct' || this.market.evidence.pending >= OUTCOME_WRITES_IN_FLIGHT) return stored;
       stored.catch((e: unknown) => {
         const code = (e as { code?: unknown }).code;

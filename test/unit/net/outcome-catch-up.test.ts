@@ -89,7 +89,7 @@ function requester(server: ReturnType<typeof recordsHandler>, clock: ReturnType<
     for (let i = 0; i < 200 && asked.length < n; i++) await new Promise((r) => setTimeout(r, 5));
     await new Promise((r) => setTimeout(r, 20));
   };
-  return { sync, asked, got, own, settle, served };
+  return { sync, asked, got, own, settle, served, pipeline: deps.pipeline };
 }
 
 /** A peer's record cache holding `n` outcomes (a receipt and its acceptance each) taken a minute ago, the clock now at NOW. */
@@ -311,4 +311,30 @@ test('records/1 live `since`: only what the server took at or after it; a bad on
   assert.equal((await ask({ op: 'live', kind: 'receipt', limit: 10, since: NOW + 1 })).frames.length, 1);
   assert.equal((await ask({ op: 'live', kind: 'receipt', limit: 10, since: NOW + MIN + 1 })).frames.length, 0);
   for (const since of [-1, 1.5, 'x']) assert.equal((await ask({ op: 'live', kind: 'receipt', limit: 10, since })).code, 'NET_BAD_REQUEST');
+});
+
+test('a gap opened while peers are connected (the store reopened after failed writes): each connected peer asked in turn, since the gap, with the digest; a later one in the window too (review s43 R2 F1)', async () => {
+  const { clock, peer } = servedOutcomes(10);
+  // a node already caught up: its start's window has closed
+  const r = requester(recordsHandler(peer, clock), clock, { kinds: OUTCOMES, from: NOW - 5 * MIN, windowMs: MIN });
+  r.sync.onIdentify(peerA, [PROTOCOLS.records]);
+  await r.settle(5);
+  assert.equal(r.got.length, 20);
+  // what the store did not keep is let go of (Network.notKept): no longer held, so not in the digest
+  for (const g of r.got.splice(0)) {
+    r.pipeline.forget(g.bytes, g.address);
+    r.own.remove(g.address);
+  }
+  clock.advance(2 * MIN);
+  r.sync.onIdentify(peerB, [PROTOCOLS.records]);
+  await r.settle(7);
+  assert.deepEqual(r.asked.slice(5).map((q) => q.kind), ['advert', 'presence'], 'outside the window: no catch-up');
+  r.sync.openGap(NOW - 2 * MIN);
+  await r.settle(13);
+  assert.deepEqual(r.asked.slice(7).map((q) => [q.kind, q.since]), [['receipt', NOW - 2 * MIN], ['acceptance', NOW - 2 * MIN], ['nondelivery', NOW - 2 * MIN], ['receipt', NOW - 2 * MIN], ['acceptance', NOW - 2 * MIN], ['nondelivery', NOW - 2 * MIN]], 'both connected peers, the outcome kinds only, since the gap');
+  assert.equal(r.got.length, 20, 'every outcome again, once: the second peer was asked with the digest of what the first brought');
+  const peerC = peerIdFromString('12D3KooWKnDdG3iXw9eTFijk3EWSunZcFi54Zka4wmtqtt6rPxc8');
+  r.sync.onIdentify(peerC, [PROTOCOLS.records]);
+  await r.settle(18);
+  assert.equal(r.asked[15]?.since, NOW - 2 * MIN, 'a peer identified in the window is asked too');
 });

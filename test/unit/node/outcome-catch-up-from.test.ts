@@ -28,3 +28,11 @@ test('the catch-up starts at the newest outcome held, less skew and a minute; wi
   assert.equal(outcomeCatchUp(ev([NOW - 5 * H], [], []), NOW, 30_000, 2 * H).from, NOW - 2 * H, 'held long ago: the TTL given');
   assert.equal(outcomeCatchUp(ev([NOW + H], [], []), NOW, 30_000).from, NOW - 90_000, 'a receipt dated ahead counts as now');
 });
+
+test('after a run whose store failed a write and was reopened, the catch-up starts at that failed write, less skew and a minute, within the TTL (review s43 R2 F1)', () => {
+  // outcomes stored after the reopen are newer than the failure: before, the catch-up started after them
+  const held = ev([NOW - 2 * 60_000], [NOW - 60_000], []);
+  assert.equal(outcomeCatchUp(held, NOW, 30_000, H, NOW - 20 * 60_000).from, NOW - 20 * 60_000 - 90_000);
+  assert.equal(outcomeCatchUp(held, NOW, 30_000, H, NOW - 30_000).from, NOW - 60_000 - 90_000, 'a failure after the newest held changes nothing');
+  assert.equal(outcomeCatchUp(held, NOW, 30_000, H, NOW - 3 * H).from, NOW - H, 'never further back than the TTL');
+});
