@@ -52,18 +52,22 @@ export interface TrailEntry {
 const INDEXED = '~indexed';
 /** Age keys: `~t!<timeKey>!<key>`. */
 const AGE = '~t!';
-/** Open trail entries: `~o!<job>|<coordinator>`. */
+/** Open trail entries: `~o!<job>|<coordinator>` → the entry's timeKey (its KEPT key's; empty from a build before). */
 const OPEN = '~o!';
 /** The rosters the trail's dispatches were recorded under: `~r!<roster address>` → the roster envelope (a few per pool, kept for good). */
 const ROSTER = '~r!';
 /**
  * Every entry by its coordinator, in the order its age key dates it: `~c!<coordinator>|<timeKey>!<job>|<coordinator>`
- * → the size of its dispatch, job and offer envelopes (decimal). What bounds the entries one coordinator keeps here
- * (`record`'s `keep`), closed ones included.
+ * → the size of the entry's envelopes (decimal): dispatch, job and offer, and once closed its receipt and settlement.
+ * What bounds the entries one coordinator keeps here (`record`'s and `close`'s `keep`), closed ones included.
  */
 const KEPT = '~c!';
-/** Marks a trail whose entries are in the KEPT index. */
+/**
+ * Marks a trail whose entries are in the KEPT index, with its version: '2' once each size counts the receipt and
+ * settlement (a trail indexed before, '1', counted the dispatch, job and offer only: indexed again at the next open).
+ */
 const KEPT_INDEXED = '~indexed-kept';
+const KEPT_VERSION = '2';
 const EMPTY = new Uint8Array(0);
 /** Ops per synced batch when indexing an old sublevel. */
 const INDEX_BATCH = 2000;
@@ -230,7 +234,8 @@ export class DispatchTrail {
       },
       (key, value) => ((decodeCanonical(value) as unknown as TrailEntry).state === 'dispatched' ? [{ type: 'put', key: `${OPEN}${key}`, value: EMPTY }] : []),
     );
-    if ((await db.get(KEPT_INDEXED)) === undefined) {
+    const indexed = await db.get(KEPT_INDEXED);
+    if (indexed === undefined || new TextDecoder().decode(indexed) !== KEPT_VERSION) {
       let ops: Op[] = [];
       for await (const age of db.keys({ gt: AGE, lt: `${AGE}\uffff` })) {
         const key = age.slice(AGE.length + 17);
@@ -242,7 +247,7 @@ export class DispatchTrail {
           ops = [];
         }
       }
-      ops.push({ type: 'put', key: KEPT_INDEXED, value: new TextEncoder().encode('1') });
+      ops.push({ type: 'put', key: KEPT_INDEXED, value: new TextEncoder().encode(KEPT_VERSION) });
       await db.batch(ops, sync);
     }
     const trail = new DispatchTrail(db, log);
@@ -271,9 +276,12 @@ export class DispatchTrail {
     return by;
   }
 
-  /** The bytes an entry counts toward its coordinator's `keep.bytes`: its dispatch, job and offer envelopes. */
-  static #size(e: Pick<TrailEntry, 'dispatch' | 'job' | 'offer'>): number {
-    return e.dispatch.length + e.job.length + e.offer.length;
+  /**
+   * The bytes an entry counts toward its coordinator's `keep.bytes`: its dispatch, job and offer envelopes, and once
+   * closed its receipt and settlement (a pooled receipt carries its pool proof, up to 24 KiB of roster: review s43 R2 F2).
+   */
+  static #size(e: Pick<TrailEntry, 'dispatch' | 'job' | 'offer' | 'receipt' | 'settlement'>): number {
+    return e.dispatch.length + e.job.length + e.offer.length + (e.receipt?.length ?? 0) + (e.settlement?.length ?? 0);
   }
 
   async #kept(coordinator: string): Promise<{ n: number; bytes: number }> {
@@ -341,18 +349,22 @@ export class DispatchTrail {
     return this.#serial(() => this.#record(job, coordinator, e, until, maxOpen, roster, keep));
   }
 
-  /** The ops that drop `coordinator`'s earliest-dated closed entries until one more of `size` bytes fits `keep`; POOL_TRAIL_FULL if they cannot. */
-  async #room(coordinator: string, size: number, keep: TrailKeep): Promise<{ ops: Op[]; jobs: string[]; n: number; bytes: number }> {
+  /**
+   * The ops that drop `coordinator`'s earliest-dated closed entries until one more of `size` bytes fits `keep` (`added`
+   * 0: `size` more bytes for an entry already counted, one being closed, which is never dropped: `not`); POOL_TRAIL_FULL
+   * if they cannot.
+   */
+  async #room(coordinator: string, size: number, keep: TrailKeep, added: 0 | 1 = 1, not?: string): Promise<{ ops: Op[]; jobs: string[]; n: number; bytes: number }> {
     const k = await this.#kept(coordinator);
     const out = { ops: [] as Op[], jobs: [] as string[], n: 0, bytes: 0 };
-    const fits = () => k.n - out.n + 1 <= keep.entries && k.bytes - out.bytes + size <= keep.bytes;
+    const fits = () => k.n - out.n + added <= keep.entries && k.bytes - out.bytes + size <= keep.bytes;
     if (fits()) return out;
     const full = () => new C0Error('POOL_TRAIL_FULL', `coordinator ${coordinator} already keeps ${k.n} dispatches (${k.bytes} bytes) here, at most ${keep.entries} (${keep.bytes} bytes)`);
     if (!keep.evict) throw full();
     const prefix = `${KEPT}${coordinator}|`;
     for await (const [c, v] of this.db.iterator({ gt: prefix, lt: `${prefix}\uffff` })) {
       const key = c.slice(prefix.length + 17);
-      if ((await this.db.get(`${OPEN}${key}`)) !== undefined) continue;
+      if (key === not || (await this.db.get(`${OPEN}${key}`)) !== undefined) continue;
       out.ops.push({ type: 'del', key: c }, { type: 'del', key: `${AGE}${c.slice(prefix.length, prefix.length + 16)}!${key}` }, { type: 'del', key });
       out.jobs.push(key.slice(0, key.indexOf('|')));
       out.n++;
@@ -378,7 +390,7 @@ export class DispatchTrail {
       [
         ...room.ops,
         { type: 'put', key, value: enc(entry) },
-        { type: 'put', key: `${OPEN}${key}`, value: EMPTY },
+        { type: 'put', key: `${OPEN}${key}`, value: new TextEncoder().encode(timeKey(at)) },
         { type: 'put', key: `${AGE}${timeKey(at)}!${key}`, value: EMPTY },
         { type: 'put', key: keptKey(key, timeKey(at)), value: new TextEncoder().encode(String(size)) },
         ...(newRoster ? [{ type: 'put' as const, key: `${ROSTER}${newRoster.address}`, value: newRoster.bytes }] : []),
@@ -403,11 +415,27 @@ export class DispatchTrail {
    * job's coordinator signed replaces one another member closed it with as lost: docs/pools.md "What a member
    * believes of another"). Callers check the outcome first (src/pools/outcome.ts): the trail stores what it is given.
    */
-  close(job: string, coordinator: string, state: 'completed' | 'failed', receipt: Uint8Array, settlement?: Uint8Array, over?: (closed: TrailEntry) => boolean): Promise<number> {
-    return this.#serial(() => this.#close(job, coordinator, state, receipt, settlement, over));
+  close(job: string, coordinator: string, state: 'completed' | 'failed', receipt: Uint8Array, settlement?: Uint8Array, over?: (closed: TrailEntry) => boolean, keep?: TrailKeep): Promise<number> {
+    return this.#serial(() => this.#close(job, coordinator, state, receipt, settlement, over, keep));
   }
 
-  async #close(job: string, coordinator: string, state: 'completed' | 'failed', receipt: Uint8Array, settlement: Uint8Array | undefined, over: ((closed: TrailEntry) => boolean) | undefined): Promise<number> {
+  /** The KEPT key of the entry `key`: by the timeKey its open index holds, else (an entry closed, or indexed by a build before) found among its coordinator's. */
+  async #keptKeyOf(key: string): Promise<string | undefined> {
+    const t = await this.db.get(`${OPEN}${key}`);
+    if (t !== undefined && t.length === 16) return keptKey(key, new TextDecoder().decode(t));
+    const prefix = `${KEPT}${key.slice(key.indexOf('|') + 1)}|`;
+    for await (const c of this.db.keys({ gt: prefix, lt: `${prefix}\uffff` })) if (c.slice(prefix.length + 17) === key) return c;
+    return undefined;
+  }
+
+  /**
+   * The entry closed counts its receipt and settlement toward its coordinator's `keep.bytes` (its KEPT value, and
+   * #keptBy). Past the bound, with `keep.evict`, that coordinator's earliest-dated closed entries go in the same batch,
+   * as for a new entry (#room); when they cannot make room (its other entries are open), or without `evict`, the
+   * entry is closed all the same (an outcome is never refused for the bound) and the coordinator's next entry is
+   * refused until it fits: its open entries' receipts are what it can keep past the bound.
+   */
+  async #close(job: string, coordinator: string, state: 'completed' | 'failed', receipt: Uint8Array, settlement: Uint8Array | undefined, over: ((closed: TrailEntry) => boolean) | undefined, keep: TrailKeep | undefined): Promise<number> {
     const key = DispatchTrail.key(job, coordinator);
     const cur = await this.db.get(key);
     if (cur === undefined) return 0;
@@ -415,11 +443,26 @@ export class DispatchTrail {
     const open = entry.state === 'dispatched';
     if (!open && !over?.(entry)) return 0;
     const { receipt: _r, settlement: _s, ...kept } = entry;
-    const ops: Op[] = [{ type: 'put', key, value: enc({ ...kept, state, receipt, ...(settlement ? { settlement } : {}) }) }];
+    const closed: TrailEntry = { ...kept, state, receipt, ...(settlement ? { settlement } : {}) };
+    const grown = DispatchTrail.#size(closed) - DispatchTrail.#size(entry);
+    const at = await this.#keptKeyOf(key);
+    const none = { ops: [] as Op[], jobs: [] as string[], n: 0, bytes: 0 };
+    const room = keep?.evict && grown > 0 ? await this.#room(coordinator, grown, keep, 0, key).catch((e: unknown) => {
+      if ((e as { code?: unknown }).code === 'POOL_TRAIL_FULL') return none;
+      throw e;
+    }) : none;
+    const ops: Op[] = [...room.ops, { type: 'put', key, value: enc(closed) }];
+    if (at !== undefined) ops.push({ type: 'put', key: at, value: new TextEncoder().encode(String(DispatchTrail.#size(closed))) });
     if (open) ops.push({ type: 'del', key: `${OPEN}${key}` });
     await this.db.batch(ops, sync);
     if (open) this.#count(key, -1);
-    this.#told({ jobs: [job] });
+    const k = this.#keptBy.get(coordinator);
+    if (k) {
+      k.n -= room.n;
+      k.bytes += (at !== undefined ? grown : 0) - room.bytes;
+    }
+    if (room.n) this.log?.debug({ coordinator, dropped: room.n }, 'pool: dropped a coordinator’s earliest closed dispatches to keep the receipt of one it closed (pool.maxKeptDispatches)');
+    this.#told({ jobs: [...new Set([job, ...room.jobs])] });
     return 1;
   }
 

@@ -176,7 +176,8 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
         // fails nobody's dispatch as lost, nor relays another's outcome.
         if (theirs && (o.lost || coordinator !== from)) throw new C0Error('POOL_MEMBER_LEFT', 'a member that left closes only its own dispatches, with its own outcome');
         if (o.lost && coordinator === p.d.did && p.running(f.job)) throw new C0Error('POOL_STILL_RUNNING', 'this member still runs the job it dispatched');
-        await p.d.trail.close(f.job, coordinator, o.state, o.receipt.bytes, o.settlement?.bytes, o.lost ? undefined : givesWay);
+        // Its receipt and settlement count toward what another coordinator keeps here (its earliest closed ones dropped past the bound)
+        await p.d.trail.close(f.job, coordinator, o.state, o.receipt.bytes, o.settlement?.bytes, o.lost ? undefined : givesWay, coordinator === p.d.did ? undefined : trailKeep(p.d.options, true));
         return { ok: 'yes' };
       }
       case 'sync':

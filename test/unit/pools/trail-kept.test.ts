@@ -60,7 +60,8 @@ describe('what one coordinator keeps in another member’s trail is bounded, clo
     assert.equal((await trail.record(job(3), X, env(3), NOW + 10 * DAY, 64, undefined, keep(3))).fresh, true);
     assert.equal(await trail.get(job(0)), undefined, 'the earliest-dated closed entry is dropped');
     assert.ok(await trail.get(job(1)));
-    assert.deepEqual(await trail.keptOf(X), { n: 3, bytes: 15 });
+    // jobs 1 and 2 closed (5 bytes of envelopes and a 1-byte receipt each), job 3 open (5)
+    assert.deepEqual(await trail.keptOf(X), { n: 3, bytes: 17 });
     assert.ok(await trail.get(job(50)), 'another coordinator’s entry is kept');
     // the rest are open: a fourth open one finds nothing closed to drop
     await trail.record(job(4), X, env(4), NOW + DAY, 64, undefined, keep(3));
@@ -79,19 +80,19 @@ describe('what one coordinator keeps in another member’s trail is bounded, clo
   test('the bytes of a coordinator’s envelopes are bounded too; a prune frees its places; a trail an earlier build wrote is counted after its next open', async () => {
     const s = fresh('bytes');
     const trail = await DispatchTrail.open(s, fakeClock(NOW));
-    // envelopes of 100 + 2 + 2 bytes: 3 fit in 400 bytes
+    // envelopes of 100 + 2 + 2 bytes and, once closed, a 1-byte receipt: 3 fit in 400 bytes
     for (let i = 0; i < 3; i++) {
       await trail.record(job(i), X, env(i, 100), NOW + (i + 1) * DAY, 64, undefined, keep(100, true, 400));
       await trail.close(job(i), X, 'failed', receipt);
     }
     await trail.record(job(3), X, env(3, 100), NOW + 9 * DAY, 64, undefined, keep(100, true, 400));
     assert.equal(await trail.get(job(0)), undefined);
-    assert.deepEqual(await trail.keptOf(X), { n: 3, bytes: 312 });
+    assert.deepEqual(await trail.keptOf(X), { n: 3, bytes: 105 + 105 + 104 });
     // one far bigger than the bound is refused
     assert.equal(await codeOf(trail.record(job(9), X, env(9, 1000), NOW + DAY, 64, undefined, keep(100, true, 400))), 'POOL_TRAIL_FULL');
     const pruned = await trail.pruneHistory(NOW + 2 * DAY + 1);
     assert.equal(pruned.removed, 1, 'job 1 dated day 2');
-    assert.deepEqual(await trail.keptOf(X), { n: 2, bytes: 208 });
+    assert.deepEqual(await trail.keptOf(X), { n: 2, bytes: 105 + 104 });
     let left = 0;
     for await (const k of s.keys({ gt: '~c!', lt: '~c!\uffff' })) left += k.endsWith(`${job(1)}|${X}`) ? 100 : 1;
     assert.equal(left, 2, 'the pruned entry’s index key goes with it');
@@ -99,7 +100,50 @@ describe('what one coordinator keeps in another member’s trail is bounded, clo
     for await (const k of s.keys({ gt: '~c!', lt: '~c!\uffff' })) await s.del(k);
     await s.del('~indexed-kept');
     const again = await DispatchTrail.open(s, fakeClock(NOW));
-    assert.deepEqual(await again.keptOf(X), { n: 2, bytes: 208 });
+    assert.deepEqual(await again.keptOf(X), { n: 2, bytes: 105 + 104 });
+  });
+
+  test('a closed entry counts its receipt and settlement: the bound holds whole entries, and a close past it drops the coordinator’s earliest closed ones (review s43 R2 F2)', async () => {
+    const s = fresh('closed-bytes');
+    const trail = await DispatchTrail.open(s, fakeClock(NOW));
+    const big = new Uint8Array(1000).fill(5);
+    const bound = keep(100, true, 4000);
+    // before: 50 entries of 104 bytes each closed with a 1,000-byte receipt, 55,200 bytes kept under a bound of 4,000
+    for (let i = 0; i < 50; i++) {
+      await trail.record(job(i), X, env(i, 100), NOW + (i + 1) * DAY, 64, undefined, bound);
+      await trail.close(job(i), X, 'failed', big, undefined, undefined, bound);
+      const k = await trail.keptOf(X);
+      assert.ok(k.bytes <= bound.bytes, `round ${i}: ${k.bytes} bytes kept, at most ${bound.bytes}`);
+    }
+    const held = (await trail.all()).filter((e) => e.entry.state !== 'dispatched');
+    const bytes = held.reduce((n, e) => n + e.entry.dispatch.length + e.entry.job.length + e.entry.offer.length + (e.entry.receipt?.length ?? 0), 0);
+    assert.deepEqual(await trail.keptOf(X), { n: held.length, bytes }, 'what is counted is what is kept, receipts included');
+    assert.equal(held.length, 3, '3 entries of 1,104 bytes fit in 4,000');
+    assert.deepEqual(held.map((e) => e.job), [job(47), job(48), job(49)].sort(), 'the latest-dated ones');
+    // a settlement counts too; and what a restart reads from the index is the same
+    await trail.record(job(60), X, env(60, 100), NOW + 90 * DAY, 64, undefined, bound);
+    await trail.close(job(60), X, 'completed', Uint8Array.of(1), new Uint8Array(500), undefined, bound);
+    assert.equal((await trail.keptOf(X)).bytes, 1104 * 3 + 104 + 1 + 500);
+    assert.deepEqual(await (await DispatchTrail.open(s, fakeClock(NOW))).keptOf(X), await trail.keptOf(X));
+    // without `keep` (this member's own close) the receipt is counted all the same; the next new entry makes room
+    await trail.record(job(61), X, env(61, 100), NOW + 91 * DAY, 64, undefined, bound);
+    assert.equal(await trail.get(job(47)), undefined, 'job 61 took the place of the earliest closed');
+    await trail.close(job(61), X, 'failed', big);
+    assert.equal((await trail.keptOf(X)).bytes, 1104 * 2 + 605 + 1104);
+    await trail.record(job(62), X, env(62, 100), NOW + 92 * DAY, 64, undefined, bound);
+    assert.ok((await trail.keptOf(X)).bytes <= bound.bytes);
+  });
+
+  test('a trail indexed before closed entries counted their receipts is indexed again at its next open', async () => {
+    const s = fresh('reindex');
+    const trail = await DispatchTrail.open(s, fakeClock(NOW));
+    await trail.record(job(1), X, env(1, 100), NOW + DAY, 64, undefined, keep(100));
+    await trail.close(job(1), X, 'failed', new Uint8Array(1000));
+    await trail.record(job(2), X, env(2, 100), NOW + DAY, 64, undefined, keep(100));
+    // as the build before wrote it: the closed entry's index value its envelopes only, the marker '1'
+    for await (const [k] of s.iterator({ gt: '~c!', lt: '~c!\uffff' })) if (k.endsWith(`${job(1)}|${X}`)) await s.put(k, new TextEncoder().encode('104'));
+    await s.put('~indexed-kept', new TextEncoder().encode('1'));
+    assert.deepEqual(await (await DispatchTrail.open(s, fakeClock(NOW))).keptOf(X), { n: 2, bytes: 1104 + 104 });
   });
 
   test('a member sending its own made-up dispatches and failing them keeps at most its bound of them on another member (op: trail, op: closed)', async () => {
