@@ -789,9 +789,13 @@ export class TrainerWorker {
     if (this.rec.members.length > 1 && live(pings).length === 0) pings = await this.#askAgain(others, pings, ping, askedAt + this.rec.timeoutMs, (ps) => live(ps).length > 0);
     const askedMs = this.#mono() - askedAt;
     const next = this.view + 1;
-    // a live member already in view `next` or later settled that view without this worker's proposal (not sent yet): it left this worker out.
-    // The proposal is still sent (below) before this worker stops, so members still settling `next` are not kept waiting for it
-    const movedOn = this.#movedOn(others, pings, next);
+    // a live member that answers it is already in view `next` or later says it settled that view without this worker's proposal (not sent yet).
+    // That is its word alone (a ping answer is not signed, and no other member vouches for it): it left this worker out, so it is left out of this
+    // worker's next view. This worker was dropped (TRAIN_DROPPED) only if no other member carries on with it (below): one member that claims a
+    // later view must not end every honest member's run (review s43 R8 F1). It answered, so the proposal still names it alive: leaving it out
+    // there would drop it from the views of the members that take the proposal, whose view it may well be in
+    const claims = new Map<string, number>();
+    this.#movedOn(others, pings, next, claims);
     let alive = [this.o.did, ...others.filter((_, i) => pings[i]!.status === 'fulfilled')].sort();
     const struck = strike(pings);
     if (silent && struck !== 'none') {
@@ -806,19 +810,19 @@ export class TrainerWorker {
     const tag = `view/v${next}`;
     const peers = alive.filter((d) => d !== this.o.did);
     const sent = await Promise.allSettled(peers.map((d) => this.wire.send(d, { k: 'view', tag }, enc(proposal), this.rec.timeoutMs)));
-    // a member that moved on to view `next` without this worker answers its proposal so (it got there between the ping and the proposal)
+    // a member that moved on to view `next` without this worker answers its proposal so (it got there between the ping and the proposal):
+    // its word, like a ping answer's, leaves only it out of this worker's view
     for (const [i, r] of sent.entries()) {
       const e = r.status === 'rejected' ? r.reason : undefined;
       if (e instanceof C0Error && e.code === 'TRAIN_VIEW_PAST' && e.detail?.remote) {
         const v = Number(e.detail.view);
-        throw this.#dropped(peers[i]!, Number.isSafeInteger(v) && v >= next ? v : next);
+        claims.set(peers[i]!, Number.isSafeInteger(v) && v >= next && v <= MAX_VIEW ? v : next);
       }
     }
-    if (movedOn) throw movedOn;
-    let members = alive;
+    let members = alive.filter((d) => !claims.has(d));
     let resume = proposal.resume;
     const missing: string[] = [];
-    for (const d of alive) {
+    for (const d of [...members]) {
       if (d === this.o.did) continue;
       try {
         // a proposal that is malformed or out of range (TRAIN_BAD_MESSAGE) is its sender's failure, like silence
@@ -835,9 +839,11 @@ export class TrainerWorker {
     if (missing.length) {
       // live members whose proposal did not come may have settled the view without this worker meanwhile: asked again
       const again = await Promise.allSettled(missing.map((d) => this.wire.send(d, { k: 'ping' }, undefined, Math.min(PING_MS, this.rec.timeoutMs))));
-      const e = this.#movedOn(missing, again, next);
-      if (e) throw e;
+      this.#movedOn(missing, again, next, claims);
     }
+    // no other member carries on with this worker, and one that answered says it is in a later view: the others settled it without this worker
+    const by = [...claims][0];
+    if (members.length === 1 && by) throw this.#dropped(by[0], by[1], claims.size);
     // every live member's proposal failed to come: this worker is not in their view; it does not carry the run on as a view of its own
     if (members.length === 1 && alive.length > 1) {
       throw new C0Error('TRAIN_DROPPED', `no proposal for view ${next} came from the live members (${peers.join(', ')}): they moved on without this member, which does not go on as a one-member view`, { detail: { view: next, members: peers } });
@@ -865,9 +871,15 @@ export class TrainerWorker {
     return resume;
   }
 
-  /** TRAIN_DROPPED: `by` answered that it is in view `view` (at or past the one this worker would propose), which therefore left this worker out. */
-  #dropped(by: string, view: number): C0Error {
-    return new C0Error('TRAIN_DROPPED', `dropped from the run: ${by} is in view ${view}, which does not include this member (a dropped member is not taken back); this member was in view ${this.view}`, { detail: { view, by, ownView: this.view } });
+  /**
+   * TRAIN_DROPPED: `by` answered that it is in view `view` (at or past the one this worker would propose), which therefore left this worker
+   * out, and no other member carries on with this worker (`claimed`: how many members answered so).
+   */
+  #dropped(by: string, view: number, claimed: number): C0Error {
+    const others = claimed > 1 ? ` (as ${claimed - 1} other member${claimed > 2 ? 's' : ''} answered)` : '';
+    return new C0Error('TRAIN_DROPPED', `dropped from the run: ${by} is in view ${view}${others}, which does not include this member, and no other member carries on with it (a dropped member is not taken back); this member was in view ${this.view}`, {
+      detail: { view, by, ownView: this.view, claimed },
+    });
   }
 
   /**
@@ -907,14 +919,16 @@ export class TrainerWorker {
     });
   }
 
-  /** TRAIN_DROPPED if a ping answer comes from a member at view `next` or later: that view was settled without this worker. */
-  #movedOn(peers: string[], answers: Array<PromiseSettledResult<unknown[]>>, next: number): C0Error | undefined {
+  /**
+   * Into `claims`, each member whose ping answer says it is at view `next` or later (it settled that view without this worker). Only its
+   * word: the member is left out of this worker's next view, and this worker stops only if no other member carries on with it.
+   */
+  #movedOn(peers: string[], answers: Array<PromiseSettledResult<unknown[]>>, next: number, claims: Map<string, number>): void {
     for (const [i, r] of answers.entries()) {
       if (r.status !== 'fulfilled') continue;
       const v = (r.value[0] as { view?: unknown } | undefined)?.view;
-      if (typeof v === 'number' && Number.isSafeInteger(v) && v >= next && v <= MAX_VIEW) return this.#dropped(peers[i]!, v);
+      if (typeof v === 'number' && Number.isSafeInteger(v) && v >= next && v <= MAX_VIEW) claims.set(peers[i]!, v);
     }
-    return undefined;
   }
 
   // ------------------------------------------------------------------ status
