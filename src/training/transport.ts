@@ -214,7 +214,8 @@ export type ChunkSizeOf = (from: number, tag: string) => { bytes: number; exact:
  * unfinished is dropped after `ttlMs`, so stuck parts neither stay nor block
  * the rest. With `sizeOf`, parts must be what `sendChunk` makes of a chunk of
  * that size: ⌈bytes / MAX_MESSAGE_BYTES⌉ parts (at most that many when the size
- * is a bound), each but the last MAX_MESSAGE_BYTES long, the last the rest;
+ * is a bound), each but the last MAX_MESSAGE_BYTES long, the last (a
+ * single-part chunk's only part too) the rest, or at most the rest of the bound;
  * anything else is TRAIN_CHUNK_INVALID naming the sender (`detail.rank`),
  * which no honest member sends. `prune` drops the partial chunks of senders
  * and tags no longer expected (a member dropped, a step or view done).
@@ -262,10 +263,12 @@ export class ChunkAssembler {
     const want = Math.max(1, Math.ceil(size.bytes / MAX_MESSAGE_BYTES));
     const bad = (why: string) => new C0Error('TRAIN_CHUNK_INVALID', `chunk ${tag.slice(0, 80)} from member ${from}: ${why}`, { detail: { rank: from, tag } });
     if (size.exact ? parts !== want : parts > want) throw bad(`${parts} parts, where a chunk of ${size.exact ? '' : 'at most '}${size.bytes} bytes travels in ${size.exact ? '' : 'at most '}${want}`);
-    if (parts === 1) return;
-    const last = size.exact ? size.bytes - (parts - 1) * MAX_MESSAGE_BYTES : undefined;
-    if (part < parts - 1 ? length !== MAX_MESSAGE_BYTES : last !== undefined ? length !== last : length < 1) {
-      throw bad(`part ${part} of ${parts} holds ${length} bytes, expected ${part < parts - 1 ? MAX_MESSAGE_BYTES : (last ?? 'at least 1')}`);
+    // the last part (a single-part chunk's only one) is the rest of the chunk: exactly that, or within the bound (review s43 R8 F3: a
+    // single-part chunk skipped this and a member could send 1 MiB under a tag whose chunk holds at most 136 bytes)
+    const rest = size.bytes - (parts - 1) * MAX_MESSAGE_BYTES;
+    if (part < parts - 1 ? length !== MAX_MESSAGE_BYTES : size.exact ? length !== rest : length > rest || (parts > 1 && length < 1)) {
+      const expected = part < parts - 1 || size.exact ? String(part < parts - 1 ? MAX_MESSAGE_BYTES : rest) : `${parts > 1 ? '1 to ' : 'at most '}${rest}`;
+      throw bad(`part ${part} of ${parts} holds ${length} bytes, expected ${expected}`);
     }
   }
 

@@ -235,7 +235,11 @@ export class TrainerWorker {
     const grad = 4 * w.length;
     // a member never needs more than two steps of chunks waiting (under 8·(N−1) ≤ 504 messages): one sender holds at most a quarter of the count
     refuseEvidence(o.dir);
-    this.box = new Mailbox({ timeoutMs: this.rec.timeoutMs, maxHeld: 4096, maxHeldPerSender: 1024, maxBytesPerSender: 8 * grad + 2 * MAX_MESSAGE_BYTES, maxBytes: 16 * grad + 16 * MAX_MESSAGE_BYTES, name: (r) => this.rec.members[r] ?? `rank ${r}` });
+    // the total is at least the members' shares together, so members filling theirs never take the room an honest member's share needs
+    // (review s43 R8 F3: with 16·grad + 16 MiB in all, colluders filled it and an honest chunk was refused TRAIN_MAILBOX_FULL naming its sender)
+    const perSender = 8 * grad + 2 * MAX_MESSAGE_BYTES;
+    const maxBytes = Math.max(16 * grad + 16 * MAX_MESSAGE_BYTES, perSender * this.rec.members.length);
+    this.box = new Mailbox({ timeoutMs: this.rec.timeoutMs, maxHeld: 4096, maxHeldPerSender: 1024, maxBytesPerSender: perSender, maxBytes, name: (r) => this.rec.members[r] ?? `rank ${r}` });
     // the largest chunk a member sends: half the gradient (a ring of two; the exponents' chunks are far smaller)
     const maxChunk = 4 * Math.ceil(w.length / 2);
     this.#chunks = new ChunkAssembler((from, tag, data) => this.box.put(from, tag, data), assemblyLimits(maxChunk, this.rec.members.length), Date.now, (from, tag) => this.#chunkSize(from, tag, maxChunk));

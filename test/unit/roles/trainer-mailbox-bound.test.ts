@@ -18,7 +18,7 @@ import type { ProtocolHandler } from '../../../src/net/protocols.js';
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { buildRun } from '../../../src/roles/trainer/run-file.js';
 import { TrainerWorker } from '../../../src/roles/trainer/worker.js';
-import { Mailbox } from '../../../src/training/allreduce.js';
+import { Mailbox, chunkBounds } from '../../../src/training/allreduce.js';
 import { MAX_MESSAGE_BYTES } from '../../../src/training/transport.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { tempDir } from '../ledger/helpers.js';
@@ -95,33 +95,58 @@ describe('a training worker holds a bounded amount from a member', () => {
         await assert.rejects(send(H.did, { k: k!, tag: tag! }, 10), refused('TRAIN_BAD_MESSAGE', / not expected /), tag);
       }
       assert.equal(w.box.bytesHeld, 0);
-      // expected tags: held, but only so many bytes from one member
-      const tags = ['v0/s0/e/rs0', 'v0/s0/g/rs0', 'v0/s0/g/rs1', 'v0/s0/g/ag0', 'v0/s0/g/ag1', 'v0/s1/g/rs0', 'v0/s1/g/rs1', 'v1/s0/g/rs0', 'v1/s1/g/rs0', 'v1/s2/g/rs0'];
-      let held = 0;
-      let full: unknown;
-      for (const tag of tags) {
-        try {
-          await send(H.did, { k: 'chunk', tag }, MAX_MESSAGE_BYTES);
-          held++;
-        } catch (e) {
-          full = e;
-          break;
-        }
-      }
-      assert.ok(held >= 1 && held < tags.length, `${held} held`);
-      assert.ok(refused('TRAIN_MAILBOX_FULL', new RegExp(H.did))(full), String(full));
+      // expected tags: held, but only so many bytes from one member (8 × the 268-byte gradient + 2 MiB): two 1 MiB proposals fit, a result does not
+      await send(H.did, { k: 'view', tag: 'view/v1' }, MAX_MESSAGE_BYTES);
+      await send(H.did, { k: 'view', tag: 'view/v2' }, MAX_MESSAGE_BYTES);
+      await assert.rejects(send(H.did, { k: 'final', tag: 'final/v0/e0' }, MAX_MESSAGE_BYTES), refused('TRAIN_MAILBOX_FULL', new RegExp(H.did)));
       const cap = w.box.bytesHeld;
-      assert.ok(cap <= 4 * MAX_MESSAGE_BYTES, `${cap} bytes held`);
-      // views and finals count too
-      await assert.rejects(send(H.did, { k: 'view', tag: 'view/v1' }, MAX_MESSAGE_BYTES), refused('TRAIN_MAILBOX_FULL'));
+      assert.equal(cap, 2 * (MAX_MESSAGE_BYTES + 64));
+      // a single-part chunk larger than its place in the ring makes it is refused before it is held (review s43 R8 F3)
+      await assert.rejects(send(H.did, { k: 'chunk', tag: 'v0/s0/g/rs0' }, MAX_MESSAGE_BYTES), refused('TRAIN_CHUNK_INVALID'));
+      await assert.rejects(send(H.did, { k: 'chunk', tag: 'v1/s0/g/rs0' }, MAX_MESSAGE_BYTES), refused('TRAIN_CHUNK_INVALID'));
       // parts of a chunk this model never sends in parts are refused before they are held (trainer-chunk-parts.test.ts)
       await assert.rejects(send(H.did, { k: 'chunk', tag: 'v0/s0/g/ag0', part: 0, parts: 2 }, MAX_MESSAGE_BYTES), refused('TRAIN_CHUNK_INVALID'));
-      // another member still has its own room
-      await send(B.did, { k: 'chunk', tag: 'v0/s0/g/rs0' }, MAX_MESSAGE_BYTES);
+      // another member still has its own room: its real chunk (its place in the ring of three)
+      const [a, b] = chunkBounds(w.state.w.length, 3, run.record.members.indexOf(B.did));
+      await send(B.did, { k: 'chunk', tag: 'v0/s0/g/rs0' }, 4 * (b - a));
       await send(B.did, { k: 'view', tag: 'view/v1' }, 100);
-      assert.equal(w.box.bytesHeld, cap + MAX_MESSAGE_BYTES + 100 + 2 * 64, 'each charged its length and 64 bytes');
+      assert.equal(w.box.bytesHeld, cap + 4 * (b - a) + 100 + 2 * 64, 'each charged its length and 64 bytes');
       await w.stop();
       assert.equal(w.box.bytesHeld, 0, 'stopping drops what waits');
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('holds every member\'s share at once: colluders filling theirs leave an honest member its chunk (review s43 R8 F3)', async () => {
+    // 11 members of [4,8,3]: each share is 8 × 268 + 2 MiB; before, the total (16 × 268 + 16 MiB) was under 9 members' shares
+    const [A, B] = [P(600), P(601)];
+    const H = Array.from({ length: 9 }, (_, i) => P(610 + i));
+    const all = [A, B, ...H];
+    const t = tempDir('c0-train-box-');
+    try {
+      const yaml = stringify({ name: 'box', model: { layers: [4, 8, 3] }, seed: 1, stepsPerEpoch: 3, epochs: 2, members: all.map((m, i) => ({ did: m.did, addr: `/ip4/127.0.0.1/tcp/${i + 1}` })) });
+      const run = buildRun(yaml, A.signer, NOW).bundle.run;
+      let handler: ProtocolHandler | undefined;
+      const net = { did: A.did, handle: async (_p: string, h: ProtocolHandler) => void (handler = h), request: async () => [] };
+      const w = new TrainerWorker({ signer: A.signer, did: A.did, run, addrs: {}, dir: t.dir, clock: fakeClock(NOW), net: net as never });
+      await w.start();
+      const send = async (from: string, head: Record<string, CborValue>, bytes: number): Promise<void> =>
+        await handler!([head, ...Array.from({ length: Math.ceil(bytes / (512 * 1024)) }, (_, i) => new Uint8Array(Math.min(512 * 1024, bytes - i * 512 * 1024)).fill(7))], {
+          peer: peerIdFromDid(from),
+          signal: new AbortController().signal,
+          send: async () => {},
+        } as never);
+      // each colluder fills its share with two 1 MiB proposals: all held
+      for (const h of H) {
+        await send(h.did, { k: 'view', tag: 'view/v1' }, MAX_MESSAGE_BYTES);
+        await send(h.did, { k: 'view', tag: 'view/v2' }, MAX_MESSAGE_BYTES);
+      }
+      assert.equal(w.box.bytesHeld, 9 * 2 * (MAX_MESSAGE_BYTES + 64));
+      // the honest member's real chunk is taken
+      const [a, b] = chunkBounds(w.state.w.length, all.length, run.record.members.indexOf(B.did));
+      await send(B.did, { k: 'chunk', tag: 'v0/s0/g/rs0' }, 4 * (b - a));
+      await w.stop();
     } finally {
       t.cleanup();
     }

@@ -19,6 +19,8 @@ import type { ProtocolHandler } from '../../../src/net/protocols.js';
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { buildRun } from '../../../src/roles/trainer/run-file.js';
 import { TrainerWorker } from '../../../src/roles/trainer/worker.js';
+import { chunkBounds } from '../../../src/training/allreduce.js';
+import { tensors } from '../../../src/training/model.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { tempDir } from '../ledger/helpers.js';
 import { NOW, P } from '../market/fixtures.js';
@@ -75,7 +77,9 @@ describe('a refused all-reduce chunk', () => {
       assert.ok(refused instanceof C0Error && refused.code === 'TRAIN_MAILBOX_FULL', String(refused));
       assert.ok(held < 4096 / 2, `${held} empty chunks held from one member`);
       assert.ok(w.box.bytesHeld >= held * 64, 'each message is charged its overhead');
-      await send(B.did, 'v0/s0/e/rs0', 4);
+      // B's real exponent chunk: its place in the ring of three (a chunk of another size is TRAIN_CHUNK_INVALID)
+      const [a, b] = chunkBounds(tensors({ layers: [4, 8, 3] }).length, 3, run.record.members.indexOf(B.did));
+      await send(B.did, 'v0/s0/e/rs0', 4 * (b - a));
       await w.stop();
     } finally {
       t.cleanup();

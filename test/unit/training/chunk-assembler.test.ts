@@ -92,6 +92,19 @@ describe('ChunkAssembler: parts must fit the chunk they belong to (review s43 R4
     a.put(1, { k: 'chunk', tag: 'y' } as never, new Uint8Array(300));
   });
 
+  it('takes a single-part chunk only at its size, or within its bound (review s43 R8 F3)', () => {
+    const got: number[] = [];
+    const exact = new ChunkAssembler((_f, _t, d) => got.push(d.length), ASSEMBLY_LIMITS, Date.now, () => ({ bytes: 24, exact: true }));
+    invalid(() => exact.put(1, { k: 'chunk', tag: 'x' } as never, new Uint8Array(M)), 1, /part 0 of 1 holds 1048576 bytes, expected 24/);
+    invalid(() => exact.put(1, { k: 'chunk', tag: 'x' } as never, new Uint8Array(23)), 1, /expected 24/);
+    exact.put(1, { k: 'chunk', tag: 'x' } as never, new Uint8Array(24));
+    const bound = new ChunkAssembler((_f, _t, d) => got.push(d.length), ASSEMBLY_LIMITS, Date.now, () => ({ bytes: 136, exact: false }));
+    invalid(() => bound.put(1, { k: 'chunk', tag: 'y' } as never, new Uint8Array(M)), 1, /holds 1048576 bytes, expected at most 136/);
+    invalid(() => bound.put(1, { k: 'chunk', tag: 'y' } as never, new Uint8Array(137)), 1, /expected at most 136/);
+    bound.put(1, { k: 'chunk', tag: 'y' } as never, new Uint8Array(136));
+    assert.deepEqual(got, [24, 136]);
+  });
+
   it('bounds each sender by the model: one member filling its share leaves another member its chunk', () => {
     const maxChunk = 3 * M;
     const limits = assemblyLimits(maxChunk, 3);
