@@ -9,7 +9,7 @@
  */
 import { sha256, bytesToAddress } from '../records/address.js';
 import { batchAt, shard, type Dataset } from './data.js';
-import { lossAndGrad, tensors, weightsBytes, type MlpShape, type TensorSlice } from './model.js';
+import { lossAndGrad, lossAndGradAsync, tensors, weightsBytes, type MlpShape, type TensorSlice } from './model.js';
 import { MAX_EXP, MIN_EXP, QMAX, applyUpdate, int32Bytes, localExponents, quantize } from './quantize.js';
 import { ringAllReduce, type RingTransport } from './allreduce.js';
 
@@ -51,10 +51,11 @@ export function cloneState(s: WorkerState): WorkerState {
 }
 
 /** One step on one worker over the ring; mutates `state`. */
-export async function ringStep(t: RingTransport, p: StepParams, state: WorkerState, data: Dataset, step: number, tag: string): Promise<StepResult> {
+export async function ringStep(t: RingTransport, p: StepParams, state: WorkerState, data: Dataset, step: number, tag: string, between?: () => Promise<void>): Promise<StepResult> {
   const ts = tensors(p.shape);
   const b = batchAt(data, step, p.batch);
-  const { loss, grad } = lossAndGrad(p.shape, state.w, b.x, b.y, b.n);
+  // with `between`, the gradient pauses for it after every block of work (the same result): a large model's step does not block the caller
+  const { loss, grad } = between ? await lossAndGradAsync(p.shape, state.w, b.x, b.y, b.n, between) : lossAndGrad(p.shape, state.w, b.x, b.y, b.n);
   if (!p.feedback) state.r.fill(0);
   // A received exponent outside [MIN_EXP, MAX_EXP] or a partial sum beyond ±127 per contribution is refused (naming its sender), never applied.
   const exps = await ringAllReduce(t, localExponents(grad, state.r, ts), 'max', `${tag}/e`, { lo: MIN_EXP, hi: MAX_EXP });

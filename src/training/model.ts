@@ -122,12 +122,41 @@ export interface LossGrad {
   grad: Float64Array;
 }
 
-/** Forward and backward on a batch with integer labels; fixed loop order throughout. */
-export function lossAndGrad(shape: MlpShape, w: Float64Array, x: Float64Array, y: Int32Array, batch: number): LossGrad {
+/** Multiply-adds between two pauses of `lossAndGradAsync` (a few ms of work). */
+export const GRAD_BLOCK_MACS = 1 << 20;
+
+/**
+ * Forward and backward on a batch, pausing (a `yield`) after each row whose work brings the multiply-adds since the last
+ * pause to GRAD_BLOCK_MACS. The arithmetic and its order do not depend on the pauses: `lossAndGrad` and
+ * `lossAndGradAsync` are bit for bit the same.
+ */
+function* lossAndGradSteps(shape: MlpShape, w: Float64Array, x: Float64Array, y: Int32Array, batch: number): Generator<void, LossGrad, void> {
   const L = shape.layers.length - 1;
   const ts = tensors(shape);
+  let work = 0;
   const acts: Float64Array[] = [x];
-  for (let l = 0; l < L; l++) acts.push(layerForward(shape, w, l, acts[l]!, batch));
+  for (let l = 0; l < L; l++) {
+    // layerForward, row by row
+    const W = ts[2 * l]!;
+    const B = ts[2 * l + 1]!;
+    const din = shape.layers[l]!;
+    const dout = shape.layers[l + 1]!;
+    const last = l + 1 === L;
+    const a = acts[l]!;
+    const out = new Float64Array(batch * dout);
+    for (let b = 0; b < batch; b++) {
+      for (let o = 0; o < dout; o++) {
+        let s = w[B.offset + o]!;
+        for (let i = 0; i < din; i++) s += w[W.offset + o * din + i]! * a[b * din + i]!;
+        out[b * dout + o] = last || s > 0 ? s : 0;
+      }
+      if ((work += din * dout) >= GRAD_BLOCK_MACS) {
+        work = 0;
+        yield;
+      }
+    }
+    acts.push(out);
+  }
   const C = shape.layers[L]!;
   const z = acts[L]!;
   const p = new Float64Array(batch * C);
@@ -153,6 +182,10 @@ export function lossAndGrad(shape: MlpShape, w: Float64Array, x: Float64Array, y
         grad[B.offset + o] = grad[B.offset + o]! + d;
         for (let i = 0; i < din; i++) grad[W.offset + o * din + i] = grad[W.offset + o * din + i]! + d * a[b * din + i]!;
       }
+      if ((work += din * dout) >= GRAD_BLOCK_MACS) {
+        work = 0;
+        yield;
+      }
     }
     if (l === 0) break;
     const prev = new Float64Array(batch * din);
@@ -163,10 +196,36 @@ export function lossAndGrad(shape: MlpShape, w: Float64Array, x: Float64Array, y
         for (let o = 0; o < dout; o++) s += w[W.offset + o * din + i]! * delta[b * dout + o]!;
         prev[b * din + i] = s;
       }
+      if ((work += din * dout) >= GRAD_BLOCK_MACS) {
+        work = 0;
+        yield;
+      }
     }
     delta = prev;
   }
   return { loss, grad };
+}
+
+/** Forward and backward on a batch with integer labels; fixed loop order throughout. */
+export function lossAndGrad(shape: MlpShape, w: Float64Array, x: Float64Array, y: Int32Array, batch: number): LossGrad {
+  const g = lossAndGradSteps(shape, w, x, y, batch);
+  for (;;) {
+    const r = g.next();
+    if (r.done) return r.value;
+  }
+}
+
+/**
+ * `lossAndGrad`, awaiting `between` after about every GRAD_BLOCK_MACS multiply-adds (a training member yields to the event
+ * loop there, so one step of a large model does not block its node; review s43 R8 F2). Bit for bit `lossAndGrad`'s result.
+ */
+export async function lossAndGradAsync(shape: MlpShape, w: Float64Array, x: Float64Array, y: Int32Array, batch: number, between: () => Promise<void>): Promise<LossGrad> {
+  const g = lossAndGradSteps(shape, w, x, y, batch);
+  for (;;) {
+    const r = g.next();
+    if (r.done) return r.value;
+    await between();
+  }
 }
 
 /** Predicted class per row (lowest index on ties). */

@@ -648,6 +648,12 @@ export class TrainerWorker {
     }
   }
 
+  /** Between two blocks of a step's gradient: the event loop runs, and the worker's end (the mailbox closed) ends the step. */
+  readonly #between = async (): Promise<void> => {
+    await yieldToLoop();
+    if (this.box.closedBy) throw this.box.closedBy;
+  };
+
   async #runEpoch(epoch: number): Promise<void> {
     const spe = this.rec.stepsPerEpoch;
     const view = this.view;
@@ -663,7 +669,8 @@ export class TrainerWorker {
       if (this.box.closedBy) throw this.box.closedBy;
       this.#step = step;
       this.#prune();
-      const res = await ringStep(ring, this.params, this.state, data, step, `v${view}/s${step}`).catch((e: unknown) => {
+      // the gradient yields to the event loop after every block of work too: one step of a large model is seconds (review s43 R8 F2)
+      const res = await ringStep(ring, this.params, this.state, data, step, `v${view}/s${step}`, this.#between).catch((e: unknown) => {
         throw this.#blame(e);
       });
       this.#ownWeights.set(`${view}:${step}`, res.weights);
