@@ -159,6 +159,12 @@ const yieldToLoop = () => new Promise<void>((r) => setImmediate(r));
 const enc = (v: unknown) => new TextEncoder().encode(JSON.stringify(v));
 const dec = <T>(b: Uint8Array) => JSON.parse(new TextDecoder().decode(b)) as T;
 
+/**
+ * The most a worker's Mailbox holds in all, whatever the gang's size (its floor, 16 × gradient + 16 MiB, may be more):
+ * every member's share fits below it for small models and small gangs; a large gang at the model bound gets this.
+ */
+export const MAILBOX_MAX_BYTES = 1024 * 1024 * 1024;
+
 export class TrainerWorker {
   readonly runAddr: string;
   readonly rec: TrainRun;
@@ -237,8 +243,11 @@ export class TrainerWorker {
     refuseEvidence(o.dir);
     // the total is at least the members' shares together, so members filling theirs never take the room an honest member's share needs
     // (review s43 R8 F3: with 16·grad + 16 MiB in all, colluders filled it and an honest chunk was refused TRAIN_MAILBOX_FULL naming its sender)
+    // It is capped at MAILBOX_MAX_BYTES (1 GiB): at the model bound a share is about 130 MiB, and 64 members' shares
+    // together would be 8 GiB a colluding gang could make an honest member hold; past the cap, the old refusal stands.
     const perSender = 8 * grad + 2 * MAX_MESSAGE_BYTES;
-    const maxBytes = Math.max(16 * grad + 16 * MAX_MESSAGE_BYTES, perSender * this.rec.members.length);
+    const floor = 16 * grad + 16 * MAX_MESSAGE_BYTES;
+    const maxBytes = Math.max(floor, Math.min(perSender * this.rec.members.length, MAILBOX_MAX_BYTES));
     this.box = new Mailbox({ timeoutMs: this.rec.timeoutMs, maxHeld: 4096, maxHeldPerSender: 1024, maxBytesPerSender: perSender, maxBytes, name: (r) => this.rec.members[r] ?? `rank ${r}` });
     // the largest chunk a member sends: half the gradient (a ring of two; the exponents' chunks are far smaller)
     const maxChunk = 4 * Math.ceil(w.length / 2);
