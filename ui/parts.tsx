@@ -119,3 +119,21 @@ export function OverlayPicker({ overlays, value, onChange }: { overlays: string[
 }
 
 export { overlayQuery };
+
+/**
+ * Previous / Next over a keyset-paged list (the Market and Reputation views): `afters` is the trail of cursors walked so
+ * far (empty on the first page), `next` the page's cursor to the one after (undefined on the last); `go` takes the new trail.
+ */
+export function Pager({ label, size, afters, next, go }: { label: string; size: number; afters: readonly string[]; next: string | undefined; go: (afters: string[]) => void }) {
+  const after = afters.at(-1);
+  return (
+    <nav class="pager" aria-label={label}>
+      <button type="button" disabled={afters.length === 0} onClick={() => go(afters.slice(0, -1))}>
+        Previous {size}
+      </button>{' '}
+      <button type="button" disabled={next === undefined} onClick={() => next !== undefined && next !== after && go([...afters, next])}>
+        Next {size}
+      </button>
+    </nav>
+  );
+}

@@ -11,7 +11,7 @@
  */
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { fmtMiB, money, peer, useJson, useLiveVersion, overlayQuery } from '../lib.js';
-import { AddrLink, Did, ErrorBox, Loading, Status } from '../parts.js';
+import { AddrLink, Did, ErrorBox, Loading, Pager, Status } from '../parts.js';
 import { compactAmount } from '../amount.js';
 
 export interface AdvertRow {
@@ -280,14 +280,7 @@ export function Market() {
         </div>
       </div>
       </div>
-      <nav class="pager" aria-label="Market pages">
-        <button type="button" disabled={afters.length === 0} onClick={() => setTrail({ view, afters: afters.slice(0, -1) })}>
-          Previous {MARKET_PAGE}
-        </button>{' '}
-        <button type="button" disabled={m.data.next === undefined} onClick={() => m.data?.next !== undefined && m.data.next !== after && setTrail({ view, afters: [...afters, m.data.next] })}>
-          Next {MARKET_PAGE}
-        </button>
-      </nav>
+      <Pager label="Market pages" size={MARKET_PAGE} afters={afters} next={m.data.next} go={(a) => setTrail({ view, afters: a })} />
       {sel ? (
         <section class="detail" aria-labelledby="provider-detail">
           <h2 id="provider-detail">

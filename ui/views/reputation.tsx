@@ -5,7 +5,7 @@
  */
 import { useEffect, useState } from 'preact/hooks';
 import { useJson, useLiveVersion } from '../lib.js';
-import { AddrLink, Did, ErrorBox, Loading, Status } from '../parts.js';
+import { AddrLink, Did, ErrorBox, Loading, Pager, Status } from '../parts.js';
 
 interface Figures {
   did: string;
@@ -143,14 +143,7 @@ export function Reputation() {
           </tbody>
         </table>
       </div>
-      <nav class="pager" aria-label="Reputation pages">
-        <button type="button" disabled={afters.length === 0} onClick={() => setTrail({ view, afters: afters.slice(0, -1) })}>
-          Previous {REPUTATION_PAGE}
-        </button>{' '}
-        <button type="button" disabled={r.data.next === undefined} onClick={() => r.data?.next !== undefined && r.data.next !== after && setTrail({ view, afters: [...afters, r.data.next] })}>
-          Next {REPUTATION_PAGE}
-        </button>
-      </nav>
+      <Pager label="Reputation pages" size={REPUTATION_PAGE} afters={afters} next={r.data.next} go={(a) => setTrail({ view, afters: a })} />
       {who ? (
         <section aria-labelledby="evidence">
           <h2 id="evidence">
