@@ -9,40 +9,19 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { stringify } from 'yaml';
-import { C0Error } from '../../../src/errors.js';
-import type { CborValue } from '../../../src/records/cbor.js';
-import type { ProtocolHandler } from '../../../src/net/protocols.js';
-import { peerIdFromDid } from '../../../src/node/peer-id.js';
-import { buildRun } from '../../../src/roles/trainer/run-file.js';
-import { TrainerWorker } from '../../../src/roles/trainer/worker.js';
 import { chunkBounds } from '../../../src/training/allreduce.js';
-import { MAX_MESSAGE_BYTES, PAYLOAD_FRAME } from '../../../src/training/transport.js';
-import { fakeClock } from '../../../src/util/clock.js';
-import { tempDir } from '../ledger/helpers.js';
-import { NOW, P } from '../market/fixtures.js';
+import { MAX_MESSAGE_BYTES } from '../../../src/training/transport.js';
+import { P } from '../market/fixtures.js';
+import { handlerRig, refused } from './trainer-handler-rig.js';
 
-const refused = (code: string, re?: RegExp) => (e: unknown) => e instanceof C0Error && e.code === code && (!re || re.test(e.message));
 
 describe('a training worker takes chunk parts only as the chunk makes them', () => {
   it('refuses parts a chunk of this model never has, holding none of them; takes the real chunk', async () => {
     const [A, B, H] = [P(530), P(531), P(532)];
-    const t = tempDir('c0-train-parts-');
+    // 1 057 795 weights: the gradient's chunks in a ring of three are about 1.4 MB, two parts each
+    const layers = [4, 1024, 1024, 3];
+    const { w, run, send, cleanup } = await handlerRig('parts', layers, [A, B, H]);
     try {
-      // 1 057 795 weights: the gradient's chunks in a ring of three are about 1.4 MB, two parts each
-      const layers = [4, 1024, 1024, 3];
-      const yaml = stringify({ name: 'parts', model: { layers }, seed: 1, stepsPerEpoch: 3, epochs: 2, members: [A, B, H].map((m, i) => ({ did: m.did, addr: `/ip4/127.0.0.1/tcp/${i + 1}` })) });
-      const run = buildRun(yaml, A.signer, NOW).bundle.run;
-      let handler: ProtocolHandler | undefined;
-      const net = { did: A.did, handle: async (_p: string, h: ProtocolHandler) => void (handler = h), request: async () => [] };
-      const w = new TrainerWorker({ signer: A.signer, did: A.did, run, addrs: {}, dir: t.dir, clock: fakeClock(NOW), net: net as never });
-      await w.start();
-      const send = async (from: string, head: Record<string, CborValue>, bytes: number): Promise<void> =>
-        await handler!([head, ...Array.from({ length: Math.ceil(bytes / PAYLOAD_FRAME) }, (_, i) => new Uint8Array(Math.min(PAYLOAD_FRAME, bytes - i * PAYLOAD_FRAME)).fill(7))], {
-          peer: peerIdFromDid(from),
-          signal: new AbortController().signal,
-          send: async () => {},
-        } as never);
       // the hostile member's parts (1 MiB of "1 024") under expected tags: refused, none held
       for (const tag of ['v0/s0/g/rs0', 'v0/s0/g/ag1', 'v0/s1/g/rs1', 'v0/s0/e/rs0', 'v1/s0/g/rs0']) {
         await assert.rejects(send(H.did, { k: 'chunk', tag, part: 0, parts: 1024 }, MAX_MESSAGE_BYTES), refused('TRAIN_CHUNK_INVALID', /1024 parts/), tag);
@@ -60,7 +39,7 @@ describe('a training worker takes chunk parts only as the chunk makes them', () 
       assert.equal(w.box.bytesHeld, bytes + 64, 'the whole chunk waits in the mailbox');
       await w.stop();
     } finally {
-      t.cleanup();
+      cleanup();
     }
   });
 });

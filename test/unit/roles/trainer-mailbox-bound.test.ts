@@ -11,20 +11,11 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { stringify } from 'yaml';
-import { C0Error } from '../../../src/errors.js';
-import type { CborValue } from '../../../src/records/cbor.js';
-import type { ProtocolHandler } from '../../../src/net/protocols.js';
-import { peerIdFromDid } from '../../../src/node/peer-id.js';
-import { buildRun } from '../../../src/roles/trainer/run-file.js';
-import { TrainerWorker } from '../../../src/roles/trainer/worker.js';
 import { Mailbox, chunkBounds } from '../../../src/training/allreduce.js';
 import { MAX_MESSAGE_BYTES } from '../../../src/training/transport.js';
-import { fakeClock } from '../../../src/util/clock.js';
-import { tempDir } from '../ledger/helpers.js';
-import { NOW, P } from '../market/fixtures.js';
+import { P } from '../market/fixtures.js';
+import { handlerRig, refused } from './trainer-handler-rig.js';
 
-const refused = (code: string, re?: RegExp) => (e: unknown) => e instanceof C0Error && e.code === code && (!re || re.test(e.message));
 
 describe('Mailbox byte bounds', () => {
   it('refuses a message past the bytes in all or from its sender, naming the sender; take, forget and prune free them', async () => {
@@ -64,20 +55,8 @@ describe('Mailbox byte bounds', () => {
 describe('a training worker holds a bounded amount from a member', () => {
   it('refuses oversized messages and unexpected tags, and bounds what waits per sender', async () => {
     const [A, B, H] = [P(500), P(501), P(502)];
-    const t = tempDir('c0-train-box-');
+    const { w, run, send, cleanup } = await handlerRig('box', [4, 8, 3], [A, B, H]);
     try {
-      const yaml = stringify({ name: 'box', model: { layers: [4, 8, 3] }, seed: 1, stepsPerEpoch: 3, epochs: 2, members: [A, B, H].map((m, i) => ({ did: m.did, addr: `/ip4/127.0.0.1/tcp/${i + 1}` })) });
-      const run = buildRun(yaml, A.signer, NOW).bundle.run;
-      let handler: ProtocolHandler | undefined;
-      const net = { did: A.did, handle: async (_p: string, h: ProtocolHandler) => void (handler = h), request: async () => [] };
-      const w = new TrainerWorker({ signer: A.signer, did: A.did, run, addrs: {}, dir: t.dir, clock: fakeClock(NOW), net: net as never });
-      await w.start();
-      const send = async (from: string, head: Record<string, CborValue>, bytes: number): Promise<void> =>
-        await handler!([head, ...Array.from({ length: Math.ceil(bytes / (512 * 1024)) }, (_, i) => new Uint8Array(Math.min(512 * 1024, bytes - i * 512 * 1024)).fill(7))], {
-          peer: peerIdFromDid(from),
-          signal: new AbortController().signal,
-          send: async () => {},
-        } as never);
       // one message over MAX_MESSAGE_BYTES (a real one may carry 100 MiB): refused whole
       await assert.rejects(send(H.did, { k: 'chunk', tag: 'v0/s0/g/rs0' }, 8 * 1024 * 1024), refused('TRAIN_BAD_MESSAGE', /at most/));
       await assert.rejects(send(H.did, { k: 'view', tag: 'view/v1' }, MAX_MESSAGE_BYTES + 1), refused('TRAIN_BAD_MESSAGE'));
@@ -114,7 +93,7 @@ describe('a training worker holds a bounded amount from a member', () => {
       await w.stop();
       assert.equal(w.box.bytesHeld, 0, 'stopping drops what waits');
     } finally {
-      t.cleanup();
+      cleanup();
     }
   });
 
@@ -123,20 +102,8 @@ describe('a training worker holds a bounded amount from a member', () => {
     const [A, B] = [P(600), P(601)];
     const H = Array.from({ length: 9 }, (_, i) => P(610 + i));
     const all = [A, B, ...H];
-    const t = tempDir('c0-train-box-');
+    const { w, run, send, cleanup } = await handlerRig('box', [4, 8, 3], all);
     try {
-      const yaml = stringify({ name: 'box', model: { layers: [4, 8, 3] }, seed: 1, stepsPerEpoch: 3, epochs: 2, members: all.map((m, i) => ({ did: m.did, addr: `/ip4/127.0.0.1/tcp/${i + 1}` })) });
-      const run = buildRun(yaml, A.signer, NOW).bundle.run;
-      let handler: ProtocolHandler | undefined;
-      const net = { did: A.did, handle: async (_p: string, h: ProtocolHandler) => void (handler = h), request: async () => [] };
-      const w = new TrainerWorker({ signer: A.signer, did: A.did, run, addrs: {}, dir: t.dir, clock: fakeClock(NOW), net: net as never });
-      await w.start();
-      const send = async (from: string, head: Record<string, CborValue>, bytes: number): Promise<void> =>
-        await handler!([head, ...Array.from({ length: Math.ceil(bytes / (512 * 1024)) }, (_, i) => new Uint8Array(Math.min(512 * 1024, bytes - i * 512 * 1024)).fill(7))], {
-          peer: peerIdFromDid(from),
-          signal: new AbortController().signal,
-          send: async () => {},
-        } as never);
       // each colluder fills its share with two 1 MiB proposals: all held
       for (const h of H) {
         await send(h.did, { k: 'view', tag: 'view/v1' }, MAX_MESSAGE_BYTES);
@@ -148,7 +115,7 @@ describe('a training worker holds a bounded amount from a member', () => {
       await send(B.did, { k: 'chunk', tag: 'v0/s0/g/rs0' }, 4 * (b - a));
       await w.stop();
     } finally {
-      t.cleanup();
+      cleanup();
     }
   });
 });
