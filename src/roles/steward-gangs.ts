@@ -217,7 +217,11 @@ export class Gangs {
     if (this.#gangs.has(claim)) await this.store.putReceipt(claim, r);
   }
 
-  async admitGang(req: AdmitGangRequest, ctx: StewardStream): Promise<void> {
+  /**
+   * Decides a gang's ask and answers it on `ctx`: what the answer was (`again`: the same answer for a gang admitted
+   * already, nothing decided), so the caller can charge an ask that ran nothing (Steward's #admitGang).
+   */
+  async admitGang(req: AdmitGangRequest, ctx: StewardStream): Promise<'admitted' | 'again' | 'denied' | 'not-held'> {
     if (!(req.run instanceof Uint8Array)) throw new C0Error('STEWARD_BAD_REQUEST', 'admit-gang: run must be a train-run envelope', { field: 'run' });
     if (typeof req.entitlement !== 'string') throw new C0Error('STEWARD_BAD_REQUEST', 'admit-gang: entitlement is required', { field: 'entitlement' });
     const now = this.d.ports.clock();
@@ -237,19 +241,20 @@ export class Gangs {
     if ('again' in o) {
       // Asked again (the first answer was lost): the same answer, nothing recorded.
       await ctx.send({ t: 'admitted', reserved: o.again.reserved, devices: o.again.devices, borrowed_uj: o.again.borrowed_uj, gang: run.address } as never);
-      return;
+      return 'again';
     }
     if ('v' in o) {
       if (o.v.verdict === 'Deny') {
         await ctx.send({ t: 'denied', reason: o.v.reason, reasons: o.v.reasons } as never);
-        return;
+        return 'denied';
       }
       // A Queue verdict, reported as such (§4.5); the gang does not wait in line: the buyer asks again later.
       await ctx.send({ t: 'queued', reason: o.v.reason, reasons: o.v.reasons, place: 0 } as never);
       await ctx.send({ t: 'expired', reason: o.v.reason } as never);
-      return;
+      return 'not-held';
     }
     await ctx.send({ t: 'admitted', reserved: o.admit.reserved, devices: o.admit.devices, borrowed_uj: o.admit.borrowed_uj, seq: o.seq, entry: o.entry, gang: run.address } as never);
+    return 'admitted';
   }
 
   /**

@@ -600,7 +600,11 @@ export class Steward {
       ask = this.#line.askInFlight(mine.address, mine.signer);
     }
     try {
-      await this.#gangs.admitGang(req, ctx);
+      const answer = await this.#gangs.admitGang(req, ctx);
+      // A gang denied, or not held (it does not fit now and never waits in line), ran nothing and is not stored: it
+      // costs a token of its buyer's unrun budget, as a job's denied ask does (review s43 R1 F3: without it, one key
+      // asked for a gang that never fits as fast as the steward decided).
+      if (mine && (answer === 'denied' || answer === 'not-held')) this.#line.withdrawnUnrun(mine.signer);
     } finally {
       if (ask?.withdrawn) await this.#line.releaseWithdrawn(ask.claim);
       ask?.done();

@@ -224,4 +224,36 @@ describe('claims withdrawn unrun', () => {
       t.cleanup();
     }
   });
+
+  it("a gang's denied ask costs a token, as a job's does (review s43 R1 F3, left open then)", async () => {
+    // before: a gang that never fits asked for as fast as the steward decided, never refused
+    const t = tempDir('c0-unrun-gang-deny-');
+    writeFileSync(join(t.dir, 'tree.yaml'), TREE);
+    const db = await openDb(join(t.dir, 'db'));
+    const st = await stewardOnStub(t.dir, db, new Map());
+    try {
+      let refused: string | undefined;
+      let denied = 0;
+      for (let rounds = 0; rounds < UNRUN_WITHDRAWS.burst + 20 && !refused; rounds++) {
+        const runYaml = stringify({ name: `d${rounds}`, model: { layers: [4, 8, 3] }, seed: rounds, stepsPerEpoch: 2, epochs: 1, members: [P(11), P(12)].map((m) => ({ did: m.did, addr: '/ip4/127.0.0.1/tcp/1' })) });
+        const run = buildRun(runYaml, stubBuyer.signer, NOW).bundle.run;
+        const frames: Array<Record<string, unknown>> = [];
+        try {
+          // past the entitlement's guarantee on an Estimator figure: denied
+          await st.ask({ op: 'admit-gang', run: run.bytes, entitlement: 'one', estimate: { uj: 9e15, grade: 'Estimator' }, devices_per_member: 1, deadline: NOW + 4_000_000 }, stubBuyer.did, frames);
+        } catch (e) {
+          refused = (e as { code?: string }).code;
+          break;
+        }
+        assert.equal(frames.at(-1)?.t, 'denied', JSON.stringify(frames));
+        denied++;
+      }
+      assert.equal(refused, 'STEWARD_RATE_LIMITED');
+      assert.equal(denied, UNRUN_WITHDRAWS.burst);
+    } finally {
+      await st.s.stop();
+      await closeDb(db);
+      t.cleanup();
+    }
+  });
 });
