@@ -209,6 +209,7 @@ export class BuyerWiring {
   #admission(steward: string, job: Opened<Job>, spec: JobSpec, onQueued: (reason: string, reasons: string[]) => void, signal: AbortSignal, onRateLimited?: (waitMs: number) => void): Promise<Admission> {
     return admitJob({
       request: (frames, opts) => this.o.net.request(steward, STEWARD_PROTOCOL, frames, opts),
+      asks: this.o.stewardAsks,
       job,
       spec,
       clock: this.o.clock,

@@ -18,7 +18,7 @@
 import { Buffer } from 'node:buffer';
 import { C0Error } from '../errors.js';
 import { STEWARD_PROTOCOL } from '../roles/steward-ports.js';
-import { requestAdmission, withdrawClaim, type StewardRequest } from '../roles/admission-client.js';
+import { inAskSlot, requestAdmission, withdrawClaim, type StewardRequest } from '../roles/admission-client.js';
 import { open } from '../records/envelope.js';
 import { TRAIN_T } from '../training/record-kinds.js';
 import { GRADES } from '../records/kinds.js';
@@ -76,9 +76,7 @@ export async function admitGang(o: OverlayNode, body: unknown): Promise<{ admiss
   // GANG_REASK_MS at most (or until the gang's deadline, or the node's stop; src/roles/admission-client.ts)
   const stopping = o.buyer?.stopping;
   const admission = await requestAdmission({
-    ask: async (onFrame, signal) => {
-      await ask(request, { limits: { deadlineMs: 60_000 }, onFrame, signal });
-    },
+    ask: (onFrame, signal) => inAskSlot(o.stewardAsks, () => ask(request, { limits: { deadlineMs: 60_000 }, onFrame, signal }), Math.min(deadline, now + GANG_REASK_MS), o.clock, signal),
     deadline: Math.min(deadline, now + GANG_REASK_MS),
     clock: o.clock,
     onQueued: () => {},

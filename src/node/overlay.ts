@@ -17,6 +17,8 @@ import { RecordStore, type HistoryPruned } from '../store/records.js';
 import type { ProviderRuns } from '../store/provider-runs.js';
 import type { Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
+import { Slots } from '../util/serial.js';
+import { STEWARD_ASKS } from '../roles/admission-client.js';
 import { createNetwork, type Network } from '../net/node.js';
 import type { TopicKind } from '../net/topics.js';
 import { evidenceHook, notFromTheFuture, openHeld, poolHeadHook, recordHooks, witnessHook } from './record-hooks.js';
@@ -150,6 +152,8 @@ export class OverlayNode {
   designatedOrders: (did: string) => number = () => 0;
   /** Open orders, leases and claims (src/node/orders-wiring.ts; it fills the two hooks above). */
   orders: OrdersWiring | undefined;
+  /** Admission asks (`admit`, `admit-gang`) open at this overlay's steward at once; a further one waits here (src/roles/admission-client.ts inAskSlot). */
+  readonly stewardAsks = new Slots(STEWARD_ASKS);
   /** Over-limit requests on this node's own servers (claim/1) into the network's peer-abuse score (net/peer-abuse.ts). */
   readonly abuseReports = new AbuseReports();
   #stops: Array<() => Promise<void>> = [];

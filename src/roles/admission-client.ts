@@ -37,7 +37,9 @@ import { C0Error } from '../errors.js';
 import type { CborValue } from '../records/cbor.js';
 import type { Opened } from '../records/envelope.js';
 import type { Acceptance, Job, Receipt } from '../records/kinds.js';
+import { STEWARD_STREAMS, STEWARD_STREAM_HEADROOM } from '../net/protocols.js';
 import type { Clock } from '../util/clock.js';
+import type { Slots } from '../util/serial.js';
 import type { Logger } from '../util/log.js';
 import { unlessAborted } from '../util/signals.js';
 import type { Admission, JobSpec } from './buyer.js';
@@ -45,6 +47,38 @@ import { citeOf } from './gang-cite.js';
 
 /** How long a withdraw sent on giving up may take: under Buyer's INTERRUPT_WAIT_MS, so a stopping node still sends it. */
 export const GIVE_UP_WITHDRAW_MS = 2_000;
+
+/**
+ * The admission asks (`admit`, `admit-gang`) a node keeps open at its steward at once: the steward's line per buyer
+ * (256). Each ask waiting in line holds its stream; the streams beyond it (STEWARD_STREAM_HEADROOM) are left for
+ * withdraws, selects and `reclaimed` asks. A further ask waits on the node for one to end (OverlayNode.stewardAsks).
+ */
+export const STEWARD_ASKS = STEWARD_STREAMS - STEWARD_STREAM_HEADROOM;
+
+/**
+ * `send` (one admission ask) once a place among `asks` is free, waiting in the order asked until `deadline` at most:
+ * past it refused STEWARD_ASKS_BUSY, nothing sent (so nothing to withdraw). Before (review s43), an ask past the
+ * protocol's 288 outbound streams failed NET_DIAL_FAILED at once, and the run ended with it.
+ */
+export async function inAskSlot(asks: Slots | undefined, send: () => Promise<unknown>, deadline: number, clock: Clock, signal: AbortSignal): Promise<void> {
+  if (!asks) {
+    await send();
+    return;
+  }
+  const wait = new AbortController();
+  const follow = () => wait.abort(signal.reason);
+  signal.addEventListener('abort', follow, { once: true });
+  const timer = setTimeout(
+    () => wait.abort(new C0Error('STEWARD_ASKS_BUSY', `this node already has ${asks.n} admission asks open at its steward (the most it keeps open at once: each waiting in the steward's line holds one), and the claim's deadline passed while it waited for one of them to end; nothing was sent`, { detail: { open: asks.n } })),
+    Math.max(0, deadline - clock()),
+  );
+  try {
+    await asks.run(send, wait.signal);
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener('abort', follow);
+  }
+}
 
 /** The failures after which the steward may hold the claim and a re-ask is answered (see the module comment). */
 const TRANSPORT = new Set(['NET_STREAM_FAILED', 'NET_DEADLINE', 'NET_DIAL_FAILED', 'STEWARD_NO_ANSWER']);
@@ -233,6 +267,8 @@ export function withdrawClaim(request: StewardRequest, claim: string, o: { recei
 
 export interface AdmitJobOptions {
   request: StewardRequest;
+  /** The node's places for admission asks open at this steward at once (STEWARD_ASKS; inAskSlot). */
+  asks?: Slots;
   job: Opened<Job>;
   spec: JobSpec;
   clock: Clock;
@@ -255,9 +291,7 @@ export async function admitJob(o: AdmitJobOptions): Promise<Admission> {
   if (!spec.entitlement) throw new C0Error('JOB_NEEDS_ENTITLEMENT', `overlay ${o.overlay} has a steward: name the entitlement the job runs under (entitlement:)`, { field: 'entitlement' });
   const request = [{ op: 'admit', job: job.bytes, entitlement: spec.entitlement, ...(spec.class ? { class: spec.class } : {}), ...(spec.energy ? { estimate: spec.energy } : {}), ...(spec.gang ? { gang: spec.gang } : {}) } as never];
   return requestAdmission({
-    ask: async (onFrame, signal) => {
-      await o.request(request, { limits: { deadlineMs: Math.max(1000, job.record.deadline - o.clock() + 5000) }, onFrame, signal });
-    },
+    ask: (onFrame, signal) => inAskSlot(o.asks, () => o.request(request, { limits: { deadlineMs: Math.max(1000, job.record.deadline - o.clock() + 5000) }, onFrame, signal }), job.record.deadline, o.clock, signal),
     deadline: job.record.deadline,
     clock: o.clock,
     onQueued: o.onQueued,

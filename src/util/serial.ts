@@ -42,9 +42,27 @@ export class Slots {
     return this.n - this.#free + this.#waiting.length;
   }
 
-  async run<T>(fn: () => Promise<T> | T): Promise<T> {
+  /**
+   * Run `fn` once a place is free. `signal` ends a wait for a place (rejecting with its reason, the place never
+   * taken); it does not break off `fn` once started.
+   */
+  async run<T>(fn: () => Promise<T> | T, signal?: AbortSignal): Promise<T> {
+    signal?.throwIfAborted();
     if (this.#free > 0) this.#free--;
-    else await new Promise<void>((r) => this.#waiting.push(r));
+    else
+      await new Promise<void>((resolve, reject) => {
+        const take = () => {
+          signal?.removeEventListener('abort', leave);
+          resolve();
+        };
+        const leave = () => {
+          const i = this.#waiting.indexOf(take);
+          if (i >= 0) this.#waiting.splice(i, 1);
+          reject(signal!.reason);
+        };
+        this.#waiting.push(take);
+        signal?.addEventListener('abort', leave, { once: true });
+      });
     try {
       return await fn();
     } finally {

@@ -63,4 +63,26 @@ describe('Slots', () => {
     assert.deepEqual(got.map((g) => (g.status === 'fulfilled' ? g.value : 'failed')), [0, 'failed', 2, 3, 4, 5, 6]);
     assert.equal(s.busy, 0);
   });
+
+  it('a wait for a place ends on its signal: rejected with its reason, the place never taken, the others keep their order', async () => {
+    const s = new Slots(1);
+    let release!: () => void;
+    const first = s.run(() => new Promise<void>((r) => (release = r)));
+    const leave = new AbortController();
+    const started: string[] = [];
+    const waiting = s.run(() => void started.push('left'), leave.signal);
+    const next = s.run(() => void started.push('next'));
+    assert.equal(s.busy, 3);
+    leave.abort(new Error('gave up'));
+    await assert.rejects(waiting, /gave up/);
+    assert.equal(s.busy, 2);
+    release();
+    await first;
+    await next;
+    assert.deepEqual(started, ['next']);
+    assert.equal(s.busy, 0);
+    // an already-aborted signal: refused at once
+    await assert.rejects(s.run(() => 1, AbortSignal.abort(new Error('gone'))), /gone/);
+    assert.equal(s.busy, 0);
+  });
 });
