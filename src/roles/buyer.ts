@@ -59,6 +59,13 @@ function clip(s: string, max: number): string {
 export const STALL_MS = 30_000;
 /** How long a node's stop waits for its runs to end once it interrupted them, ms (docs/node.md "Buyer": "A buyer that stops or stalls blames no provider"). */
 export const INTERRUPT_WAIT_MS = 3_000;
+/**
+ * The most of a failed receipt's message an attempt carries (`detail`): the provider's own words on what went wrong
+ * (which field of the job, which bound), printed by `c0mpute run` and `train buy` next to the code (review s43 R8 F4:
+ * they printed the code alone). The receipt keeps the whole message.
+ */
+export const ATTEMPT_DETAIL_MAX = 300;
+
 /** The code of a run broken off because its node is stopping. */
 export const JOB_INTERRUPTED = 'JOB_INTERRUPTED';
 /** The code in an attempt's outcome when this node was frozen during it (no non-delivery signed). */
@@ -355,7 +362,8 @@ export interface JobResult {
   acceptance?: Opened<Acceptance>;
   selection?: Opened<Selection>;
   decision?: Decision;
-  attempts: Array<{ provider: string; outcome: string; nondelivery?: string }>;
+  /** Each provider tried, and how it went; `detail`: a failed receipt's own message (its code is in `outcome`), cut to ATTEMPT_DETAIL_MAX. */
+  attempts: Array<{ provider: string; outcome: string; nondelivery?: string; detail?: string }>;
   timings: { collectMs: number; restMs: number };
   /** When no offer came: the node had no peers or heard no market (node/net-health.ts). */
   network?: NetworkAssessment;
@@ -992,7 +1000,8 @@ export class Buyer {
       // a refusal the steward did not ask for is a refusal like any other
       if (check?.v === 'denied' && attempt.reclaimed) attempt.nondelivery = 'refused';
       const nd = attempt.nondelivery ? await this.#nonDelivery(job, selection, pick, attempt.nondelivery, attempt.outcome, onEvent) : undefined;
-      result.attempts.push({ provider: pick.provider, outcome: attempt.outcome, ...(nd ? { nondelivery: nd } : {}) });
+      const failure = attempt.receipt?.record.status === 'failed' ? attempt.receipt.record.failure?.message : undefined;
+      result.attempts.push({ provider: pick.provider, outcome: attempt.outcome, ...(nd ? { nondelivery: nd } : {}), ...(failure ? { detail: clip(failure, ATTEMPT_DETAIL_MAX) } : {}) });
       if (attempt.receipt) {
         result.receipt = attempt.receipt;
         result.acceptance = attempt.acceptance;

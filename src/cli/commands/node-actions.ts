@@ -542,7 +542,7 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
     const err = result.error as { code: string; message: string } | undefined;
     lines.push(`✘ ${err?.message ?? 'no valid claim arrived before the deadline'} [${err?.code ?? 'ORDER_NOT_CLAIMED'}]`);
   } else {
-    lines.push(`✘ the job failed: ${(result.attempts as Array<{ provider: string; outcome: string }>).map((a) => `${short(a.provider)} ${a.outcome}`).join('; ') || 'no attempt could be made before the deadline'}`);
+    lines.push(`✘ the job failed: ${(result.attempts as Array<{ provider: string; outcome: string; detail?: string }>).map((a) => `${short(a.provider)} ${a.outcome}${a.detail ? ` (${a.detail})` : ''}`).join('; ') || 'no attempt could be made before the deadline'}`);
   }
   // the final failure is an error message: stderr only, and once
   throw new NegativeAnswer(

@@ -54,7 +54,7 @@ export interface MemberJobResult {
   status: string;
   output?: string;
   receipt?: { address: string; signer: string; record: { status: string; outputHash?: string; energy?: { uj: number; grade: string } } };
-  attempts?: Array<{ provider: string; outcome: string }>;
+  attempts?: Array<{ provider: string; outcome: string; detail?: string }>;
 }
 
 export interface MemberReport {
@@ -89,7 +89,7 @@ export function checkGang(runAddr: string, members: string[], results: MemberJob
     const r = results[i];
     if (!r) return { did, status: 'missing', problem: 'no result' };
     const base: MemberReport = { did, status: r.status, ...(r.receipt ? { receipt: r.receipt.address } : {}), ...(r.receipt?.record.energy ? { energy: r.receipt.record.energy } : {}) };
-    if (r.status !== 'completed' || !r.output || !r.receipt) return { ...base, problem: r.attempts?.map((a) => a.outcome).join('; ') || r.status };
+    if (r.status !== 'completed' || !r.output || !r.receipt) return { ...base, problem: r.attempts?.map((a) => `${a.outcome}${a.detail ? ` (${a.detail})` : ''}`).join('; ') || r.status };
     const bytes = Buffer.from(r.output, 'base64');
     if (r.receipt.signer !== did) return { ...base, problem: `receipt signed by ${r.receipt.signer}` };
     if (r.receipt.record.outputHash !== hashHex(bytes)) return { ...base, problem: 'output does not match the receipt' };

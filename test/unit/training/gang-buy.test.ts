@@ -62,6 +62,9 @@ describe('checkGang', () => {
     assert.equal(failed.ok, false);
     assert.equal(failed.weights, undefined);
     assert.equal(failed.members[1]!.problem, 'failed: EXEC_FAILED');
+    // the failed receipt's own words next to its code (review s43 R8 F4: the code alone)
+    const bounded = checkGang(RUN, ['did:a'], [{ status: 'failed', attempts: [{ provider: 'did:a', outcome: 'failed: EXEC_BAD_INPUT', detail: 'model.layers: a model of 4194305 weights; at most 4194304' }] }]);
+    assert.equal(bounded.members[0]!.problem, 'failed: EXEC_BAD_INPUT (model.layers: a model of 4194305 weights; at most 4194304)');
     assert.equal(checkGang(RUN, ['did:a'], [res('did:a', {}, 'did:z')]).ok, false);
     assert.equal(checkGang(RUN, ['did:a'], [res('did:a', { run: 'sha256:' + '00'.repeat(32) })]).ok, false);
     assert.equal(checkGang(RUN, ['did:a'], [res('did:a', { status: 'stopped' })]).ok, false);
