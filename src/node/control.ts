@@ -104,7 +104,7 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
       method: 'GET',
       path: '/v1/reputation',
       handler: async ({ query }) => {
-        // a page (the console's Reputation view) when any page parameter is given; else every provider (`c0mpute reputation`)
+        // a page (the console's Reputation view, `c0mpute reputation`) when any page parameter is given; else every provider (an older CLI)
         const page = parseReputationPage(query);
         const all = ov(d, query).market.reputation().all();
         return page ? reputationPage(all, page) : { providers: all };

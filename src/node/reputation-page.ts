@@ -35,7 +35,7 @@ export interface ReputationPageQuery {
   q?: string;
 }
 
-/** The query parameters that ask for a page (any one of them does; none: every provider, as `c0mpute reputation` reads it). */
+/** The query parameters that ask for a page (any one of them does; none: every provider, as `c0mpute reputation` read it before it paged too). */
 const PAGE_PARAMS = ['offset', 'after', 'limit', 'sort', 'desc', 'q'];
 
 /** Which evidence a provider's figures rest on: 0 first-hand, 1 other evidence that counts, 2 none that counts. */

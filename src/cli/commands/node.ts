@@ -8,10 +8,13 @@ import type { Command } from 'commander';
 import { ROLE_NAMES } from '../../node/role-names.js';
 import { apiCall } from '../../node/api-client.js';
 import { JOBS_PAGE_MAX } from '../../node/jobs-page.js';
+import { REPUTATION_PAGE_MAX } from '../../node/reputation-page.js';
+import type { Figures } from '../../reputation/derive.js';
 import type { status as localStatus, market as localMarket } from '../../node/control.js';
 import { emptyValue, jsonReplacer, nonEmpty, out, outJson, requireDidArg, UsageError } from '../context.js';
 import { short, shortAddr } from '../short.js';
-import { listLimit, num } from '../limit.js';
+import { DEFAULT_LIST_LIMIT, listLimit, num } from '../limit.js';
+import { asReputationPage, collectReputation, reputationLimit, reputationLines, reputationPageOf, reputationQuery, reputationTable } from '../reputation-list.js';
 import { globals } from './index.js';
 import { daemonClient, overlayQuery as q, requireDaemon } from '../daemon-client.js';
 import type { InitOpts, RunFlags, StartFlags } from './node-actions.js';
@@ -190,32 +193,36 @@ export function register(program: Command): void {
   program
     .command('reputation')
     .argument('[did]', 'one provider')
-    .description('reputation derived from the receipts, acceptances and non-deliveries this node holds, counting only buyers it trusts')
+    .description('reputation derived from the receipts, acceptances and non-deliveries this node holds, counting only buyers it trusts: first-hand evidence first, with the counts of the whole')
+    .option('--limit <n>', `list this many providers (1–${REPUTATION_PAGE_MAX}; default ${DEFAULT_LIST_LIMIT}; --json without it: every one)`)
+    .option('--all', 'every provider, a page at a time')
     .option('--json', 'machine-readable output')
     .option('--overlay <name>', 'the overlay (default: the node’s first)')
-    .action(async (did: string | undefined, o: { json?: boolean; overlay?: string }, cmd: Command) => {
+    .action(async (did: string | undefined, o: { limit?: string; all?: boolean; json?: boolean; overlay?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
       if (did !== undefined) await requireDidArg(did, 'did', 'DID_MALFORMED');
+      const limit = reputationLimit(o.limit);
       const c = daemonClient(dataDir);
-      let r: unknown;
-      if (c) r = await apiCall(c.api, c.token, 'GET', (did ? `/v1/reputation/${encodeURIComponent(did)}` : '/v1/reputation') + q(o.overlay));
-      else {
-        const d = await (await import('./node-actions.js')).offlineNode(dataDir);
-        try {
-          const m = d.overlay(o.overlay).market;
-          r = did ? m.reputation().get(did) : { providers: m.reputation().all() };
-        } finally {
-          await d.stop();
+      const offline = c ? undefined : await (await import('./node-actions.js')).offlineNode(dataDir);
+      try {
+        if (did !== undefined) {
+          const r = c ? await apiCall(c.api, c.token, 'GET', `/v1/reputation/${encodeURIComponent(did)}${q(o.overlay)}`) : offline!.overlay(o.overlay).market.reputation().get(did);
+          if (o.json) return outJson(r);
+          for (const l of reputationTable([r as Figures])) out(l);
+          return;
         }
-      }
-      if (o.json) return outJson(r);
-      const rows = did ? [r] : (r as { providers: unknown[] }).providers;
-      if (!rows.length) return out('no evidence yet: every provider scores 0.5 (unknown)');
-      // Counts are weighted (second-hand evidence weighs less than first-hand); `untrusted` is held but not counted (docs/market.md).
-      const n = (v: number) => (Number.isInteger(v) ? String(v) : v.toFixed(2));
-      out('provider            score  jobs  ok   failed  disputed  undelivered  accuracy  untrusted');
-      for (const x of rows as Array<{ did: string; score: number; jobs: number; successes: number; failures: number; disputes: number; nonDeliveries: number; accuracy: number; untrusted: number }>) {
-        out(`${short(x.did).padEnd(18)}  ${x.score.toFixed(3)}  ${n(x.jobs).padEnd(4)}  ${n(x.successes).padEnd(3)}  ${n(x.failures).padEnd(6)}  ${n(x.disputes).padEnd(8)}  ${n(x.nonDeliveries).padEnd(11)}  ${x.accuracy.toFixed(3)}     ${x.untrusted}`);
+        // the daemon's page, or the same page made here from the stores (src/node/reputation-page.ts): same order, same counts
+        const pageOf = async (size: number, after: string | undefined) => {
+          if (!c) return reputationPageOf(offline!.overlay(o.overlay).market.reputation().all(), size, after);
+          const query = reputationQuery(size, after);
+          if (o.overlay) query.set('overlay', o.overlay);
+          return asReputationPage(await apiCall(c.api, c.token, 'GET', `/v1/reputation?${query.toString()}`), size, after);
+        };
+        const listing = await collectReputation(pageOf, { limit, all: o.all === true || (o.json === true && o.limit === undefined) });
+        if (o.json) return outJson(listing);
+        for (const l of reputationLines(listing)) out(l);
+      } finally {
+        await offline?.stop();
       }
     });
 }
