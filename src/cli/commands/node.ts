@@ -14,7 +14,6 @@ import type { status as localStatus, market as localMarket } from '../../node/co
 import { emptyValue, jsonReplacer, nonEmpty, out, outJson, requireDidArg, UsageError } from '../context.js';
 import { short, shortAddr } from '../short.js';
 import { DEFAULT_LIST_LIMIT, listLimit, num } from '../limit.js';
-import { asReputationPage, collectReputation, reputationLimit, reputationLines, reputationPageOf, reputationQuery, reputationTable } from '../reputation-list.js';
 import { globals } from './index.js';
 import { daemonClient, overlayQuery as q, requireDaemon } from '../daemon-client.js';
 import type { InitOpts, RunFlags, StartFlags } from './node-actions.js';
@@ -201,6 +200,7 @@ export function register(program: Command): void {
     .action(async (did: string | undefined, o: { limit?: string; all?: boolean; json?: boolean; overlay?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
       if (did !== undefined) await requireDidArg(did, 'did', 'DID_MALFORMED');
+      const { asReputationPage, collectReputation, reputationLimit, reputationLines, reputationPageOf, reputationQuery, reputationTable } = await import('../reputation-list.js');
       const limit = reputationLimit(o.limit);
       const c = daemonClient(dataDir);
       const offline = c ? undefined : await (await import('./node-actions.js')).offlineNode(dataDir);
