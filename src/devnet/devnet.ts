@@ -318,8 +318,9 @@ export class Devnet {
         },
       };
       const n = this.spawn(prof.name, 'provider', cfg, ports[i]!);
+      // Every node starts at once: the first one's address is known before it listens (its key is made by spawn),
+      // and a node whose bootstrap is not up yet dials it again with backoff (connectivity.ts).
       if (!bootstrap) {
-        await this.apiOf(n);
         const { peerIdFromDid } = await import('../node/peer-id.js');
         bootstrap = `/ip4/127.0.0.1/tcp/${ports[i]}/p2p/${peerIdFromDid(n.did).toString()}`;
       }

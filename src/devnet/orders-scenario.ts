@@ -66,8 +66,8 @@ export async function runOrdersScenario(net: Devnet, render: (label: string, ev:
         workloads: { 'builtin.sha256': { executor: { type: 'builtin', name: 'builtin.sha256' }, price: { amount: p.price, currency: 'USD' }, duration: { baseMs: 500 } } },
       },
     }, port);
+    // every node starts at once (Devnet.start): the first one's address is known before it listens
     if (!bootstrap) {
-      await net.apiOf(n);
       bootstrap = `/ip4/127.0.0.1/tcp/${port}/p2p/${peerIdFromDid(n.did).toString()}`;
     }
     print(`  provider ${p.name.padEnd(6)} ${p.price} USD/job, ${p.slots} slots  ${n.did}`);

@@ -62,8 +62,8 @@ export async function runOverlayScenario(net: Devnet, render: (label: string, ev
   });
   const base = (n: string) => ({ log: { level: 'info', format: 'json' }, network: network(n), api: { listen: '127.0.0.1:0' } });
   print(`c0mpute devnet --overlay: private overlay "${OVERLAY}" (swarm key ${keyFile}) on 127.0.0.1, in ${net.dir}`);
-  const steward = net.spawn('steward', 'steward', { ...base('steward'), roles: ['steward'], steward: { treeFile } }, ports.steward!);
-  await net.apiOf(steward);
+  net.spawn('steward', 'steward', { ...base('steward'), roles: ['steward'], steward: { treeFile } }, ports.steward!);
+  // every node starts at once (Devnet.start): the steward's address is known before it listens
   print(`  steward  ${dids.steward}  (tree: team-a 600 J / 1 device, priority 2; team-b 300 J / 1 device, priority 1)`);
   net.spawn('witness', 'witness', { ...base('witness'), roles: ['witness'] }, ports.witness!);
   print(`  witness  ${dids.witness}`);

@@ -140,11 +140,11 @@ export async function startPoolNet(net: Devnet, print: (s: string) => void): Pro
   print(`c0mpute devnet --pool: a pool of 3 members, 2 independent providers and a buyer on 127.0.0.1, in ${net.dir}`);
   print(`  pool     ${poolId.did} (roster seq ${roster.record.seq}${reused ? ', kept from an earlier run' : ''}, epochs of ${POOL_EPOCH_MS / 1000} s, pay weights 1:2:3; its key stays offline)`);
   const procs: Record<string, NodeProc> = {};
+  // every node starts at once (Devnet.start): each address is known before its node listens
   for (const [i, n] of MEMBERS.entries()) {
     const boot = MEMBERS.slice(0, i).map(addr);
     // The members' demo.echo is broken: it prints whitespace (the output guard's case).
     procs[n] = net.spawn(n, 'provider', { ...base(n, boot), roles: ['provider'], provider: provider('0.003', ['sh', '-c', 'cat >/dev/null; printf "   \\n"']), pool: { roster: rosterFile, membership: memberships[n]!, livenessMs: 500, memberTimeoutMs: 10_000 } }, ports[n]!);
-    if (i === 0) await net.apiOf(procs[n]);
     print(`  member   ${n.padEnd(6)} ${ids[n]!.did} weight ${i + 1}, 0.003 USD/job`);
   }
   for (const [i, n] of SOLOS.entries()) {
