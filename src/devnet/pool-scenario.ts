@@ -151,7 +151,8 @@ export async function startPoolNet(net: Devnet, print: (s: string) => void): Pro
     procs[n] = net.spawn(n, 'provider', { ...base(n, [addr('m1')]), roles: ['provider'], provider: provider(i ? '0.005' : '0.004', ['sh', '-c', 'cat; echo " (echoed)"']) }, ports[n]!);
     print(`  provider ${n.padEnd(6)} ${ids[n]!.did} ${i ? '0.005' : '0.004'} USD/job`);
   }
-  const buyer = net.spawn('buyer', 'buyer', { ...base('buyer', [addr('m1'), addr('solo1')]), roles: ['buyer'], buyer: { policy: 'cheapest', collectWindowMs: 2500, enoughOffers: 0 } }, ports.buyer!);
+  // three offers (the pool's and the two solos') end the offer window: a job need not wait out all of it
+  const buyer = net.spawn('buyer', 'buyer', { ...base('buyer', [addr('m1'), addr('solo1')]), roles: ['buyer'], buyer: { policy: 'cheapest', collectWindowMs: 2500, enoughOffers: 3 } }, ports.buyer!);
   const apis: Record<string, { api: string; token: string }> = {};
   for (const n of Object.keys(procs)) apis[n] = await net.apiOf(procs[n]!);
   const bapi = await net.apiOf(buyer);
