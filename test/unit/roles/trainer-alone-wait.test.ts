@@ -18,7 +18,12 @@ import { fakeNet, makeRun, runAll, type Frames } from './trainer-net.js';
 import type { TrainerWorker } from '../../../src/roles/trainer/worker.js';
 import { P, type Party } from '../market/fixtures.js';
 
-const TIMEOUT = 10_000;
+/**
+ * The run's timeoutMs: it must exceed the 3 s a single ping waits (PING_MS) for the old behaviour to be told apart.
+ * Per case, as short as that case allows: the paused member's 4 s pause must end within it, the silent member must be
+ * pinged at least 3 times within it (rounds at 0, 3 and 6 s), and the abort (about 3.5 s in) must come well before it.
+ */
+const TIMEOUT = { paused: 6_000, silent: 7_500, aborted: 10_000 };
 
 /** The run's three members by ring place: `slow` (members[0]), `asker` (members[1], which sends to `dead`) and `dead` (members[2]). */
 function roles(parties: Party[], members: string[]) {
@@ -31,10 +36,11 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 /** The crashed member's own worker ends with its process (its mailbox closed), instead of asking on to its own TRAIN_ALONE for timeoutMs, which only lengthens the test. */
 const killed = (w: TrainerWorker) => w.box.close(new C0Error('EXEC_ABORTED', 'fake: the process was killed'));
 
-describe('TRAIN_ALONE waits for the run’s timeout', () => {
-  it('a member paused 4 s (timeoutMs 10 s) while another crashed answers a later ping: the two go on to view 1 and finish', { timeout: 60_000 }, async () => {
+// The three cases share nothing (their own members, net and directories) and mostly wait: they run side by side.
+describe('TRAIN_ALONE waits for the run’s timeout', { concurrency: true }, () => {
+  it('a member paused 4 s (timeoutMs 6 s) while another crashed answers a later ping: the two go on to view 1 and finish', { timeout: 60_000 }, async () => {
     const parties = [P(560), P(561), P(562)];
-    const run = makeRun(parties, parties[0]!, { timeoutMs: TIMEOUT });
+    const run = makeRun(parties, parties[0]!, { timeoutMs: TIMEOUT.paused });
     const { slow, asker, dead } = roles(parties, run.record.members);
     let crashed = false;
     let resumed: Promise<void> | undefined;
@@ -73,7 +79,7 @@ describe('TRAIN_ALONE waits for the run’s timeout', () => {
 
   it('a member that never answers: TRAIN_ALONE after the run’s timeoutMs of asking, not after one 3 s ping', { timeout: 60_000 }, async () => {
     const parties = [P(563), P(564), P(565)];
-    const run = makeRun(parties, parties[0]!, { timeoutMs: TIMEOUT });
+    const run = makeRun(parties, parties[0]!, { timeoutMs: TIMEOUT.silent });
     const { slow, asker, dead } = roles(parties, run.record.members);
     let crashed = false;
     let firstPing: number | undefined;
@@ -103,15 +109,15 @@ describe('TRAIN_ALONE waits for the run’s timeout', () => {
     assert.ok(!w.views.some((v) => v.members.length === 1), `no one-member view: ${JSON.stringify(w.views)}`);
     assert.ok(firstPing !== undefined && stoppedAt !== undefined);
     const asked = stoppedAt - firstPing;
-    assert.ok(asked >= TIMEOUT - 200, `stopped ${asked} ms after it first asked; the run's timeoutMs is ${TIMEOUT}`);
-    assert.ok(asked < TIMEOUT + 4_000, `stopped ${asked} ms after it first asked: the wait is bounded by the run's timeoutMs`);
+    assert.ok(asked >= TIMEOUT.silent - 200, `stopped ${asked} ms after it first asked; the run's timeoutMs is ${TIMEOUT.silent}`);
+    assert.ok(asked < TIMEOUT.silent + 4_000, `stopped ${asked} ms after it first asked: the wait is bounded by the run's timeoutMs`);
     assert.ok(pingsToSlow >= 3, `${pingsToSlow} pings to the silent member`);
-    assert.match(w.stopReason!.message, new RegExp(String(TIMEOUT)));
+    assert.match(w.stopReason!.message, new RegExp(String(TIMEOUT.silent)));
   });
 
   it('the worker’s end (its job aborted: the mailbox closed) ends the wait at once, with the abort’s reason, not TRAIN_ALONE at timeoutMs', { timeout: 60_000 }, async () => {
     const parties = [P(566), P(567), P(568)];
-    const run = makeRun(parties, parties[0]!, { timeoutMs: TIMEOUT });
+    const run = makeRun(parties, parties[0]!, { timeoutMs: TIMEOUT.aborted });
     const { slow, asker, dead } = roles(parties, run.record.members);
     let crashed = false;
     let pingsToSlow = 0;
@@ -158,6 +164,6 @@ describe('TRAIN_ALONE waits for the run’s timeout', () => {
     assert.equal(r.status, 'rejected', `the asker ended ${workers[1]!.status}`);
     assert.equal(((r as PromiseRejectedResult).reason as C0Error).code, 'EXEC_ABORTED');
     assert.ok(closedAt !== undefined && endedAt !== undefined, `closed ${closedAt}, ended ${endedAt}`);
-    assert.ok(endedAt - closedAt < 2_000, `ended ${endedAt - closedAt} ms after the mailbox closed; the wait would have gone on to timeoutMs (${TIMEOUT})`);
+    assert.ok(endedAt - closedAt < 2_000, `ended ${endedAt - closedAt} ms after the mailbox closed; the wait would have gone on to timeoutMs (${TIMEOUT.aborted})`);
   });
 });
