@@ -10,8 +10,9 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { fakeNet, hostileNet, makeRun, runAll, type Frames } from './trainer-net.js';
-import { P } from '../market/fixtures.js';
+import { fakeNet, hostileNet, makeRun, runAll, type FakeNet, type Frames } from './trainer-net.js';
+import type { TrainerEvent, TrainerWorker } from '../../../src/roles/trainer/worker.js';
+import { P, type Party } from '../market/fixtures.js';
 import { C0Error } from '../../../src/errors.js';
 
 /** A chunk of step 3 or later (the hostile member holds them back, so a view change follows). */
@@ -30,7 +31,23 @@ function assertHonestFinish(workers: Awaited<ReturnType<typeof runAll>>['workers
   }
 }
 
-describe('a member that claims a later view', () => {
+/**
+ * Run the members (the last one hostile) to their end. The hostile member's own worker, left out, would go on for
+ * seconds more to its own TRAIN_DROPPED, which these cases do not check: once every honest member is done, it is
+ * stopped (its mailbox closed, as its process ending would).
+ */
+async function runHonestToEnd(members: Party[], net: FakeNet) {
+  const hostile = members.at(-1)!.did;
+  let all: TrainerWorker[] = [];
+  let done = 0;
+  const onEvent = (did: string, e: TrainerEvent) => {
+    if (did !== hostile && e.e === 'done' && ++done === members.length - 1) all.at(-1)!.box.close(new C0Error('EXEC_ABORTED', 'fake: the hostile member is stopped once the honest ones are done'));
+  };
+  return runAll(members, makeRun(members, members[0]!, { stepsPerEpoch: 3, epochs: 4, timeoutMs: 500 }), net, onEvent, (ws) => (all = ws));
+}
+
+// The three cases share nothing (their own members, net and directories): they run side by side.
+describe('a member that claims a later view', { concurrency: true }, () => {
   it('in its ping answers: it is left out, the honest members finish the run', { timeout: 60_000 }, async () => {
     const members = [P(560), P(561), P(562)];
     const C = members[2]!.did;
@@ -43,7 +60,7 @@ describe('a member that claims a later view', () => {
           } as never),
         ),
     }));
-    const { workers, res } = await runAll(members, makeRun(members, members[0]!, { stepsPerEpoch: 3, epochs: 4, timeoutMs: 500 }), net);
+    const { workers, res } = await runHonestToEnd(members, net);
     assertHonestFinish(workers, res, C);
   });
 
@@ -56,7 +73,7 @@ describe('a member that claims a later view', () => {
       if (to === C && h && typeof h === 'object' && h.k === 'view') throw new C0Error('TRAIN_VIEW_PAST', 'fake: this member is in a later view', { detail: { remote: true, view: 99 } });
       return frames;
     });
-    const { workers, res } = await runAll(members, makeRun(members, members[0]!, { stepsPerEpoch: 3, epochs: 4, timeoutMs: 500 }), net);
+    const { workers, res } = await runHonestToEnd(members, net);
     assertHonestFinish(workers, res, C);
   });
 
@@ -68,7 +85,7 @@ describe('a member that claims a later view', () => {
       if (from === C && (late(frames) || (h && typeof h === 'object' && h.k === 'view'))) return null;
       return frames;
     });
-    const { workers, res } = await runAll(members, makeRun(members, members[0]!, { stepsPerEpoch: 3, epochs: 4, timeoutMs: 500 }), net);
+    const { workers, res } = await runHonestToEnd(members, net);
     assertHonestFinish(workers, res, C);
   });
 });
