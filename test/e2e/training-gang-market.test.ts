@@ -28,7 +28,9 @@ test('`train buy --providers 3`: a gang of three providers trains a bought run, 
     const boot = [bootstrapAddr(p1)];
     // p2 and p3 start side by side from p1; the buyer, bootstrapped to all three, waits for the market below.
     const [p2, p3] = await Promise.all([c.start('p2', withMember(providerConfig({ bootstrap: boot }))), c.start('p3', withMember(providerConfig({ bootstrap: boot })))]);
-    const b = await c.start('b', buyerConfig({ bootstrap: [bootstrapAddr(p1), bootstrapAddr(p2), bootstrapAddr(p3)] }));
+    // Each member job allowlists its one provider (`train buy`), so one offer is all it can get: the buyer takes it
+    // at once (enoughOffers 1) instead of waiting out its whole collect window for offers that cannot come.
+    const b = await c.start('b', buyerConfig({ bootstrap: [bootstrapAddr(p1), bootstrapAddr(p2), bootstrapAddr(p3)], enoughOffers: 1 }));
     const providers = [p1, p2, p3];
     await waitForMarket(b, 3, providers);
     // `c0mpute train buy` against the buyer's daemon: it picks the three providers from the market, signs the run, buys a member job from each.
