@@ -66,6 +66,18 @@ export const INTERRUPT_WAIT_MS = 3_000;
  */
 export const ATTEMPT_DETAIL_MAX = 300;
 
+/**
+ * How many providers' eligible offers end a job's collection window early: `buyer.enoughOffers` (0: none, the whole
+ * window), but never more than the job's allowlist names, since no other provider's offer can pass its gates. A job
+ * allowlisting N providers ends its window once all N offered: a `train buy` member job names one provider, and each
+ * waited out the whole window (`buyer.collectWindowMs`) for offers that could not come.
+ */
+export function offersToWaitFor(enoughOffers: number, job: Pick<Job, 'requirements'>): number {
+  const named = job.requirements?.allowlist ? new Set(job.requirements.allowlist).size : 0;
+  if (named === 0) return enoughOffers;
+  return enoughOffers > 0 ? Math.min(enoughOffers, named) : named;
+}
+
 /** The code of a run broken off because its node is stopping. */
 export const JOB_INTERRUPTED = 'JOB_INTERRUPTED';
 /** The code in an attempt's outcome when this node was frozen during it (no non-delivery signed). */
@@ -734,7 +746,7 @@ export class Buyer {
     onEvent({ e: 'job', job });
     log.info({ job: job.address, workload: spec.workload }, 'job published');
 
-    const offers = await this.d.waitForOffers(job.address, this.d.collectWindowMs, this.d.enoughOffers, (offer, count) => onEvent({ e: 'offer', offer, count }), brk.signal);
+    const offers = await this.d.waitForOffers(job.address, this.d.collectWindowMs, offersToWaitFor(this.d.enoughOffers, job.record), (offer, count) => onEvent({ e: 'offer', offer, count }), brk.signal);
     const collectMs = clock() - t0;
     if (brk.aborted) {
       await this.#withdraw(job, admission);
