@@ -42,6 +42,7 @@ export async function createPool(c: Cluster, dirs: Array<{ dir: string; did: str
   assert.equal(init.code, 0, init.err);
   const pool = /pool (did:key:\S+)/.exec(init.out)![1]!;
   await signRoster(c, poolDir, dirs.map((d, i) => ({ did: d.did, index: i, weight: o.weight?.(i) ?? 1 })), { out: 'roster.cose', epochMs: o.epochMs });
-  for (const d of dirs) await joinPool(c, d.dir);
+  // Each member countersigns its own file: the joins are independent, so they run together.
+  await Promise.all(dirs.map((d) => joinPool(c, d.dir)));
   return { pool, poolDir };
 }

@@ -63,7 +63,7 @@ before(async () => {
     // (m1 and m2 both bootstrap from m3 only: they start together.)
     [m.m1, m.m2] = await Promise.all([c.start('m1', cfg(0, [bootstrapAddr(m.m3)], [dirs[2]!.did, BUYER])), c.start('m2', cfg(1, [bootstrapAddr(m.m3)], [dirs[2]!.did, BUYER]))]);
     w = await startNode({ syncOnConnect: [] }, buyerKey);
-    for (const n of [m.m1, m.m2]) await w.libp2p.dial(multiaddr(bootstrapAddr(n)));
+    await Promise.all([m.m1, m.m2].map((n) => w!.libp2p.dial(multiaddr(bootstrapAddr(n)))));
     const live = async (n: NodeProc) => new Set((await get<PoolView>(n, '/v1/pool')).members.filter((x) => x.live).map((x) => x.did));
     await waitFor('m1 and m2 to see themselves and m3 live, not each other', async () => {
       const [l1, l2, l3] = await Promise.all([live(m.m1!), live(m.m2!), live(m.m3!)]);
