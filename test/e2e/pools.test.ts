@@ -47,7 +47,9 @@ function memberConfig(i: number, boot: string[]): Record<string, unknown> {
   const gates = { maxSizeParam: 100, minPrice: { amount: '0.005', currency: 'USD' }, maxInputBytes: 1024 };
   // livenessMs 1000: a member unheard for 3 s is not live. At 400 (1.2 s) a loaded CI machine could delay a ping past
   // it, and a member briefly not live moves the hash's choice (the first test assumes all three live at dispatch).
-  return { ...base, pool: { roster: join(c.root, 'roster.cose'), membership: join(dir, 'membership.cose'), livenessMs: 1000, memberTimeoutMs: 8000, ...gates } };
+  // memberTimeoutMs 5000: the killed coordinator's dispatch is failed 5 s + 3 × livenessMs after it (recovery's
+  // budget and grace), and every other job here is a few rounds of sha256, done well within it.
+  return { ...base, pool: { roster: join(c.root, 'roster.cose'), membership: join(dir, 'membership.cose'), livenessMs: 1000, memberTimeoutMs: 5000, ...gates } };
 }
 
 const spec = (workload: string, params: string, input = 'pooled work', maxPrice = '0.01') => ({ workload, params, maxPrice: { amount: maxPrice, currency: 'USD' }, deadlineMs: 60_000, input: Buffer.from(input).toString('base64') });
@@ -59,14 +61,15 @@ before(async () => {
     ({ pool } = await createPool(c, dirs, { epochMs: 4000, weight: (i) => i + 1 }));
     // A node the roster does not list cannot join (POOL_NOT_MEMBER, no file written).
     const outsider = c.dataDir('outsider');
-    const refused = await c0mpute(outsider.dir, ['pool-provider', 'join', '--roster', join(c.root, 'roster.cose'), '--out', join(outsider.dir, 'membership.cose')]);
+    // (Checked while m1 starts: the refusal reads only the roster file.)
+    const [refused, m1] = await Promise.all([c0mpute(outsider.dir, ['pool-provider', 'join', '--roster', join(c.root, 'roster.cose'), '--out', join(outsider.dir, 'membership.cose')]), c.start('m1', memberConfig(0, []))]);
     assert.notEqual(refused.code, 0);
     assert.match(refused.err + refused.out, /POOL_NOT_MEMBER/);
-    const m1 = await c.start('m1', memberConfig(0, []));
     const m2 = await c.start('m2', memberConfig(1, [bootstrapAddr(m1)]));
     const m3 = await c.start('m3', memberConfig(2, [bootstrapAddr(m1), bootstrapAddr(m2)]));
     members = [m1, m2, m3];
-    buyer = await c.start('b', buyerConfig({ bootstrap: members.map(bootstrapAddr), collectWindowMs: 1500 }));
+    // enoughOffers 1: the pool is the one provider here, so its offer ends the window (a run that gets none waits all of it).
+    buyer = await c.start('b', buyerConfig({ bootstrap: members.map(bootstrapAddr), collectWindowMs: 1500, enoughOffers: 1 }));
     await waitForMarket(buyer, 1, members);
     // The pool is one provider to the buyer: one market entry under the pool's DID, all three members' adverts seen.
     const m = await waitFor('the buyer to hold every member’s pooled advert', async () => {
@@ -237,7 +240,7 @@ test('the elected coordinator killed mid-job: the next one closes the job from t
 test('restarted with a short history.keepDays, a member drops the closed dispatch trail of jobs past it: its status counts the rest', async () => {
   const total = (v: PoolView) => v.members.reduce((n, m) => n + m.jobs.dispatched + m.jobs.completed + m.jobs.failed, 0);
   // After the kill above: the live members agree on a live coordinator, and the job the killed one dispatched (a 6 s
-  // sleep) has left its member's slot. Until then that member, with its one slot taken, quotes nothing if it is the
+  // sleep, ended at the member's pool.memberTimeoutMs) has left its member's slot. Until then that member, with its one slot taken, quotes nothing if it is the
   // coordinator (no-offers) and refuses the dispatch if it is not (POOL_MEMBER_BUSY).
   const live = () => members.filter((x) => x.child.exitCode === null && x.child.signalCode === null);
   await waitFor('the live members to agree on a live coordinator, every slot free', async () => {
