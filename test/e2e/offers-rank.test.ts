@@ -30,10 +30,12 @@ let inviter: NodeProc;
 
 const ranked = (price: string, bootstrap: string[] = []) => {
   const cfg = providerConfig({ price, bootstrap });
-  // presence every 2 s, so the views fill soon after the mesh forms
-  Object.assign(cfg.provider as Record<string, unknown>, { offerRank: 1, presenceEveryMs: 2000 });
+  // presence every second (the least the config takes), so the views fill soon after the mesh forms
+  Object.assign(cfg.provider as Record<string, unknown>, { offerRank: 1, presenceEveryMs: 1000 });
   return cfg;
 };
+/** The buyers' collection window: every job waits it out (no enoughOffers), and halfway through it the push or gossip comes. */
+const WINDOW_MS = 4000;
 const spec = (input: string) => ({ workload: 'builtin.sha256', params: '10', maxPrice: { amount: '0.01', currency: 'USD' }, deadlineMs: 60_000, input: Buffer.from(input).toString('base64') });
 
 /** The providers `n` sees as candidates for the test's jobs (live, a free slot, within the price). */
@@ -53,7 +55,7 @@ before(async () => {
     p1 = await c.start('p1', ranked('0.001'));
     p2 = await c.start('p2', ranked('0.002', [bootstrapAddr(p1)]));
     p3 = await c.start('p3', ranked('0.003', [bootstrapAddr(p1), bootstrapAddr(p2)]));
-    const cfg = buyerConfig({ bootstrap: [p1, p2, p3].map(bootstrapAddr), collectWindowMs: 6000 });
+    const cfg = buyerConfig({ bootstrap: [p1, p2, p3].map(bootstrapAddr), collectWindowMs: WINDOW_MS });
     (cfg.buyer as Record<string, unknown>).offersWanted = 1;
     buyer = await c.start('buyer', cfg);
     await waitForMarket(buyer, 3, [p1, p2, p3]);
@@ -96,7 +98,7 @@ async function jobsHeardOnGossip(n: NodeProc): Promise<number> {
 test('with more candidates than buyer.inviteAbove, a job goes only to the invited: the two cheapest quote, the third never hears it', async () => {
   await withLogs(c, async () => {
     // a second buyer for whom a market of three is large: inviteAbove 1, offersWanted 1 (so it invites two)
-    const cfg = buyerConfig({ bootstrap: [p1, p2, p3].map(bootstrapAddr), collectWindowMs: 6000 });
+    const cfg = buyerConfig({ bootstrap: [p1, p2, p3].map(bootstrapAddr), collectWindowMs: WINDOW_MS });
     Object.assign(cfg.buyer as Record<string, unknown>, { offersWanted: 1, inviteAbove: 1 });
     inviter = await c.start('inviter', cfg);
     await waitFor('the inviter to see all three providers live with a free slot', async () => (await candidatesSeenBy(inviter)).length === 3);
