@@ -23,7 +23,7 @@ import { encodeCanonical } from '../../src/records/cbor.js';
 import { openDb, closeDb } from '../../src/store/db.js';
 import { RecordStore } from '../../src/store/records.js';
 import { startNode } from './net-helpers.js';
-import { Cluster, bootstrapAddr, buyerConfig, c0mpute, get, metricsText, providerConfig, runJob, sha256Job, sleep, waitFor, waitForMarket, withLogs, type StatusView } from './node-helpers.js';
+import { Cluster, bootstrapAddr, buyerConfig, c0mpute, get, metricsText, providerConfig, runJob, sha256Job, sleep, waitFor, waitForMarket, withLogs, type NodeProc, type PeerView, type StatusView } from './node-helpers.js';
 
 const clusters: Cluster[] = [];
 after(async () => {
@@ -38,6 +38,17 @@ function metric(text: string, name: string, match: Record<string, string> = {}):
     if (Object.entries(match).every(([k, v]) => labels[k] === v)) sum += Number(m[2]);
   }
   return sum;
+}
+
+/**
+ * Whether daemon `n` holds both gossip streams with `peerId`: the peer's inbound one (what the peer publishes reaches
+ * `n`) and its own outbound one (what `n` publishes reaches the peer). Until the peer's stream is open its publishes
+ * skip `n` silently, hearing `n`'s subscriptions is not enough (node-helpers waitForMarket).
+ */
+async function gossipLinked(n: NodeProc, peerId: string): Promise<boolean> {
+  const { peers } = await get<{ peers: PeerView[] }>(n, '/v1/peers');
+  const q = peers.find((x) => x.peerId === peerId);
+  return !!q?.streams?.in && q.streams.out;
 }
 
 function honestSpec(text: string): Record<string, unknown> {
@@ -75,7 +86,7 @@ test('(a) a valid-job flood from one key: the honest job completes, the provider
     await x.dial(bootstrapAddr(p));
     await x.dial(bootstrapAddr(b));
     await waitFor('the attacker on the job and offer topics of both daemons', () => (['job', 'offer'] as const).every((k) => x.topicPeers(k).length >= 2));
-    await sleep(1_000);
+    await waitFor('both daemons to hold the attacker’s gossip streams, both ways', async () => (await gossipLinked(p, x.peerId.toString())) && (await gossipLinked(b, x.peerId.toString())));
     const offersToAttacker: Array<Opened<Offer>> = [];
     const attackerJobs = new Set<string>();
     x.subscribe('offer', (r) => {
@@ -144,7 +155,10 @@ test('(b) a Sybil advert flood (2,500 fresh keys): the honest job completes, sto
     c.onDestroy(async () => void (await Promise.allSettled(xs.map((x) => x.stop()))));
     for (const x of xs) await x.dial(bootstrapAddr(b));
     await waitFor('the attackers on the buyer’s advert topic', () => xs.every((x) => x.topicPeers('advert').length >= 1));
-    await sleep(1_000);
+    await waitFor('the buyer to hold every attacker’s gossip streams, both ways', async () => {
+      for (const x of xs) if (!(await gossipLinked(b, x.peerId.toString()))) return false;
+      return true;
+    });
     const now = Date.now();
     const adverts = Array.from({ length: SYBILS }, (_, i) =>
       seal(T.advert, { seq: now + i, issuedAt: now, expiresAt: now + 3_600_000, workloads: ['builtin.sha256'], tier: 'standard', region: 'xx-sybil', hardware: { cpuCores: 64, memoryMiB: 262_144 } }, Ed25519Signer.generate()),
