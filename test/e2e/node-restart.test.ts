@@ -135,9 +135,11 @@ test('restarted with a shorter history.keepDays, the buyer drops the jobs past i
     const reputation = await get(buyer, '/v1/reputation');
     const held = await get<{ jobs: Array<{ address: string }> }>(buyer, '/v1/jobs');
     assert.ok(held.jobs.some((j) => j.address === short.address));
-    // keep one second past a job's deadline: the short job goes once its deadline is a second behind
+    // keep one second past a job's deadline: the short job goes once its deadline is a second behind (the prune runs
+    // at start: the buyer stops first, and the rest of the wait runs while it is down)
+    await c.stop(buyer);
     await new Promise((r) => setTimeout(r, Math.max(0, short.record.deadline + 1500 - Date.now())));
-    buyer = await c.restart(buyer, { ...buyer.config, history: { keepDays: 1 / 86_400 } });
+    buyer = await c.start(buyer.name, { ...buyer.config, history: { keepDays: 1 / 86_400 } });
     const line = await waitFor('the buyer to drop its old job history', () =>
       readFileSync(buyer.log, 'utf8').split('\n').map((l) => (l.startsWith('{') ? (JSON.parse(l) as { msg?: string; removed?: number }) : {})).find((l) => l.msg === 'dropped job history past history.keepDays'),
     );
