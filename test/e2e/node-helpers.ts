@@ -268,7 +268,13 @@ export class Cluster {
       // A SIGKILLed predecessor leaves its daemon.json behind: only this child's counts.
       if (info.pid !== child.pid || !info.api) return undefined;
       return { api: info.api, token: readFileSync(join(dir, TOKEN_FILE), 'utf8').trim() };
-    }, 45_000).catch((e: Error) => {
+    }, 45_000).catch(async (e: Error) => {
+      // a daemon that did not start in time is not left running: it would hold its store's lock (the next start of
+      // this node exits 3) and keep this test process alive after the file ends (it is in no cluster's nodes)
+      if (!exited(child)) {
+        child.kill('SIGKILL');
+        await waitExit(child);
+      }
       throw new Error(`${e.message}\n--- ${name} log ---\n${tail(log)}`);
     });
     const status = (await apiCall(api.api, api.token, 'GET', '/v1/status')) as { addrs: string[] };
