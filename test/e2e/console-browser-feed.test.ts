@@ -83,9 +83,14 @@ before(async () => {
   if (skip) return;
   node = spawn(process.execPath, [HARNESS], { stdio: ['ignore', 'pipe', 'inherit'] });
   track(node);
-  const [line] = await createInterface({ input: node.stdout! })[Symbol.asyncIterator]().next().then((r) => [r.value as string]);
-  h = JSON.parse(line!) as Harness;
-  browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-background-timer-throttling', '--disable-backgrounding-occluded-windows', '--disable-renderer-backgrounding'] });
+  // the browser starts while the harness does
+  const launching = puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage', '--disable-background-timer-throttling', '--disable-backgrounding-occluded-windows', '--disable-renderer-backgrounding'] });
+  try {
+    const [line] = await createInterface({ input: node.stdout! })[Symbol.asyncIterator]().next().then((r) => [r.value as string]);
+    h = JSON.parse(line!) as Harness;
+  } finally {
+    browser = await launching;
+  }
 });
 
 after(async () => {
