@@ -26,10 +26,19 @@ function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return e;
 }
 
-function c0(args: string[], extra: Record<string, string> = {}): { code: number; out: string; err: string } {
-  // stdin is a pipe, not a terminal: nobody can be asked
-  const r = spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', env: env(extra), input: '' });
-  return { code: r.status ?? -1, out: r.stdout, err: r.stderr };
+/** The command as a child process; not waited for in turn, so that the independent ones of a case run side by side. */
+function c0(args: string[], extra: Record<string, string> = {}): Promise<{ code: number; out: string; err: string }> {
+  return new Promise((resolve, reject) => {
+    // stdin is a pipe, not a terminal (and at its end at once): nobody can be asked
+    const child = spawn(process.execPath, [BIN, ...args], { env: env(extra), stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, out, err }));
+    child.stdin.end();
+  });
 }
 
 const kdf = (dir: string) => (JSON.parse(readFileSync(join(dir, 'identity.key'), 'utf8')) as { kdf: string }).kdf;
@@ -54,55 +63,54 @@ describe('a closed standard output', () => {
   });
 });
 
-describe('init and the key passphrase', () => {
-  it('without a terminal or a passphrase source, says on stderr that the key is stored unencrypted', () => {
+// The cases work on data directories and files of their own: they run side by side.
+describe('init and the key passphrase', { concurrency: true }, () => {
+  it('without a terminal or a passphrase source, says on stderr that the key is stored unencrypted', async () => {
     const dir = join(t.dir, 'plain');
-    const r = c0(['--data-dir', dir, 'init']);
+    const [r, chosen] = await Promise.all([c0(['--data-dir', dir, 'init']), c0(['--data-dir', join(t.dir, 'chosen'), 'init', '--no-passphrase'])]);
     assert.equal(r.code, 0, r.err);
     assert.equal(kdf(dir), 'none');
     assert.match(r.err, /^warning: the key .*identity\.key is stored UNENCRYPTED/);
     assert.match(r.out, /key file\s+.*identity\.key \(unencrypted\)/);
     // choosing it with --no-passphrase needs no warning, but stdout still says it
-    const chosen = c0(['--data-dir', join(t.dir, 'chosen'), 'init', '--no-passphrase']);
     assert.equal(chosen.err, '');
     assert.match(chosen.out, /\(unencrypted\)/);
   });
 
-  it('takes the passphrase from --passphrase-file, and start reads it the same way', () => {
+  it('takes the passphrase from --passphrase-file, and start reads it the same way', async () => {
     const dir = join(t.dir, 'filed');
     const pass = join(t.dir, 'pass.txt');
     writeFileSync(pass, 'correct horse\n');
-    const r = c0(['--data-dir', dir, '--passphrase-file', pass, 'init']);
+    const wrong = join(t.dir, 'wrong.txt');
+    writeFileSync(wrong, 'battery staple\n');
+    // a missing passphrase file is an operator error naming it (asked while the key is made)
+    const missingP = c0(['--data-dir', join(t.dir, 'nofile'), '--passphrase-file', join(t.dir, 'nope.txt'), 'init']);
+    const r = await c0(['--data-dir', dir, '--passphrase-file', pass, 'init']);
     assert.equal(r.code, 0, r.err);
     assert.equal(r.err, '');
     assert.equal(kdf(dir), 'scrypt');
     assert.match(r.out, /\(encrypted\)/);
     // start without any source cannot open the key; with the wrong file it is refused; both before any networking
-    const none = c0(['--data-dir', dir, 'start']);
+    const [none, w, wEnv] = await Promise.all([c0(['--data-dir', dir, 'start']), c0(['--data-dir', dir, '--passphrase-file', wrong, 'start']), c0(['--data-dir', dir, 'start'], { C0MPUTE_PASSPHRASE_FILE: wrong })]);
     assert.equal(none.code, 3);
     assert.match(none.err, /^error KEY_PASSPHRASE_REQUIRED: .*--passphrase-file/);
-    const wrong = join(t.dir, 'wrong.txt');
-    writeFileSync(wrong, 'battery staple\n');
-    const w = c0(['--data-dir', dir, '--passphrase-file', wrong, 'start']);
     assert.equal(w.code, 3);
     assert.match(w.err, /^error KEY_PASSPHRASE_WRONG:/);
-    const wEnv = c0(['--data-dir', dir, 'start'], { C0MPUTE_PASSPHRASE_FILE: wrong });
     assert.match(wEnv.err, /^error KEY_PASSPHRASE_WRONG:/);
-    // a missing passphrase file is an operator error naming it
-    const missing = c0(['--data-dir', join(t.dir, 'nofile'), '--passphrase-file', join(t.dir, 'nope.txt'), 'init']);
+    const missing = await missingP;
     assert.equal(missing.code, 3);
     assert.match(missing.err, /^error INPUT_UNREADABLE: --passphrase-file /);
   });
 
-  it('refuses an empty passphrase file (KEY_PASSPHRASE_FILE_INVALID) instead of storing the key in the clear', () => {
+  it('refuses an empty passphrase file (KEY_PASSPHRASE_FILE_INVALID) instead of storing the key in the clear', async () => {
     const empty = join(t.dir, 'empty.txt');
     writeFileSync(empty, '');
     const blank = join(t.dir, 'blank.txt');
     writeFileSync(blank, '\n');
-    const runs = [
+    const runs = await Promise.all([
       c0(['--data-dir', join(t.dir, 'empty-flag'), '--passphrase-file', empty, 'init']),
       c0(['--data-dir', join(t.dir, 'empty-env'), 'keys', 'init'], { C0MPUTE_PASSPHRASE_FILE: blank }),
-    ];
+    ]);
     for (const r of runs) {
       assert.equal(r.code, 3, r.err);
       assert.match(r.err, /^error KEY_PASSPHRASE_FILE_INVALID: .*is empty.*--no-passphrase/);
@@ -111,13 +119,12 @@ describe('init and the key passphrase', () => {
     assert.ok(!existsSync(join(t.dir, 'empty-env', 'identity.key')), 'no key written');
   });
 
-  it('takes it from C0MPUTE_PASSPHRASE_FILE and C0MPUTE_PASSPHRASE', () => {
+  it('takes it from C0MPUTE_PASSPHRASE_FILE and C0MPUTE_PASSPHRASE', async () => {
     const pass = join(t.dir, 'pass2.txt');
     writeFileSync(pass, 'tr0ub4dor');
-    const a = c0(['--data-dir', join(t.dir, 'envfile'), 'init'], { C0MPUTE_PASSPHRASE_FILE: pass });
+    const [a, b] = await Promise.all([c0(['--data-dir', join(t.dir, 'envfile'), 'init'], { C0MPUTE_PASSPHRASE_FILE: pass }), c0(['--data-dir', join(t.dir, 'envvar'), 'keys', 'init'], { C0MPUTE_PASSPHRASE: 'tr0ub4dor' })]);
     assert.equal(a.err, '');
     assert.equal(kdf(join(t.dir, 'envfile')), 'scrypt');
-    const b = c0(['--data-dir', join(t.dir, 'envvar'), 'keys', 'init'], { C0MPUTE_PASSPHRASE: 'tr0ub4dor' });
     assert.equal(b.err, '');
     assert.equal(kdf(join(t.dir, 'envvar')), 'scrypt');
   });
@@ -145,23 +152,34 @@ print('\\nEXIT', os.waitstatus_to_exitcode(st))
 `;
 const hasPty = spawnSync('python3', ['-c', 'import pty'], { stdio: 'ignore' }).status === 0;
 
-function onTerminal(args: string[], key: 'ctrl-d' | 'ctrl-c'): { code: number; screen: string } {
-  const r = spawnSync('python3', ['-c', PTY, process.execPath, BIN, ...args, key === 'ctrl-d' ? '04' : '03'], { encoding: 'utf8', env: env(), timeout: 30_000 });
-  const m = /\nEXIT (-?\d+)\s*$/.exec(r.stdout);
-  return { code: m ? Number(m[1]) : -1, screen: r.stdout };
+function onTerminal(args: string[], key: 'ctrl-d' | 'ctrl-c'): Promise<{ code: number; screen: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('python3', ['-c', PTY, process.execPath, BIN, ...args, key === 'ctrl-d' ? '04' : '03'], { env: env(), timeout: 30_000, stdio: ['ignore', 'pipe', 'ignore'] });
+    let out = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.on('error', reject);
+    child.on('close', () => {
+      const m = /\nEXIT (-?\d+)\s*$/.exec(out);
+      resolve({ code: m ? Number(m[1]) : -1, screen: out });
+    });
+  });
 }
 
 describe('the passphrase prompt on a terminal', { skip: hasPty ? false : 'needs python3 for a pseudo-terminal' }, () => {
-  it('Ctrl-D ends it with KEY_PASSPHRASE_ABORTED, exit 3; Ctrl-C the same, exit 130; no key is written', () => {
+  it('Ctrl-D ends it with KEY_PASSPHRASE_ABORTED, exit 3; Ctrl-C the same, exit 130; no key is written', async () => {
     const d1 = join(t.dir, 'tty-d');
-    const eof = onTerminal(['--data-dir', d1, 'init'], 'ctrl-d');
+    const enc = join(t.dir, 'tty-enc');
+    // opening an encrypted key: `start` asks, and Ctrl-C stops it before anything starts (on a directory of its own, beside the first)
+    const [eof, intr] = await Promise.all([
+      onTerminal(['--data-dir', d1, 'init'], 'ctrl-d'),
+      c0(['--data-dir', enc, 'init'], { C0MPUTE_PASSPHRASE: 'pw' }).then((r) => {
+        assert.equal(r.code, 0, r.err);
+        return onTerminal(['--data-dir', enc, 'start'], 'ctrl-c');
+      }),
+    ]);
     assert.equal(eof.code, 3, eof.screen);
     assert.match(eof.screen, /error KEY_PASSPHRASE_ABORTED: /);
     assert.ok(!existsSync(join(d1, 'identity.key')));
-    // opening an encrypted key: `start` asks, and Ctrl-C stops it before anything starts
-    const enc = join(t.dir, 'tty-enc');
-    assert.equal(c0(['--data-dir', enc, 'init'], { C0MPUTE_PASSPHRASE: 'pw' }).code, 0);
-    const intr = onTerminal(['--data-dir', enc, 'start'], 'ctrl-c');
     assert.equal(intr.code, 130, intr.screen);
     assert.match(intr.screen, /error KEY_PASSPHRASE_ABORTED: /);
   });
