@@ -1,7 +1,7 @@
 /** `c0mpute ledger …` and `c0mpute pool check` as child processes on real directories. */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,9 +14,29 @@ import { admitted, released, tempDir } from '../unit/ledger/helpers.js';
 const root = fileURLToPath(new URL('../../..', import.meta.url));
 const bin = join(root, 'bin', 'c0mpute.js');
 
-function c0(...args: string[]): { code: number; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', env: { ...process.env, C0MPUTE_HOME: join(t.dir, 'home') } });
-  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, C0MPUTE_HOME: join(t.dir, 'home') } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+  });
+}
+
+/**
+ * The command as a child process. The cases of a describe run side by side, each on directories and files of its own,
+ * but for the ledger of `before` (`dir`): a LevelDB directory is opened by one process at a time (its lock), so the
+ * commands that name it take turns.
+ */
+let dirTurn: Promise<unknown> = Promise.resolve();
+function c0(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  if (!args.includes(dir)) return run(args);
+  const r = dirTurn.then(() => run(args));
+  dirTurn = r.catch(() => undefined);
+  return r;
 }
 
 const t = tempDir('c0-ledger-cli-');
@@ -47,9 +67,9 @@ before(async () => {
 
 after(() => t.cleanup());
 
-describe('c0mpute ledger', () => {
-  it('verify <dir>: length, head, self-attested, no problem, exit 0', () => {
-    const r = c0('ledger', 'verify', dir);
+describe('c0mpute ledger', { concurrency: 4 }, () => {
+  it('verify <dir>: length, head, self-attested, no problem, exit 0', async () => {
+    const r = await c0('ledger', 'verify', dir);
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /length\s+3/);
     assert.match(r.stdout, new RegExp(`head\\s+${head}`));
@@ -57,21 +77,21 @@ describe('c0mpute ledger', () => {
     assert.match(r.stdout, /problem\s+none/);
   });
 
-  it('export <dir> <file>, then verify <file> and show --from', () => {
+  it('export <dir> <file>, then verify <file> and show --from', async () => {
     const file = join(t.dir, 'ledger.cbor');
-    assert.equal(c0('ledger', 'export', dir, file).code, 0);
-    const v = c0('ledger', 'verify', file);
+    assert.equal((await c0('ledger', 'export', dir, file)).code, 0);
+    const v = await c0('ledger', 'verify', file);
     assert.equal(v.code, 0, v.stdout + v.stderr);
     assert.match(v.stdout, /length\s+3/);
-    const s = c0('ledger', 'show', dir, '--from', '1');
+    const s = await c0('ledger', 'show', dir, '--from', '1');
     assert.equal(s.code, 0);
     const lines = s.stdout.trim().split('\n');
     assert.equal(lines.length, 2);
     assert.match(lines[0]!, /^#1 .*Admitted claim=j2 entitlement=b class=train.small reserved=300µJ\/HwShunt/);
     assert.match(lines[1]!, /^#2 .*Released claim=j1 actual=500µJ\/ModelBased/);
     const imported = join(t.dir, 'imported');
-    assert.equal(c0('ledger', 'import', file, imported).code, 0);
-    assert.equal(c0('ledger', 'verify', imported).code, 0);
+    assert.equal((await c0('ledger', 'import', file, imported)).code, 0);
+    assert.equal((await c0('ledger', 'verify', imported)).code, 0);
   });
 
   it('verify reports a witnessed ledger by whom and up to which length', async () => {
@@ -85,7 +105,7 @@ describe('c0mpute ledger', () => {
     await l.append(admitted('w3'));
     await l.close();
     await closeDb(wdb);
-    const r = c0('ledger', 'verify', wdir);
+    const r = await c0('ledger', 'verify', wdir);
     assert.equal(r.code, 0, r.stdout);
     assert.match(r.stdout, new RegExp(`attestation\\s+witnessed by ${w.did} up to length 2`));
   });
@@ -101,7 +121,7 @@ describe('c0mpute ledger', () => {
     b[b.length - 1]! ^= 1;
     await s.put(seqKey(1), b);
     await closeDb(db);
-    const r = c0('ledger', 'verify', bad);
+    const r = await c0('ledger', 'verify', bad);
     assert.equal(r.code, 1);
     assert.match(r.stdout, /problem\s+entry 1: ENVELOPE_BAD_SIGNATURE/);
   });
@@ -116,15 +136,15 @@ describe('c0mpute ledger', () => {
     const rewritten = sealEntries([admitted('h1', 'a', 100), admitted('h2', 'a', 1)], steward).map((e) => e.bytes);
     const file = join(t.dir, 'rewritten.cbor');
     writeLedgerFile(file, { entries: rewritten, receipts: [receipt] });
-    const v = c0('ledger', 'verify', file);
+    const v = await c0('ledger', 'verify', file);
     assert.equal(v.code, 1, v.stdout);
     assert.match(v.stdout, /problem\s+WITNESS_HEAD_MISMATCH/);
     const target = join(t.dir, 'rewritten-import');
-    const i = c0('ledger', 'import', file, target);
+    const i = await c0('ledger', 'import', file, target);
     assert.equal(i.code, 3, i.stdout + i.stderr);
     assert.match(i.stderr, /^error LEDGER_WITNESS_CONTRADICTS: .*WITNESS_HEAD_MISMATCH/);
     assert.equal(existsSync(join(target, 'CURRENT')), false, 'nothing written');
-    const p = c0('pool', 'check', '--tree', join(t.dir, 'tree.yaml'), '--claim', join(t.dir, 'fits.yaml'), '--ledger', file);
+    const p = await c0('pool', 'check', '--tree', join(t.dir, 'tree.yaml'), '--claim', join(t.dir, 'fits.yaml'), '--ledger', file);
     assert.equal(p.code, 3, p.stdout + p.stderr);
     assert.match(p.stderr, /^error LEDGER_WITNESS_CONTRADICTS: /);
     assert.doesNotMatch(p.stdout, /verdict/);
@@ -142,29 +162,29 @@ describe('c0mpute ledger', () => {
     const lie = seal(WITNESS_TYPE, { steward: S, length: 2, head: 'sha256:' + '00'.repeat(32), witnessedAt: 1 } satisfies WitnessReceipt, rogue).bytes;
     const file = join(t.dir, 'named.cbor');
     writeLedgerFile(file, { entries: honest, receipts: [good, lie] });
-    const all = c0('ledger', 'verify', file);
+    const all = await c0('ledger', 'verify', file);
     assert.equal(all.code, 1, all.stdout);
     assert.match(all.stdout, new RegExp(`problem\\s+WITNESS_HEAD_MISMATCH: witness ${R}`));
-    const named = c0('ledger', 'verify', file, '--witness', w.did);
+    const named = await c0('ledger', 'verify', file, '--witness', w.did);
     assert.equal(named.code, 0, named.stdout + named.stderr);
     assert.match(named.stdout, new RegExp(`attestation\\s+witnessed by ${w.did} up to length 2`));
     assert.match(named.stdout, new RegExp(`receipt\\s+not counted: ${R} is not a named witness`));
     assert.match(named.stdout, /problem\s+none/);
     // naming only the rogue: the ledger is self-attested, and the rogue's claim still shows
-    const wrong = c0('ledger', 'verify', file, '--witness', R, '--json');
+    const wrong = await c0('ledger', 'verify', file, '--witness', R, '--json');
     assert.equal(wrong.code, 1);
     assert.equal((JSON.parse(wrong.stdout) as { problem: { code: string } }).problem.code, 'WITNESS_HEAD_MISMATCH');
-    assert.equal(c0('ledger', 'import', file, join(t.dir, 'named-refused')).code, 3);
+    assert.equal((await c0('ledger', 'import', file, join(t.dir, 'named-refused'))).code, 3);
     const target = join(t.dir, 'named-import');
-    const i = c0('ledger', 'import', file, target, '--witness', w.did);
+    const i = await c0('ledger', 'import', file, target, '--witness', w.did);
     assert.equal(i.code, 0, i.stdout + i.stderr);
-    assert.equal(c0('ledger', 'verify', target, '--witness', w.did).code, 0);
-    const p = c0('pool', 'check', '--tree', join(t.dir, 'tree.yaml'), '--claim', join(t.dir, 'fits.yaml'), '--ledger', file, '--witness', w.did);
+    assert.equal((await c0('ledger', 'verify', target, '--witness', w.did)).code, 0);
+    const p = await c0('pool', 'check', '--tree', join(t.dir, 'tree.yaml'), '--claim', join(t.dir, 'fits.yaml'), '--ledger', file, '--witness', w.did);
     // the ledger is taken (its two claims hold a's devices, so the claim queues: exit 1, not the refusal's 3)
     assert.equal(p.code, 1, p.stdout + p.stderr);
     assert.match(p.stdout, /verdict\s+Queue/);
     assert.match(p.stdout, new RegExp(`ledger\\s+2 entries, steward ${S}, witnessed by ${w.did} up to length 2`));
-    const bad = c0('ledger', 'verify', file, '--witness', 'did:key:nope');
+    const bad = await c0('ledger', 'verify', file, '--witness', 'did:key:nope');
     assert.notEqual(bad.code, 0);
     assert.match(bad.stderr, /LEDGER_BAD_WITNESS: --witness: expected a did:key, got did:key:nope/);
   });
@@ -179,16 +199,16 @@ describe('c0mpute ledger', () => {
     const T = didFromPublicKey(thief.publicKey);
     const file = join(t.dir, 'resigned.cbor');
     writeLedgerFile(file, { entries: sealEntries(events, thief).map((e) => e.bytes), receipts: [receipt] });
-    const v = c0('ledger', 'verify', file);
+    const v = await c0('ledger', 'verify', file);
     assert.equal(v.code, 1, v.stdout);
     const lines = v.stdout.split('\n');
     assert.match(lines[0]!, new RegExp(`^steward\\s+${T} \\(entry 0's signer: not checked`));
     assert.match(v.stdout, new RegExp(`problem\\s+WITNESS_OTHER_STEWARD: .*for steward ${S}`));
     // naming the real steward refuses the entries themselves
-    const named = c0('ledger', 'verify', file, '--steward', S);
+    const named = await c0('ledger', 'verify', file, '--steward', S);
     assert.equal(named.code, 1);
     assert.match(named.stdout, /problem\s+entry 0: LEDGER_WRONG_STEWARD/);
-    const i = c0('ledger', 'import', file, join(t.dir, 'resigned-import'));
+    const i = await c0('ledger', 'import', file, join(t.dir, 'resigned-import'));
     assert.equal(i.code, 3);
     assert.match(i.stderr, /^error LEDGER_WITNESS_CONTRADICTS: .*WITNESS_OTHER_STEWARD/);
   });
@@ -203,60 +223,60 @@ describe('c0mpute ledger', () => {
     await sub(db, 'meta').del('head');
     await closeDb(db);
     await assert.rejects(Ledger.open(d, { signer: steward }), (e: unknown) => (e as { code?: string }).code === 'LEDGER_HEAD_MISMATCH');
-    const v = c0('ledger', 'verify', d);
+    const v = await c0('ledger', 'verify', d);
     assert.equal(v.code, 1, v.stdout);
     assert.match(v.stdout, /problem\s+LEDGER_HEAD_MISMATCH/);
-    const s = c0('ledger', 'show', d);
+    const s = await c0('ledger', 'show', d);
     assert.equal(s.code, 1, s.stdout);
     assert.match(s.stdout, /^#0 .*Admitted claim=n1/m);
     assert.match(s.stdout, /^problem: LEDGER_HEAD_MISMATCH/m);
-    assert.equal(c0('ledger', 'show', d, '--json').code, 1);
+    assert.equal((await c0('ledger', 'show', d, '--json')).code, 1);
   });
 
-  it('a missing path is an operator error (exit 3)', () => {
-    const r = c0('ledger', 'verify', join(t.dir, 'nope'));
+  it('a missing path is an operator error (exit 3)', async () => {
+    const r = await c0('ledger', 'verify', join(t.dir, 'nope'));
     assert.equal(r.code, 3);
     assert.match(r.stderr, /error INPUT_UNREADABLE/);
   });
 });
 
-describe('c0mpute pool check', () => {
+describe('c0mpute pool check', { concurrency: 4 }, () => {
   const check = (claim: string, ...more: string[]) => c0('pool', 'check', '--tree', join(t.dir, 'tree.yaml'), '--claim', join(t.dir, claim), '--ledger', dir, ...more);
 
-  it('Admit inside the guarantee, at any grade, with the reservation and its grade (exit 0)', () => {
-    const r = check('fits.yaml');
+  it('Admit inside the guarantee, at any grade, with the reservation and its grade (exit 0)', async () => {
+    const r = await check('fits.yaml');
     assert.equal(r.code, 0, r.stderr);
     assert.match(r.stdout, /verdict\s+Admit/);
     assert.match(r.stdout, /reservation\s+400 µJ \(grade Estimator\) against a/);
   });
 
-  it('borrows against the replayed usage: a has used 500 µJ, so 800 borrows 300', () => {
-    const r = check('borrow.yaml');
+  it('borrows against the replayed usage: a has used 500 µJ, so 800 borrows 300', async () => {
+    const r = await check('borrow.yaml');
     assert.equal(r.code, 0, r.stdout);
     assert.match(r.stdout, /borrowed\s+300 µJ/);
     assert.match(r.stdout, new RegExp(`ledger\\s+3 entries, steward ${S}, self-attested`));
   });
 
   it('Queue with its reason for an unobserved estimate past the guarantee (exit 1); nothing written', async () => {
-    const r = check('guess.yaml');
+    const r = await check('guess.yaml');
     assert.equal(r.code, 1);
     assert.match(r.stdout, /verdict\s+Queue/);
     assert.match(r.stdout, /reason\s+GUARANTEE_EXHAUSTED_UNOBSERVED/);
-    const v = c0('ledger', 'verify', dir);
+    const v = await c0('ledger', 'verify', dir);
     assert.match(v.stdout, /length\s+3/);
   });
 
-  it('derives the estimate from history when asked, and explains why it cannot', () => {
-    const no = check('derive.yaml');
+  it('derives the estimate from history when asked, and explains why it cannot', async () => {
+    const no = await check('derive.yaml');
     assert.equal(no.code, 1);
     assert.match(no.stdout, /INSUFFICIENT_EVIDENCE: class train.small: 1 observations seen, 1 of them evidence, 3 required/);
-    const yes = check('derive1.yaml');
+    const yes = await check('derive1.yaml');
     assert.equal(yes.code, 0, yes.stdout);
     assert.match(yes.stdout, /reservation\s+500 µJ \(grade ModelBased\)/);
   });
 
-  it('a bad claim file names the field (exit 3)', () => {
-    const r = check('bad.yaml');
+  it('a bad claim file names the field (exit 3)', async () => {
+    const r = await check('bad.yaml');
     assert.equal(r.code, 3);
     assert.match(r.stderr, /error POOL_CLAIM_INVALID: .*devices_per_member/);
   });
