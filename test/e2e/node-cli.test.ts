@@ -48,12 +48,10 @@ test('`c0mpute init` creates the key (0600) and config.yaml; a second init keeps
   const did = (JSON.parse(readFileSync(key, 'utf8')) as { did: string }).did;
   assert.match(did, /^did:key:z/);
   assert.ok(r.out.includes(did), 'init prints the new DID');
-  const again = await c0mpute(dir, ['init', '--no-passphrase']);
+  // a second init, and (no daemon runs on this data dir) status, which is an operator error
+  const [again, st] = await Promise.all([c0mpute(dir, ['init', '--no-passphrase']), c0mpute(dir, ['status'])]);
   assert.equal(again.code, 0, again.err);
   assert.equal((JSON.parse(readFileSync(key, 'utf8')) as { did: string }).did, did, 'the key is kept');
-
-  // No daemon runs on this data dir: status is an operator error.
-  const st = await c0mpute(dir, ['status']);
   assert.equal(st.code, 3);
   assert.match(st.err, /^error DAEMON_NOT_RUNNING:/);
 });
@@ -64,11 +62,14 @@ test('a job file with a bad field exits 3 with JOB_FILE_INVALID', async () => {
     { workload: 'builtin.sha256', maxPrice: '0.01 USD', input: 'x', deadline: 'soon' }, // bad value
     { workload: 'Not A Workload', maxPrice: '0.01 USD', input: 'x' },
   ];
-  for (const [i, j] of bad.entries()) {
+  const files = bad.map((j, i) => {
     const f = join(c.root, `bad-${i}.yaml`);
     writeFileSync(f, JSON.stringify(j));
-    const r = await c0mpute(buyer.dir, ['run', f]);
-    assert.equal(r.code, 3, `${f}: ${r.err}`);
+    return f;
+  });
+  const runs = await Promise.all(files.map((f) => c0mpute(buyer.dir, ['run', f])));
+  for (const [i, r] of runs.entries()) {
+    assert.equal(r.code, 3, `${files[i]}: ${r.err}`);
     assert.match(r.err, /^error JOB_FILE_INVALID:/);
   }
 });
