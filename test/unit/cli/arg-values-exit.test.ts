@@ -8,11 +8,11 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runNode } from './cli-run.js';
 
 const bin = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'c0-arg-values-'));
@@ -22,12 +22,13 @@ mkdirSync(dataDir);
 const job = join(dir, 'job.yaml');
 writeFileSync(job, 'workload: builtin.sha256\ninput: "hello"\nmaxPrice: "0.01 USD"\ndeadline: 60s\n');
 
-function c0(...args: string[]): { code: number | null; stderr: string } {
-  const r = spawnSync(process.execPath, [bin, '--data-dir', dataDir, ...args], { encoding: 'utf8', env: { ...process.env, C0MPUTE_HOME: join(dir, 'home') }, timeout: 60_000, killSignal: 'SIGKILL' });
+async function c0(...args: string[]): Promise<{ code: number | null; stderr: string }> {
+  const r = await runNode([bin, '--data-dir', dataDir, ...args], { env: { ...process.env, C0MPUTE_HOME: join(dir, 'home') }, timeout: 60_000 });
   return { code: r.status, stderr: r.stderr };
 }
 
-describe('a bad argument value exits 2 with its own code', () => {
+// each case runs the CLI once and ends before anything opens: a few at a time
+describe('a bad argument value exits 2 with its own code', { concurrency: 4 }, () => {
   const cases: Array<[string[], string]> = [
     [['reputation', 'notadid'], 'DID_MALFORMED'],
     [['reputation', 'did:key:zzzz'], 'DID_MALFORMED'],
@@ -42,8 +43,8 @@ describe('a bad argument value exits 2 with its own code', () => {
     [['run', job, '--bootstrap', ''], 'USAGE_EMPTY_VALUE'],
   ];
   for (const [args, code] of cases) {
-    it(`${args.map((a) => (a === '' ? '""' : a)).join(' ')} → ${code}, exit 2`, () => {
-      const r = c0(...args);
+    it(`${args.map((a) => (a === '' ? '""' : a)).join(' ')} → ${code}, exit 2`, async () => {
+      const r = await c0(...args);
       assert.equal(r.code, 2, r.stderr);
       assert.match(r.stderr, new RegExp(`^error ${code}: `, 'm'));
     });

@@ -7,11 +7,11 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { runNode } from './cli-run.js';
 
 const bin = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'c0-node-flag-values-'));
@@ -22,56 +22,61 @@ const home = join(dir, 'home');
 const job = join(dir, 'job.yaml');
 writeFileSync(job, 'workload: builtin.sha256\ninput: "hello"\nmaxPrice: "0.01 USD"\ndeadline: 60s\n');
 
-function c0(args: string[], extraEnv: Record<string, string> = {}): { code: number | null; stderr: string } {
-  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', env: { ...process.env, C0MPUTE_HOME: home, ...extraEnv }, timeout: 60_000, killSignal: 'SIGKILL' });
+async function c0(args: string[], extraEnv: Record<string, string> = {}): Promise<{ code: number | null; stderr: string }> {
+  const r = await runNode([bin, ...args], { env: { ...process.env, C0MPUTE_HOME: home, ...extraEnv }, timeout: 60_000 });
   return { code: r.status, stderr: r.stderr };
 }
 
-describe('a node option naming nothing, or a malformed one, exits 2 with its own code', () => {
+/** Each case runs the CLI and ends before any node starts (none makes the default data directory): a few at a time. */
+const SIDE_BY_SIDE = { concurrency: 4 };
+
+describe('a node option naming nothing, or a malformed one, exits 2 with its own code', SIDE_BY_SIDE, () => {
   for (const [flag, v] of [['--api', ''], ['--log-level', ''], ['--log-format', ''], ['--api', ' ']] as const) {
-    it(`start ${flag} "${v}": USAGE_EMPTY_VALUE`, () => {
-      const r = c0(['--data-dir', dataDir, 'start', flag, v]);
+    it(`start ${flag} "${v}": USAGE_EMPTY_VALUE`, async () => {
+      const r = await c0(['--data-dir', dataDir, 'start', flag, v]);
       assert.equal(r.code, 2, r.stderr);
       assert.match(r.stderr, new RegExp(`^error USAGE_EMPTY_VALUE: ${flag} takes a value`, 'm'));
     });
   }
 
-  it('run --api "": USAGE_EMPTY_VALUE too (the node options are the same)', () => {
-    const r = c0(['--data-dir', dataDir, 'run', job, '--api', '']);
+  it('run --api "": USAGE_EMPTY_VALUE too (the node options are the same)', async () => {
+    const r = await c0(['--data-dir', dataDir, 'run', job, '--api', '']);
     assert.equal(r.code, 2, r.stderr);
     assert.match(r.stderr, /^error USAGE_EMPTY_VALUE: --api/m);
   });
 
   for (const [flag, v, field] of [['--api', 'nohost', 'api.listen'], ['--listen', 'garbage', 'network.listen'], ['--bootstrap', 'garbage', 'network.bootstrap'], ['--log-level', 'loud', 'log.level']] as const) {
-    it(`start ${flag} ${v}: CONFIG_INVALID, exit 2, said to be the command line's`, () => {
-      const r = c0(['--data-dir', dataDir, 'start', flag, v]);
+    it(`start ${flag} ${v}: CONFIG_INVALID, exit 2, said to be the command line's`, async () => {
+      const r = await c0(['--data-dir', dataDir, 'start', flag, v]);
       assert.equal(r.code, 2, r.stderr);
       assert.match(r.stderr, new RegExp(`^error CONFIG_INVALID: the command line: ${field.replace('.', '\\.')}`, 'm'));
     });
   }
 
-  it('the same value from the environment stays CONFIG_INVALID, exit 3 (not the command line)', () => {
-    const r = c0(['--data-dir', dataDir, 'start'], { C0MPUTE_API: 'nohost' });
+  it('the same value from the environment stays CONFIG_INVALID, exit 3 (not the command line)', async () => {
+    const r = await c0(['--data-dir', dataDir, 'start'], { C0MPUTE_API: 'nohost' });
     assert.equal(r.code, 3, r.stderr);
     assert.match(r.stderr, /^error CONFIG_INVALID: the environment/m);
   });
 });
 
-describe('--data-dir', () => {
+describe('--data-dir', SIDE_BY_SIDE, () => {
   for (const args of [['--data-dir', ''], ['--data-dir=']]) {
-    it(`jobs ${args.join(' ')}: USAGE_EMPTY_VALUE (it ran on the default data directory)`, () => {
-      const r = c0([...args, 'jobs']);
+    it(`jobs ${args.join(' ')}: USAGE_EMPTY_VALUE (it ran on the default data directory)`, async () => {
+      const r = await c0([...args, 'jobs']);
       assert.equal(r.code, 2, r.stderr);
       assert.match(r.stderr, /^error USAGE_EMPTY_VALUE: --data-dir takes a directory/m);
       assert.ok(!existsSync(home), 'the default data directory was used');
     });
   }
 
-  it('a data directory that is a link to nothing: DATA_DIR_MISSING naming where it points, for every command', () => {
+  it('a data directory that is a link to nothing: DATA_DIR_MISSING naming where it points, for every command', async () => {
     const link = join(dir, 'link');
     symlinkSync(join(dir, 'volume', 'c0'), link);
-    for (const cmd of [['jobs'], ['start'], ['keys', 'init', '--no-passphrase'], ['init', '--no-passphrase']]) {
-      const r = c0(['--data-dir', link, ...cmd]);
+    const cmds = [['jobs'], ['start'], ['keys', 'init', '--no-passphrase'], ['init', '--no-passphrase']];
+    const runs = await Promise.all(cmds.map((cmd) => c0(['--data-dir', link, ...cmd])));
+    for (const [i, cmd] of cmds.entries()) {
+      const r = runs[i]!;
       assert.equal(r.code, 3, `${cmd.join(' ')}: ${r.stderr}`);
       assert.match(r.stderr, /^error DATA_DIR_MISSING: the data directory .*link is a link to .*volume\/c0, which does not exist/m, cmd.join(' '));
     }

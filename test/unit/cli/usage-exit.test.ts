@@ -7,7 +7,6 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,15 +16,19 @@ import { report } from '../../../src/cli/program.js';
 import { refuseStartFlags } from '../../../src/cli/commands/node-actions.js';
 import { C0Error } from '../../../src/errors.js';
 import { buildProgram } from '../../../src/cli/program.js';
+import { runNode } from './cli-run.js';
 
 const bin = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'c0-usage-exit-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-function c0(home: string, ...args: string[]): { code: number; stderr: string } {
-  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', env: { ...process.env, C0MPUTE_HOME: home }, timeout: 60_000 });
+async function c0(home: string, ...args: string[]): Promise<{ code: number; stderr: string }> {
+  const r = await runNode([bin, ...args], { env: { ...process.env, C0MPUTE_HOME: home }, timeout: 60_000 });
   return { code: r.status ?? -1, stderr: r.stderr };
 }
+
+/** Each case runs the CLI once and ends before any node starts: a few at a time. */
+const SIDE_BY_SIDE = { concurrency: 4 };
 
 const job = join(dir, 'job.yaml');
 writeFileSync(job, 'workload: builtin.sha256\ninput: "hello"\nmaxPrice: "0.01 USD"\ndeadline: 60s\n');
@@ -34,7 +37,7 @@ writeFileSync(badPolicyJob, 'workload: builtin.sha256\ninput: "hello"\nmaxPrice:
 const batch = join(dir, 'batch.yaml');
 writeFileSync(batch, 'window: 2m\nworkloads:\n  - workload: builtin.sha256\n    lines: 2\n    lineTime: 2s\n    maxPrice: "0.01 USD"\n    inputText: "line {n}"\n');
 
-describe('a bad option value exits 2 with its own code', () => {
+describe('a bad option value exits 2 with its own code', SIDE_BY_SIDE, () => {
   const home = join(dir, 'empty-home');
   const cases: Array<[string[], string]> = [
     [['jobs', '--limit', '0'], 'CLI_BAD_LIMIT'],
@@ -61,15 +64,15 @@ describe('a bad option value exits 2 with its own code', () => {
     [['train', 'buy', job, '--providers', '2', '--devices-per-member', '0'], 'TRAIN_BAD_OPTION'],
   ];
   for (const [args, code] of cases) {
-    it(`${args.filter((a) => !a.startsWith(dir)).join(' ')}: ${code}, exit 2`, () => {
-      const r = c0(home, ...args);
+    it(`${args.filter((a) => !a.startsWith(dir)).join(' ')}: ${code}, exit 2`, async () => {
+      const r = await c0(home, ...args);
       assert.match(r.stderr, new RegExp(`^error ${code}: `), r.stderr);
       assert.equal(r.code, EXIT.USAGE, r.stderr);
     });
   }
 
-  it('a bad policy in the job file is a bad file: exit 3', () => {
-    const r = c0(home, 'run', badPolicyJob);
+  it('a bad policy in the job file is a bad file: exit 3', async () => {
+    const r = await c0(home, 'run', badPolicyJob);
     assert.match(r.stderr, /^error JOB_FILE_INVALID: .*policy/);
     assert.equal(r.code, EXIT.OPERATOR);
   });
@@ -87,7 +90,7 @@ describe('a bad option value exits 2 with its own code', () => {
   });
 });
 
-describe('run with a daemon running: the node options are refused, not ignored', () => {
+describe('run with a daemon running: the node options are refused, not ignored', SIDE_BY_SIDE, () => {
   // a daemon as the CLI finds one: daemon.json naming a live process (this test's) and the API token; no option
   // case reaches the API
   const home = join(dir, 'daemon-home');
@@ -96,8 +99,8 @@ describe('run with a daemon running: the node options are refused, not ignored',
   writeFileSync(join(home, 'api.token'), 'x'.repeat(32));
 
   for (const args of [['--config', '/nonexistent.yaml'], ['--role', 'provider'], ['--listen', 'garbage'], ['--bootstrap', '/ip4/127.0.0.1/tcp/1'], ['--api', '127.0.0.1:1'], ['--log-level', 'debug'], ['--log-format', 'json']]) {
-    it(`run job.yaml ${args.join(' ')}: USAGE_NODE_FLAG_WITH_DAEMON, exit 2`, () => {
-      const r = c0(home, 'run', job, ...args);
+    it(`run job.yaml ${args.join(' ')}: USAGE_NODE_FLAG_WITH_DAEMON, exit 2`, async () => {
+      const r = await c0(home, 'run', job, ...args);
       assert.match(r.stderr, new RegExp(`^error USAGE_NODE_FLAG_WITH_DAEMON: ${args[0]} applies only to the node`), r.stderr);
       assert.equal(r.code, EXIT.USAGE);
     });
