@@ -10,15 +10,16 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startRig } from './start-rig.js';
+import { SIDE_BY_SIDE, startRig } from './start-rig.js';
 
 const { root, c0, start, keysInit } = startRig('c0-config-last-start-');
 
 const record = (d: string) => JSON.parse(readFileSync(join(d, 'last-start.json'), 'utf8')) as { config: string | null; via: string };
 
-describe('start without a config.yaml', () => {
+// each case has its own data directory (and config file): they run side by side
+describe('start without a config.yaml', SIDE_BY_SIDE, () => {
   it('a node that ran on the built-in defaults starts again (it was CONFIG_MISSING once db/ existed)', async () => {
-    const d = keysInit('defaults');
+    const d = await keysInit('defaults');
     const first = await start(d);
     assert.ok(first.started, first.out);
     assert.deepEqual(record(d).config, null);
@@ -28,8 +29,8 @@ describe('start without a config.yaml', () => {
   });
 
   it('a data directory only a read-only `jobs` used starts, on the defaults, saying so', async () => {
-    const d = keysInit('jobs-first');
-    assert.equal(c0(d, 'jobs', '--all').code, 0);
+    const d = await keysInit('jobs-first');
+    assert.equal((await c0(d, 'jobs', '--all')).code, 0);
     const r = await start(d);
     assert.ok(r.started, r.out);
     assert.match(r.out, /CONFIG_DEFAULTS.*no record of which config its last start ran with/);
@@ -37,8 +38,8 @@ describe('start without a config.yaml', () => {
   });
 
   it("a start without the data directory's config.yaml the last start ran with: CONFIG_MISSING, naming it", async () => {
-    const d = keysInit('yaml');
-    assert.equal(c0(d, 'init', '--no-passphrase').code, 0);
+    const d = await keysInit('yaml');
+    assert.equal((await c0(d, 'init', '--no-passphrase')).code, 0);
     const first = await start(d);
     assert.ok(first.started, first.out);
     assert.equal(record(d).via, 'config.yaml');
@@ -50,7 +51,7 @@ describe('start without a config.yaml', () => {
   });
 
   it('a start without the --config the last start ran with: CONFIG_MISSING, naming that file', async () => {
-    const d = keysInit('flag');
+    const d = await keysInit('flag');
     const cfg = join(root, 'provider.yaml');
     writeFileSync(cfg, 'roles: [buyer]\n');
     const first = await start(d, '--config', cfg);

@@ -17,7 +17,7 @@ const { root, c0, start, keysInit } = startRig('c0-start-early-');
 
 describe('start refuses before the store opens or the network starts', () => {
   it('--role provider with no provider section: CONFIG_INVALID field provider, and no db/', async () => {
-    const d = keysInit('no-provider');
+    const d = await keysInit('no-provider');
     const cfg = join(root, 'buyer.yaml');
     writeFileSync(cfg, 'roles: [buyer]\n');
     const r = await start(d, '--config', cfg, '--role', 'provider');
@@ -31,7 +31,7 @@ describe('start refuses before the store opens or the network starts', () => {
     s.listen(0, '127.0.0.1');
     await once(s, 'listening');
     after(() => s.close());
-    const d = keysInit('api-taken');
+    const d = await keysInit('api-taken');
     const r = await start(d, '--api', `127.0.0.1:${(s.address() as AddressInfo).port}`);
     assert.equal(r.code, 3, r.out);
     assert.match(r.out, /error API_LISTEN_FAILED/);
@@ -40,10 +40,10 @@ describe('start refuses before the store opens or the network starts', () => {
 });
 
 describe('witness evidence checks its DID argument', () => {
-  it('`witness evidence nope` is DID_MALFORMED, exit 2, as `reputation nope` is (no daemon asked)', () => {
+  it('`witness evidence nope` is DID_MALFORMED, exit 2, as `reputation nope` is (no daemon asked)', async () => {
     const d = join(root, 'no-daemon');
     for (const args of [['witness', 'evidence', 'nope'], ['reputation', 'nope']]) {
-      const r = c0(d, ...args);
+      const r = await c0(d, ...args);
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.out}`);
       assert.match(r.out, /error DID_MALFORMED: /);
     }

@@ -1,16 +1,21 @@
 /**
  * The real CLI in a temporary root, for tests of what `start` does with a data directory (config-last-start,
  * start-record-success): `c0` runs a command to its end; `start` runs `start` on loopback until it says the node started
- * (then SIGINT) or exits on its own; `keysInit` makes a data directory with a key and no passphrase.
+ * (then SIGINT) or exits on its own; `keysInit` makes a data directory with a key and no passphrase. None blocks the
+ * event loop: cases on their own data directories run side by side, SIDE_BY_SIDE at a time.
  */
 import { after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
 import { fileURLToPath } from 'node:url';
+import { runNode } from './cli-run.js';
+
+/** How many cases of a file run at once: each starts real daemons, about a core's work each while it starts. */
+export const SIDE_BY_SIDE = { concurrency: 2 };
 
 export function startRig(prefix: string) {
   const bin = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
@@ -19,8 +24,8 @@ export function startRig(prefix: string) {
   const env = { ...process.env, C0MPUTE_PASSPHRASE: '', C0MPUTE_HOME: join(root, 'home') };
   const LOOPBACK = ['--listen', '/ip4/127.0.0.1/tcp/0', '--api', '127.0.0.1:0', '--bootstrap', '/ip4/127.0.0.1/tcp/1/p2p/12D3KooWHmrHaAecUJxqiAbQU8UPEazeWPrtDYnqZWBgf2ExqX3W', '--log-format', 'json'];
 
-  const c0 = (d: string, ...args: string[]) => {
-    const r = spawnSync(process.execPath, [bin, '--data-dir', d, ...args], { encoding: 'utf8', timeout: 60_000, env });
+  const c0 = async (d: string, ...args: string[]) => {
+    const r = await runNode([bin, '--data-dir', d, ...args], { timeout: 120_000, env });
     return { code: r.status ?? -1, out: r.stdout + r.stderr };
   };
 
@@ -30,7 +35,7 @@ export function startRig(prefix: string) {
     const exit = once(p, 'exit');
     let out = '';
     let started = false;
-    const giveUp = setTimeout(() => p.kill('SIGKILL'), 60_000);
+    const giveUp = setTimeout(() => p.kill('SIGKILL'), 120_000); // (a hang's net: cases run side by side on a busy machine)
     const onData = (b: Buffer) => {
       out += b.toString();
       if (!started && out.includes('node started')) {
@@ -45,9 +50,9 @@ export function startRig(prefix: string) {
     return { code, started, out };
   }
 
-  function keysInit(name: string): string {
+  async function keysInit(name: string): Promise<string> {
     const d = join(root, name);
-    const r = c0(d, 'keys', 'init', '--no-passphrase');
+    const r = await c0(d, 'keys', 'init', '--no-passphrase');
     assert.equal(r.code, 0, r.out);
     return d;
   }

@@ -35,7 +35,7 @@ async function startWith(d: string, stdout: number | 'pipe', closePipe: boolean)
 }
 
 test('stdout on a full disk: the banner is dropped with a warning and the node goes on until it is stopped', { timeout: 90_000, skip: existsSync('/dev/full') ? false : 'no /dev/full here' }, async () => {
-  const d = rig.keysInit('full');
+  const d = await rig.keysInit('full');
   const full = openSync('/dev/full', 'w');
   try {
     const r = await startWith(d, full, false);
@@ -49,7 +49,7 @@ test('stdout on a full disk: the banner is dropped with a warning and the node g
 });
 
 test('stdout a closed pipe: the same', { timeout: 90_000 }, async () => {
-  const d = rig.keysInit('pipe');
+  const d = await rig.keysInit('pipe');
   const r = await startWith(d, 'pipe', true);
   assert.equal(r.warned, true, r.err.slice(-2000));
   assert.equal(r.code, 0, r.err.slice(-2000));
