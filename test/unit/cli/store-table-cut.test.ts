@@ -7,7 +7,6 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync, statSync, truncateSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,14 +15,15 @@ import { closeDb, openDb } from '../../../src/store/db.js';
 import { C0Error } from '../../../src/errors.js';
 import { report } from '../../../src/cli/program.js';
 import { EXIT } from '../../../src/cli/context.js';
+import { runNode } from './cli-run.js';
 
 const bin = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'c0-store-table-cut-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 const env = { ...process.env, C0MPUTE_PASSPHRASE: '', C0MPUTE_HOME: join(root, 'home') };
 
-const c0 = (d: string, ...args: string[]) => {
-  const r = spawnSync(process.execPath, [bin, '--data-dir', d, ...args], { encoding: 'utf8', timeout: 60_000, killSignal: 'SIGKILL', env });
+const c0 = async (d: string, ...args: string[]) => {
+  const r = await runNode([bin, '--data-dir', d, ...args], { timeout: 120_000, env }); // (a hang's net, on a busy machine)
   return { code: r.status, out: r.stdout + r.stderr };
 };
 
@@ -33,7 +33,7 @@ const c0 = (d: string, ...args: string[]) => {
  */
 async function cut(name: string, size: number): Promise<{ d: string; did: string }> {
   const d = join(root, name);
-  const init = c0(d, 'init', '--no-passphrase');
+  const init = await c0(d, 'init', '--no-passphrase');
   assert.equal(init.code, 0, init.out);
   const did = /did:key:z[1-9A-HJ-NP-Za-km-z]+/.exec(init.out)?.[0];
   assert.ok(did, init.out);
@@ -52,7 +52,8 @@ async function cut(name: string, size: number): Promise<{ d: string; did: string
   return { d, did };
 }
 
-describe('a table file cut short', () => {
+// each case cuts its own data directory: two run side by side (the commands on one directory one after another)
+describe('a table file cut short', { concurrency: 2 }, () => {
   for (const size of [100, 0]) {
     it(`(${size} bytes) a read in the store is STORE_CORRUPT, not LevelDB's bare IO error`, async () => {
       const { d } = await cut(`store-${size}`, size);
@@ -67,7 +68,7 @@ describe('a table file cut short', () => {
     it(`(${size} bytes) jobs, reputation and start: STORE_CORRUPT, exit 3, not a bug (exit 70)`, async () => {
       const { d, did } = await cut(`cli-${size}`, size);
       for (const args of [['jobs', '--all'], ['reputation', did], ['start', '--listen', '/ip4/127.0.0.1/tcp/0', '--api', '127.0.0.1:0']]) {
-        const r = c0(d, ...args);
+        const r = await c0(d, ...args);
         assert.equal(r.code, 3, `${args[0]}: ${r.out}`);
         assert.match(r.out, /STORE_CORRUPT.*\.ldb: Invalid argument/, args[0]);
         assert.doesNotMatch(r.out, /internal error|this is a bug/, args[0]);
