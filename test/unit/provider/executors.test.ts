@@ -241,9 +241,10 @@ describe('exec executor (real child processes)', () => {
 
   // util-linux's setsid starts a process in a session (and group) of its own.
   const hasSetsid = spawnSync('sh', ['-c', 'command -v setsid']).status === 0;
-  describe('a process that left the job’s process group (setsid) and holds its output', { skip: !hasSetsid && 'no setsid here' }, () => {
+  describe('a process that left the job’s process group (setsid) and holds its output', { skip: !hasSetsid && 'no setsid here', concurrency: true }, () => {
     // Such a process is not in the group the deadline kills: the run must end all the same. Each test's own marker
     // (sleep <n>) finds it in /proc, and the test kills it whatever happens.
+    // Each waits out the short grace (PIPE_GRACE_MS) or a deadline on its own marker: they run side by side.
     const escaped = (marker: string): number[] =>
       readdirSync('/proc')
         .filter((d) => /^[0-9]+$/.test(d))
