@@ -7,35 +7,55 @@
  * queue comes back from disk in the same order, the buyer asks again by
  * itself for each claim, and each keeps its place: when A1 releases, A2 is
  * admitted while A3 still waits, then A3; every job completes.
+ *
+ * A1 is an exec workload (test.hold) that runs until the test creates its
+ * release file, once the restart and the asking again have been seen: the
+ * hold lasts exactly as long as the scenario needs, not a sleep long enough
+ * for a loaded machine (it was builtin.sleep 24 s).
  */
 import '../../src/polyfill.js';
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { waitFor, withLogs } from './node-helpers.js';
 import { claimSpec, runClaim, startOrg, stewardStatus, type Org } from './steward-helpers.js';
 
 let org: Org;
+/** test.hold's job ends (echoing its input) once this file exists. */
+const holdDir = mkdtempSync(join(tmpdir(), 'c0-hold-'));
+const releaseFile = join(holdDir, 'release');
+const hold = { executor: { type: 'exec', command: ['sh', '-c', 'while [ ! -e "$RELEASE" ]; do sleep 0.05; done; cat'], env: { RELEASE: releaseFile } }, price: { amount: '0.001', currency: 'USD' }, duration: { baseMs: 200 } };
 
 before(async () => {
-  org = await startOrg('steward-queue', { providers: 1, buyers: ['alpha'], baseMs: 1000 });
+  org = await startOrg('steward-queue', {
+    providers: 1,
+    buyers: ['alpha'],
+    baseMs: 1000,
+    provider: (cfg) => {
+      const p = cfg.provider as { workloads: Record<string, unknown> };
+      return { ...cfg, provider: { ...p, workloads: { ...p.workloads, 'test.hold': hold } } };
+    },
+  });
 });
 
 after(async () => {
+  writeFileSync(releaseFile, ''); // a failed run leaves no shell looping behind
   await org?.c.destroy();
+  rmSync(holdDir, { recursive: true, force: true });
 });
 
-/** builtin.sleep for `ms` under team-a: holds the provider's one device that long. */
-function longClaim(label: string, ms: number): Record<string, unknown> {
-  return { ...claimSpec(label, 'team-a', 100_000_000, 1, 'Estimator', 120_000), workload: 'builtin.sleep', params: String(ms) };
+/** test.hold under team-a: holds the provider's one device until the release file exists. */
+function holdClaim(label: string): Record<string, unknown> {
+  return { ...claimSpec(label, 'team-a', 100_000_000, 1, 'Estimator', 120_000), workload: 'test.hold' };
 }
 
 test('claims queued at a steward keep their place across its restart; the buyer asks again by itself and every job completes', async () => {
   await withLogs(org.c, async () => {
     const alpha = org.buyers.alpha!;
-    // A1 holds the device long enough for the restart and the buyer's asking again (about 5 s in CI, under 10 s on a
-    // machine at load 9) to happen while A2 and A3 are still queued; should it release sooner, the wait for both
-    // claims queued again fails rather than passing.
-    const a1 = runClaim(alpha, longClaim('A1', 24_000));
+    // A1 holds the device until it is released below, after the restart and the buyer's asking again.
+    const a1 = runClaim(alpha, holdClaim('A1'));
     await waitFor('A1 to hold team-a’s device', async () => (await stewardStatus(org.steward)).teams.find((t) => t.id === 'team-a')!.held_devices === 1, 60_000);
     const a2 = runClaim(alpha, claimSpec('A2', 'team-a', 50_000_000, 100_000, 'Estimator', 150_000));
     await waitFor('A2 queued', async () => (await stewardStatus(org.steward)).queued.length === 1, 45_000);
@@ -63,6 +83,8 @@ test('claims queued at a steward keep their place across its restart; the buyer 
     }, 60_000);
 
     // A1 releases; A2 (first in line) is admitted while A3 still waits.
+    assert.equal((await stewardStatus(org.steward)).teams.find((t) => t.id === 'team-a')!.held_devices, 1, 'A1 still holds the device');
+    writeFileSync(releaseFile, '');
     await waitFor('A2 admitted ahead of A3', async () => {
       const q = (await stewardStatus(org.steward)).queued;
       return q.length === 1 && q[0]!.claim === before[1]!.claim;
