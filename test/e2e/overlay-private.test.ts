@@ -115,46 +115,53 @@ test('members connect and exchange adverts on the overlay topics; no key, anothe
       [p1.did],
     );
 
-    // The topics carry the overlay's name: the provider is subscribed to /c0mpute/1/acme/…, not to the public ones,
-    // and an advert it publishes reaches a member by gossip on that topic (no sync on connect here).
-    const w = await startNode({ swarmKey: new Uint8Array(readFileSync(keyFile)), overlay: NAME, allowlist, syncOnConnect: [] }, watcher);
-    inProcess.push(w);
-    const gossiped: string[] = [];
-    w.subscribe('advert', (rec) => void gossiped.push(rec.signer));
-    await w.dial(bootstrapAddr(p1));
-    const p1Peer = peerIdFromDid(p1.did).toString();
-    await waitFor('p1 on the overlay advert topic', () => w.topicPeers('advert').includes(p1Peer));
-    const subscribers = (topic: string) => w.libp2p.services.pubsub.getSubscribers(topic).map(String);
-    assert.ok(subscribers(topicFor('job', NAME, shardOf('builtin.sha256'))).includes(p1Peer));
-    assert.equal(subscribers(topicFor('advert', 'public', shardOf('builtin.sha256'))).length, 0);
-    await waitFor('an advert by gossip on /c0mpute/1/acme/advert', () => gossiped.includes(p1.did), 30_000);
-
-    // Outsiders, all dialling both members: no key; another overlay key under the same name; the key but not on the allowlist.
-    const [nokey, wrongkey, insider] = await Promise.all([
-      c.start('nokey', onOverlay(buyerConfig(), { bootstrap: [bootstrapAddr(p1), bootstrapAddr(b)], swarmKeyFile: null })),
-      c.start('wrongkey', onOverlay(buyerConfig(), { bootstrap: [bootstrapAddr(p1), bootstrapAddr(b)], swarmKeyFile: otherKeyFile })),
-      c.start('insider', onOverlay(buyerConfig(), { bootstrap: [bootstrapAddr(p1), bootstrapAddr(b)] })),
-    ]);
-    assert.equal(insider.did, insiderId.did);
-    const outsiders: NodeProc[] = [nokey, wrongkey, insider];
-    const outsiderDids = new Set(outsiders.map((n) => n.did));
-    const members = [p1, b];
-    // Watch for a while (the bootstrap dials and their retries): no outsider ever holds a member as a peer or learns an advert.
-    for (let i = 0; i < 12; i++) {
-      for (const m of members) {
-        const peers = await get<{ peers: Array<{ did?: string }> }>(m, '/v1/peers');
-        assert.equal(
-          peers.peers.some((p) => p.did !== undefined && outsiderDids.has(p.did)),
-          false,
-          `${m.name} holds an outsider`,
-        );
+    // Two checks at once, each waiting on the network: the overlay's gossip reaches an in-process member (p1
+    // republishes every 5 s), and outsiders started meanwhile never get in.
+    const outsiders: NodeProc[] = [];
+    const gossip = async () => {
+      // The topics carry the overlay's name: the provider is subscribed to /c0mpute/1/acme/…, not to the public ones,
+      // and an advert it publishes reaches a member by gossip on that topic (no sync on connect here).
+      const w = await startNode({ swarmKey: new Uint8Array(readFileSync(keyFile)), overlay: NAME, allowlist, syncOnConnect: [] }, watcher);
+      inProcess.push(w);
+      const gossiped: string[] = [];
+      w.subscribe('advert', (rec) => void gossiped.push(rec.signer));
+      await w.dial(bootstrapAddr(p1));
+      const p1Peer = peerIdFromDid(p1.did).toString();
+      await waitFor('p1 on the overlay advert topic', () => w.topicPeers('advert').includes(p1Peer));
+      const subscribers = (topic: string) => w.libp2p.services.pubsub.getSubscribers(topic).map(String);
+      assert.ok(subscribers(topicFor('job', NAME, shardOf('builtin.sha256'))).includes(p1Peer));
+      assert.equal(subscribers(topicFor('advert', 'public', shardOf('builtin.sha256'))).length, 0);
+      await waitFor('an advert by gossip on /c0mpute/1/acme/advert', () => gossiped.includes(p1.did), 30_000);
+    };
+    const shutOut = async () => {
+      // Outsiders, all dialling both members: no key; another overlay key under the same name; the key but not on the allowlist.
+      const [nokey, wrongkey, insider] = await Promise.all([
+        c.start('nokey', onOverlay(buyerConfig(), { bootstrap: [bootstrapAddr(p1), bootstrapAddr(b)], swarmKeyFile: null })),
+        c.start('wrongkey', onOverlay(buyerConfig(), { bootstrap: [bootstrapAddr(p1), bootstrapAddr(b)], swarmKeyFile: otherKeyFile })),
+        c.start('insider', onOverlay(buyerConfig(), { bootstrap: [bootstrapAddr(p1), bootstrapAddr(b)] })),
+      ]);
+      assert.equal(insider.did, insiderId.did);
+      outsiders.push(nokey, wrongkey, insider);
+      const outsiderDids = new Set(outsiders.map((n) => n.did));
+      const members = [p1, b];
+      // Watch for a while (the bootstrap dials and their retries): no outsider ever holds a member as a peer or learns an advert.
+      for (let i = 0; i < 12; i++) {
+        for (const m of members) {
+          const peers = await get<{ peers: Array<{ did?: string }> }>(m, '/v1/peers');
+          assert.equal(
+            peers.peers.some((p) => p.did !== undefined && outsiderDids.has(p.did)),
+            false,
+            `${m.name} holds an outsider`,
+          );
+        }
+        for (const o of outsiders) {
+          const s = await get<StatusView>(o, '/v1/status');
+          assert.equal(s.providersKnown, 0, `${o.name} learned an advert`);
+        }
+        await sleep(400);
       }
-      for (const o of outsiders) {
-        const s = await get<StatusView>(o, '/v1/status');
-        assert.equal(s.providersKnown, 0, `${o.name} learned an advert`);
-      }
-      await sleep(400);
-    }
+    };
+    await Promise.all([gossip(), shutOut()]);
     for (const o of outsiders) {
       const s = await waitFor(`${o.name} with no peers`, async () => {
         const st = await get<StatusView>(o, '/v1/status');
@@ -172,9 +179,11 @@ test('members connect and exchange adverts on the overlay topics; no key, anothe
 test('the handshake itself: a dial without the key or with another key fails; the key without a listed DID is dropped by the gater', async () => {
   const p1 = c.byDid(c.dataDir('p1').did)!;
   const addr = bootstrapAddr(p1);
-  const nokey = await startNode({ overlay: NAME, syncOnConnect: [] });
-  const wrong = await startNode({ overlay: NAME, swarmKey: new Uint8Array(readFileSync(otherKeyFile)), syncOnConnect: [] });
-  const unlisted = await startNode({ overlay: NAME, swarmKey: new Uint8Array(readFileSync(keyFile)), syncOnConnect: [] });
+  const [nokey, wrong, unlisted] = await Promise.all([
+    startNode({ overlay: NAME, syncOnConnect: [] }),
+    startNode({ overlay: NAME, swarmKey: new Uint8Array(readFileSync(otherKeyFile)), syncOnConnect: [] }),
+    startNode({ overlay: NAME, swarmKey: new Uint8Array(readFileSync(keyFile)), syncOnConnect: [] }),
+  ]);
   inProcess.push(nokey, wrong, unlisted);
   // Without the key, or with another one, the pre-shared-key layer garbles the stream: the encryption handshake
   // fails (EncryptionFailedError) or never completes (the dial's timeout); either way no connection is made.
