@@ -18,13 +18,17 @@
  *   every member, and a ledger a buyer fetches (`c0mpute ledger fetch`) still
  *   verifies, witnessed by the named witness alone.
  *
- * The tests share one overlay and run in order.
+ * The tests share one overlay and run in order. A1 is an exec workload
+ * (test.hold) that runs until the test creates its release file, once A2 is
+ * seen queued behind it (it was 2,000,000 rounds of builtin.sha256, a few
+ * seconds that had to outlast the queueing on a loaded machine).
  */
 import '../../src/polyfill.js';
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { bootstrapAddr, c0mpute, metricSum, metricsText, waitFor, withLogs } from './node-helpers.js';
 import { startNode } from './net-helpers.js';
 import { seal } from '../../src/records/envelope.js';
@@ -40,13 +44,27 @@ const done = () => {
   return { A1, A2, B1, B2 };
 };
 let before1: StewardView;
+/** test.hold's job ends (echoing its input) once this file exists. */
+const holdDir = mkdtempSync(join(tmpdir(), 'c0-hold-'));
+const releaseFile = join(holdDir, 'release');
+const hold = { executor: { type: 'exec', command: ['sh', '-c', 'while [ ! -e "$RELEASE" ]; do sleep 0.05; done; cat'], env: { RELEASE: releaseFile } }, price: { amount: '0.001', currency: 'USD' }, duration: { baseMs: 200 } };
 
 before(async () => {
-  org = await startOrg('steward-scenario', { providers: 2, buyers: ['alpha', 'beta'], namedWitness: true });
+  org = await startOrg('steward-scenario', {
+    providers: 2,
+    buyers: ['alpha', 'beta'],
+    namedWitness: true,
+    provider: (cfg) => {
+      const p = cfg.provider as { workloads: Record<string, unknown> };
+      return { ...cfg, provider: { ...p, workloads: { ...p.workloads, 'test.hold': hold } } };
+    },
+  });
 });
 
 after(async () => {
+  writeFileSync(releaseFile, ''); // a failed run leaves no shell looping behind
   await org?.c.destroy();
+  rmSync(holdDir, { recursive: true, force: true });
 });
 
 const team = (s: StewardView, id: string) => s.teams.find((t) => t.id === id)!;
@@ -75,14 +93,15 @@ test('admissions carry the reservation and its grade; a claim queued on a held d
   await withLogs(org.c, async () => {
     const alpha = org.buyers.alpha!;
     const beta = org.buyers.beta!;
-    // A1 holds team-a's only device for a few seconds; B2 runs beside it on team-b's own device.
-    const a1 = runClaim(alpha, claimSpec('A1', 'team-a', 100_000_000, 2_000_000));
+    // A1 holds team-a's only device until released below; B2 runs beside it on team-b's own device.
+    const a1 = runClaim(alpha, { ...claimSpec('A1', 'team-a', 100_000_000, 1), workload: 'test.hold' });
     const b2 = runClaim(beta, claimSpec('B2', 'team-b', 50_000_000, 200_000, 'ModelBased'));
     await waitFor('A1 to hold team-a’s device', async () => team(await stewardStatus(org.steward), 'team-a').held_devices === 1, 45_000);
     const a2 = runClaim(alpha, claimSpec('A2', 'team-a', 80_000_000, 200_000));
     // While A1 runs, the steward lists A2 as queued, with its reason.
     const queued = await waitFor('A2 queued at the steward', async () => (await stewardStatus(org.steward)).queued.find((q) => q.entitlement === 'team-a'), 45_000);
     assert.equal(queued.reason, 'DEVICES_HELD');
+    writeFileSync(releaseFile, '');
     [runs.A1, runs.B2, runs.A2] = await Promise.all([a1, b2, a2]);
     const { A1, A2, B2 } = done();
 
@@ -247,13 +266,16 @@ test('an overlay naming its witness: a receipt signed by another member claiming
     const f = await c0mpute(org.buyers.alpha!.dir, ['ledger', 'fetch', stewardDid, file, '--overlay', OVERLAY]);
     assert.equal(f.code, 0, f.out + f.err);
     assert.match(f.out, new RegExp(`wrote .*: ${s1.ledger.length} entries, [1-9][0-9]* witness receipt`));
-    const { r, json } = await ledgerCli(org.c, 'verify', file);
+    // two verifications of the fetched file, as two processes at once
+    const [{ r, json }, named] = await Promise.all([
+      ledgerCli(org.c, 'verify', file),
+      c0mpute(org.c.dataDir('auditor').dir, ['ledger', 'verify', file, '--steward', stewardDid, '--witness', org.witness.did]),
+    ]);
     assert.equal(r.code, 0, r.out);
     const a = json.attestation as { grade: string; witnesses: Array<{ witness: string; length: number }>; receipts: Array<{ status: string; witness?: string }> };
     assert.equal(a.grade, 'witnessed');
     assert.deepEqual(a.witnesses.map((w) => w.witness), [org.witness.did]);
     assert.ok(a.receipts.every((x) => x.status === 'valid' && x.witness === org.witness.did), JSON.stringify(a.receipts));
-    const named = await c0mpute(org.c.dataDir('auditor').dir, ['ledger', 'verify', file, '--steward', stewardDid, '--witness', org.witness.did]);
     assert.equal(named.code, 0, named.out + named.err);
     assert.match(named.out, new RegExp(`attestation\\s+witnessed by ${org.witness.did} up to length ${s1.attestation.witnessedLength}`));
   });
