@@ -94,7 +94,7 @@ test('admissions carry the reservation and its grade; a claim queued on a held d
     const alpha = org.buyers.alpha!;
     const beta = org.buyers.beta!;
     // A1 holds team-a's only device until released below; B2 runs beside it on team-b's own device.
-    const a1 = runClaim(alpha, { ...claimSpec('A1', 'team-a', 100_000_000, 1), workload: 'test.hold' });
+    const a1 = runClaim(alpha, { ...claimSpec('A1', 'team-a', 100_000_000, 1, 'Estimator', 120_000), workload: 'test.hold' });
     const b2 = runClaim(beta, claimSpec('B2', 'team-b', 50_000_000, 200_000, 'ModelBased'));
     await waitFor('A1 to hold team-a’s device', async () => team(await stewardStatus(org.steward), 'team-a').held_devices === 1, 45_000);
     const a2 = runClaim(alpha, claimSpec('A2', 'team-a', 80_000_000, 200_000));
