@@ -177,7 +177,8 @@ export async function startOrg(label: string, o: OrgOptions): Promise<Org> {
     return org;
   } catch (e) {
     c.dumpLogs();
-    await c.destroy();
+    // the set-up's own error is the one to see: a clean-up that fails too (a directory still being written) is not
+    await c.destroy().catch((d: Error) => console.error(`clean-up after the failed set-up failed too: ${d.message}`));
     throw e;
   }
 }
