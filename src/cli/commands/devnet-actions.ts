@@ -2,12 +2,12 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { C0Error } from '../../errors.js';
-import { POLICIES } from '../../records/kinds.js';
+import { checkDevnetFlags, startTimeoutFlag } from './devnet-flags.js';
 import { DEVNET_START_TIMEOUT_MS, Devnet } from '../../devnet/devnet.js';
 import { apiCall } from '../../node/api.js';
 import { consoleLoginUrl } from '../../node/console-routes.js';
 import { renderEvent, renderExplanation, shortAddr } from '../render.js';
-import { out, UsageError } from '../context.js';
+import { out } from '../context.js';
 import { runOverlayScenario } from '../../devnet/overlay-scenario.js';
 import { runOrdersScenario } from '../../devnet/orders-scenario.js';
 import { runPoolScenario } from '../../devnet/pool-scenario.js';
@@ -33,28 +33,19 @@ export interface DevnetOpts {
 
 /** `--start-timeout <seconds>`: a whole number of seconds from 1 to 3600, as ms (default DEVNET_START_TIMEOUT_MS). */
 export function startTimeoutMs(v: string | undefined): number {
-  if (v === undefined) return DEVNET_START_TIMEOUT_MS;
-  const s = Number(v);
-  if (!/^[0-9]{1,4}$/.test(v) || s < 1 || s > 3600) throw new UsageError('DEVNET_BAD_OPTION', `--start-timeout must be a whole number of seconds from 1 to 3600, got "${v.slice(0, 40)}"`, { field: 'start-timeout' });
-  return s * 1000;
+  return startTimeoutFlag(v) ?? DEVNET_START_TIMEOUT_MS;
 }
 
 /** `c0mpute devnet`: the default walk, or one of the scenarios. */
 export async function devnet(o: DevnetOpts): Promise<void> {
-  const scenarios = (['overlay', 'orders', 'pool', 'training'] as const).filter((k) => o[k]);
-  if (scenarios.length > 1) throw new UsageError('DEVNET_BAD_OPTION', `one scenario at a time: --${scenarios.join(' and --')} were given together`);
-  if (o.training && o.keep) throw new UsageError('DEVNET_BAD_OPTION', '--keep does not apply to --training: its workers stop when the run ends');
+  checkDevnetFlags(o);
   const wait = startTimeoutMs(o.startTimeout);
-  if (o.training && o.startTimeout !== undefined) throw new UsageError('DEVNET_BAD_OPTION', '--start-timeout does not apply to --training: it starts no node daemons');
   if (o.overlay) return overlayScenario(o, wait);
   if (o.orders) return ordersScenario(o, wait);
   if (o.pool) return poolScenario(o, wait);
   if (o.training) return trainingScenario(o);
   const providers = Number(o.providers);
   const jobs = Number(o.jobs);
-  if (!Number.isInteger(providers) || providers < 3 || providers > 30) throw new UsageError('DEVNET_BAD_OPTION', '--providers must be a whole number from 3 to 30');
-  if (!Number.isInteger(jobs) || jobs < 1 || jobs > 20) throw new UsageError('DEVNET_BAD_OPTION', '--jobs must be a whole number from 1 to 20');
-  if (!(POLICIES as readonly string[]).includes(o.policy)) throw new UsageError('POLICY_UNKNOWN', `unknown policy "${o.policy}"; one of ${POLICIES.join(', ')}`);
   const net = new Devnet({ providers, policy: o.policy, jobs, keep: !!o.keep, ...(o.dir ? { dir: o.dir } : {}), bin: BIN, startTimeoutMs: wait });
   await withDevnet(net, async () => {
     const { api } = await net.start();
