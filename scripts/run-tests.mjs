@@ -2,6 +2,9 @@
 // Runs the compiled test suite with Node's built-in runner.
 // `npm test` compiles first (tsc is also the type check), so dist/ is fresh.
 //   --unit   only test/unit (fast, no processes or sockets)
+//   --scenarios  only test/scenarios: the long end-to-end scenarios kept out of
+//            `npm test` (CI must stay well inside 20 minutes on 2 cores); run by
+//            `npm run sim -- --scenarios`
 //   any other argument: a substring filter on the test file path
 import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
@@ -10,6 +13,7 @@ import { spawnSync } from 'node:child_process';
 const root = new URL('..', import.meta.url).pathname;
 const args = process.argv.slice(2);
 const unitOnly = args.includes('--unit');
+const scenarios = args.includes('--scenarios');
 const filters = args.filter((a) => !a.startsWith('--'));
 
 function walk(dir) {
@@ -22,8 +26,9 @@ function walk(dir) {
   return out;
 }
 
-const base = join(root, 'dist', 'test', unitOnly ? 'unit' : '');
+const base = join(root, 'dist', 'test', unitOnly ? 'unit' : scenarios ? 'scenarios' : '');
 let files = walk(base).sort();
+if (!scenarios) files = files.filter((f) => !relative(join(root, 'dist', 'test'), f).startsWith('scenarios'));
 if (filters.length) files = files.filter((f) => filters.some((x) => relative(root, f).includes(x)));
 if (files.length === 0) {
   console.error('no test files found under', relative(root, base));

@@ -9,7 +9,7 @@
  * Other knobs (each `--name value`, defaults in plan.ts): --markets --resyncMs --presenceEveryMs --jobEveryMs
  * --partitionMs --partitionAtMs --churnPerMin --advertLifetimeMs --downMs --meshDegree (gossipsub's D, default 6).
  */
-import { fork } from 'node:child_process';
+import { fork, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -98,6 +98,7 @@ export function formatFigures(f: SimFigures, load: [number, number]): string {
 
 const NUMERIC = ['nodes', 'duration', 'seed', 'procs', 'markets', 'resyncMs', 'presenceEveryMs', 'jobEveryMs', 'partitionMs', 'partitionAtMs', 'churnPerMin', 'advertLifetimeMs', 'downMs', 'meshDegree', 'offerRank', 'offersWanted', 'inviteAbove', 'outcomes'] as const;
 const USAGE = `usage: npm run sim -- [--nodes 100] [--duration 300 (s)] [--seed 1] [--procs 2] [--json] [--out figures.json] [--prof DIR]
+       npm run sim -- --scenarios   (the long end-to-end scenarios kept out of npm test: test/scenarios/)
 other knobs, each --name value (defaults in scripts/sim/plan.ts): ${NUMERIC.slice(4).map((k) => `--${k}`).join(' ')}`;
 
 /**
@@ -127,6 +128,17 @@ export function parseSimArgs(argv: string[]): { help: true } | { help: false; op
     else o[k] = n;
   }
   return { help: false, options: o, json: values.json === true, ...(typeof values.out === 'string' ? { out: values.out } : {}), ...(typeof values.prof === 'string' ? { prof: values.prof } : {}) };
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1] && process.argv.slice(2).includes('--scenarios')) {
+  // the long end-to-end scenarios (test/scenarios/), run as `npm test` runs its files (scripts/run-tests.mjs)
+  const others = process.argv.slice(2).filter((a) => a !== '--scenarios');
+  if (others.length) {
+    console.error(`sim: --scenarios takes no other flag, got ${others.join(' ')}\n${USAGE}`);
+    process.exit(2);
+  }
+  const runner = fileURLToPath(new URL('../../../scripts/run-tests.mjs', import.meta.url));
+  process.exit(spawnSync(process.execPath, [runner, '--scenarios'], { stdio: 'inherit' }).status ?? 1);
 }
 
 if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {

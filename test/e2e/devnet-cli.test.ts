@@ -1,8 +1,10 @@
 /**
  * `c0mpute devnet` as a newcomer runs it: `npm start` is `devnet` on built-in
- * defaults (README), and `--overlay` is the organisation scenario. Each starts
- * its own `c0mpute start` processes, runs its jobs end to end, prints the
- * narration a newcomer reads, and stops every node (exit 0, its temp dir gone).
+ * defaults (README). It starts its own `c0mpute start` processes, runs its jobs
+ * end to end, prints the narration a newcomer reads, and stops every node
+ * (exit 0, its temp dir gone). The organisation scenarios (`--overlay`,
+ * `--pool`, `--training`, `--orders`) run in test/scenarios/devnet-demos.test.ts
+ * (`npm run sim -- --scenarios`).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -18,12 +20,4 @@ test('devnet (npm start): a job through the whole walk, its output verified and 
   // the winner has one completed job in the buyer's view
   const winner = /winner (\w+)/.exec(out)![1]!;
   assert.match(out, new RegExp(`^${winner}\\s+[0-9.]+\\s+1\\s+1\\s+0\\s+0\\s`, 'm'));
-});
-
-test('devnet --overlay: a steward admits and denies, the ledger is witnessed by the named witness to its length', async () => {
-  const out = await runDevnet(['--overlay']);
-  assert.match(out, /^=== outcomes: B1 denied, A1 completed, A2 completed ===$/m);
-  const len = /^length (\d+), head sha256:[0-9a-f]{64}$/m.exec(out)?.[1];
-  assert.ok(len && Number(len) >= 4, out);
-  assert.match(out, new RegExp(`^attestation: witnessed by witness to length ${len}$`, 'm'));
 });
