@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Ed25519Signer } from '../../src/records/index.js';
 import { sealEntries, writeLedgerFile } from '../../src/ledger/index.js';
 import { admitted, tempDir } from '../unit/ledger/helpers.js';
-import { BIN } from './node-helpers.js';
+import { BIN, spawnCli } from './node-helpers.js';
 
 const t = tempDir('c0-cli-basics-');
 after(() => t.cleanup());
@@ -27,18 +27,10 @@ function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 }
 
 /** The command as a child process; not waited for in turn, so that the independent ones of a case run side by side. */
-function c0(args: string[], extra: Record<string, string> = {}): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((resolve, reject) => {
-    // stdin is a pipe, not a terminal (and at its end at once): nobody can be asked
-    const child = spawn(process.execPath, [BIN, ...args], { env: env(extra), stdio: ['pipe', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, out, err }));
-    child.stdin.end();
-  });
+async function c0(args: string[], extra: Record<string, string> = {}): Promise<{ code: number; out: string; err: string }> {
+  // stdin is a pipe, not a terminal (and at its end at once): nobody can be asked
+  const r = await spawnCli(args, { env: env(extra), stdin: 'pipe' });
+  return { ...r, code: r.code ?? -1 };
 }
 
 const kdf = (dir: string) => (JSON.parse(readFileSync(join(dir, 'identity.key'), 'utf8')) as { kdf: string }).kdf;

@@ -1,29 +1,18 @@
 /** `c0mpute ledger …` and `c0mpute pool check` as child processes on real directories. */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Ed25519Signer, didFromPublicKey } from '../../src/records/index.js';
 import { openDb, closeDb, sub } from '../../src/store/db.js';
 import { Ledger, Witness, WITNESS_TYPE, seqKey, sealEntries, writeLedgerFile, type WitnessReceipt } from '../../src/ledger/index.js';
 import { seal } from '../../src/records/envelope.js';
 import { admitted, released, tempDir } from '../unit/ledger/helpers.js';
+import { spawnCli } from './node-helpers.js';
 
-const root = fileURLToPath(new URL('../../..', import.meta.url));
-const bin = join(root, 'bin', 'c0mpute.js');
-
-function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [bin, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, C0MPUTE_HOME: join(t.dir, 'home') } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
+async function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  const r = await spawnCli(args, { env: { ...process.env, C0MPUTE_HOME: join(t.dir, 'home') } });
+  return { code: r.code ?? -1, stdout: r.out, stderr: r.err };
 }
 
 /**

@@ -1,31 +1,22 @@
 /** The real `c0mpute market` CLI as child processes on real record files. */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { createIdentity } from '../../src/node/identity.js';
 import { seal, T, type Opened, type Selection } from '../../src/records/index.js';
 import { GiB, NOW, P, acceptance, advert, job, offer, receipt } from '../unit/market/fixtures.js';
+import { spawnCli } from './node-helpers.js';
 
-const BIN = fileURLToPath(new URL('../../../bin/c0mpute.js', import.meta.url));
 let root: string;
 let records: string;
 let dataDir: string;
 
 /** The command as a child process (the cases run side by side: each writes files of its own, and none opens a store). */
-function c0(...args: string[]): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, '--data-dir', dataDir, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, C0MPUTE_LOG_LEVEL: 'silent' } });
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
-    child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, out, err }));
-  });
+async function c0(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const r = await spawnCli(['--data-dir', dataDir, ...args], { env: { ...process.env, C0MPUTE_LOG_LEVEL: 'silent' } });
+  return { ...r, code: r.code ?? -1 };
 }
 
 function put(name: string, r: Opened | Uint8Array): string {

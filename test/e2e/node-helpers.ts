@@ -449,14 +449,23 @@ export interface CliRun {
 export function runCli(args: string[], cwd: string, env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
   const clean: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) if (v !== undefined && !k.startsWith('C0MPUTE_')) clean[k] = v;
+  return spawnCli(args, { cwd, env: { ...clean, ...env } });
+}
+
+/**
+ * `c0mpute …args` as a child process, without blocking this one (cases can run side by side): what it printed and
+ * how it ended. `stdin: 'pipe'` gives it a pipe closed at once (not a terminal: nobody can be asked).
+ */
+export function spawnCli(args: string[], o: { cwd?: string; env?: NodeJS.ProcessEnv; stdin?: 'ignore' | 'pipe' } = {}): Promise<CliRun> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd, env: { ...clean, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, ...args], { ...(o.cwd ? { cwd: o.cwd } : {}), env: o.env ?? process.env, stdio: [o.stdin ?? 'ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
-    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
-    child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+    child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
     child.on('error', reject);
     child.on('close', (code) => resolve({ code, out, err }));
+    child.stdin?.on('error', () => {}).end();
   });
 }
 
