@@ -131,6 +131,16 @@ export function useFeed(l: Listener, deps: unknown[] = []): void {
   useEffect(() => onFeed(l), deps);
 }
 
+/** `value` once it has stayed the same for `ms` (a search box's text, sent to the daemon once typing pauses). */
+export function useDebounced<T>(value: T, ms = 300): T {
+  const [settled, setSettled] = useState(value);
+  useEffect(() => {
+    const t = window.setTimeout(() => setSettled(value), ms);
+    return () => clearTimeout(t);
+  }, [value, ms]);
+  return settled;
+}
+
 /**
  * A version number that goes up (at most once per `minMs`) when the feed
  * carries something `relevant`, or comes back after a drop (`resync`: what it

@@ -29,7 +29,7 @@ function env(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 /** The command as a child process; not waited for in turn, so that the independent ones of a case run side by side. */
 async function c0(args: string[], extra: Record<string, string> = {}): Promise<{ code: number; out: string; err: string }> {
   // stdin is a pipe, not a terminal (and at its end at once): nobody can be asked
-  const r = await spawnCli(args, { env: env(extra), stdin: 'pipe' });
+  const r = await spawnCli(args, { env: env(extra) });
   return { ...r, code: r.code ?? -1 };
 }
 

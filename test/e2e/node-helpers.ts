@@ -25,6 +25,7 @@ import { DAEMON_FILE, type DaemonInfo } from '../../src/node/daemon-info.js';
 import { createIdentity, readKeyFileDid } from '../../src/node/identity.js';
 import { hashHex } from '../../src/records/address.js';
 import { seal, T, type Ed25519Signer, type Job, type Opened } from '../../src/records/index.js';
+import { runNode } from '../unit/cli/cli-run.js';
 
 export const BIN = fileURLToPath(new URL('../../../bin/c0mpute.js', import.meta.url));
 
@@ -454,19 +455,11 @@ export function runCli(args: string[], cwd: string, env: NodeJS.ProcessEnv = {})
 
 /**
  * `c0mpute …args` as a child process, without blocking this one (cases can run side by side): what it printed and
- * how it ended. `stdin: 'pipe'` gives it a pipe closed at once (not a terminal: nobody can be asked).
+ * how it ended (runNode: stdin at its end at once, not a terminal, so nobody can be asked; SIGKILLed after `timeout`).
  */
-export function spawnCli(args: string[], o: { cwd?: string; env?: NodeJS.ProcessEnv; stdin?: 'ignore' | 'pipe' } = {}): Promise<CliRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { ...(o.cwd ? { cwd: o.cwd } : {}), env: o.env ?? process.env, stdio: [o.stdin ?? 'ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout!.setEncoding('utf8').on('data', (d: string) => (out += d));
-    child.stderr!.setEncoding('utf8').on('data', (d: string) => (err += d));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, out, err }));
-    child.stdin?.on('error', () => {}).end();
-  });
+export async function spawnCli(args: string[], o: { cwd?: string; env?: NodeJS.ProcessEnv; timeout?: number } = {}): Promise<CliRun> {
+  const r = await runNode([BIN, ...args], { ...o, timeout: o.timeout ?? 600_000 });
+  return { code: r.status, out: r.stdout, err: r.stderr };
 }
 
 export function c0mpute(dataDir: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {

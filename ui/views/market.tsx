@@ -10,7 +10,7 @@
  * with every failed requirement: the page's providers', asked for by name.
  */
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { fmtMiB, money, peer, useJson, useLiveVersion, overlayQuery } from '../lib.js';
+import { fmtMiB, money, peer, useDebounced, useJson, useLiveVersion, overlayQuery } from '../lib.js';
 import { AddrLink, Did, ErrorBox, Loading, Pager, Status } from '../parts.js';
 import { compactAmount } from '../amount.js';
 
@@ -119,11 +119,7 @@ export function Market() {
   const v = useLiveVersion((e) => e.type === 'records' && (e.counts.advert !== undefined || e.counts.presence !== undefined || e.counts.receipt !== undefined), REFRESH_MS);
   const [text, setText] = useState('');
   // the search goes to the daemon once typing pauses
-  const [search, setSearch] = useState('');
-  useEffect(() => {
-    const t = window.setTimeout(() => setSearch(text), 300);
-    return () => clearTimeout(t);
-  }, [text]);
+  const search = useDebounced(text);
   const [tier, setTier] = useState('');
   const [workload, setWorkload] = useState('');
   const [liveOnly, setLiveOnly] = useState(true);

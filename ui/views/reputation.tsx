@@ -3,8 +3,8 @@
  * src/node/reputation-page.ts: a hostile peer can make up thousands of providers), and the evidence behind one
  * provider's figures.
  */
-import { useEffect, useState } from 'preact/hooks';
-import { useJson, useLiveVersion } from '../lib.js';
+import { useState } from 'preact/hooks';
+import { useDebounced, useJson, useLiveVersion } from '../lib.js';
 import { AddrLink, Did, ErrorBox, Loading, Pager, Status } from '../parts.js';
 
 interface Figures {
@@ -55,11 +55,8 @@ const SORTS: Array<[RepSort, string]> = [
 export function Reputation() {
   const v = useLiveVersion((e) => e.type === 'records' && (e.counts.receipt !== undefined || e.counts.acceptance !== undefined || e.counts.nondelivery !== undefined || e.counts.nondelivery2 !== undefined), 2000);
   const [text, setText] = useState('');
-  const [search, setSearch] = useState('');
-  useEffect(() => {
-    const t = window.setTimeout(() => setSearch(text), 300);
-    return () => clearTimeout(t);
-  }, [text]);
+  // the search goes to the daemon once typing pauses
+  const search = useDebounced(text);
   const [sort, setSort] = useState<RepSort>('evidence');
   // as the Market view: the cursors the pages shown so far began after, for Previous; another filter or order starts over
   const view = JSON.stringify([search, sort]);

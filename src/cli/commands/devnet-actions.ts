@@ -2,7 +2,7 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { C0Error } from '../../errors.js';
-import { checkDevnetFlags, startTimeoutFlag } from './devnet-flags.js';
+import { startTimeoutFlag } from './devnet-flags.js';
 import { DEVNET_START_TIMEOUT_MS, Devnet } from '../../devnet/devnet.js';
 import { apiCall } from '../../node/api.js';
 import { consoleLoginUrl } from '../../node/console-routes.js';
@@ -36,9 +36,8 @@ export function startTimeoutMs(v: string | undefined): number {
   return startTimeoutFlag(v) ?? DEVNET_START_TIMEOUT_MS;
 }
 
-/** `c0mpute devnet`: the default walk, or one of the scenarios. */
+/** `c0mpute devnet`: the default walk, or one of the scenarios; its flags already checked (checkDevnetFlags, before this module loads). */
 export async function devnet(o: DevnetOpts): Promise<void> {
-  checkDevnetFlags(o);
   const wait = startTimeoutMs(o.startTimeout);
   if (o.overlay) return overlayScenario(o, wait);
   if (o.orders) return ordersScenario(o, wait);

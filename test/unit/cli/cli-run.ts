@@ -11,9 +11,9 @@ export interface NodeRun {
   stderr: string;
 }
 
-export function runNode(args: string[], opts: { env?: NodeJS.ProcessEnv; timeout?: number } = {}): Promise<NodeRun> {
+export function runNode(args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; timeout?: number } = {}): Promise<NodeRun> {
   return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, args, { env: opts.env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, args, { env: opts.env ?? process.env, ...(opts.cwd ? { cwd: opts.cwd } : {}), stdio: ['pipe', 'pipe', 'pipe'] });
     p.stdin.on('error', () => {}); // a child gone before its stdin closed
     p.stdin.end();
     let stdout = '';

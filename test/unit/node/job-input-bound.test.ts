@@ -10,23 +10,14 @@ import { mkdtempSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
-import { C0Error } from '../../../src/errors.js';
 import { parseJobFileText } from '../../../src/node/jobfile.js';
 import { EXEC_MAX_INPUT_BYTES } from '../../../src/roles/exec-protocol.js';
+import { refusal } from './refusal.js';
 
 const root = mkdtempSync(join(tmpdir(), 'c0-job-input-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 const JOB = 'workload: builtin.sha256\nparams: 10\nmaxPrice: "0.01 USD"\n';
 
-const refusal = (f: () => unknown): C0Error => {
-  try {
-    f();
-  } catch (e) {
-    if (e instanceof C0Error) return e;
-    throw e;
-  }
-  assert.fail('accepted');
-};
 
 test('a regular file over 16 MiB is INPUT_TOO_LARGE on its size, before it is read (8 GiB, sparse)', () => {
   const big = join(root, 'disk.img');

@@ -5,8 +5,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { C0Error } from '../../../src/errors.js';
 import * as jobfile from '../../../src/node/jobfile.js';
+import { refusal } from './refusal.js';
 
 // through the namespace: without the fix these are undefined, and each test fails on its own assertion
 const { parseJobFileText } = jobfile;
@@ -15,15 +15,6 @@ const DEFAULT_COLLECT_WINDOW_MS = jobfile.DEFAULT_COLLECT_WINDOW_MS ?? 3000;
 const MIN_JOB_TIMEOUT_MS = jobfile.MIN_JOB_TIMEOUT_MS ?? 1000;
 
 const file = (extra: string) => `workload: builtin.sha256\nparams: 10\ninput: hi\nmaxPrice: "0.01 USD"\n${extra}`;
-const refusal = (f: () => unknown): C0Error => {
-  try {
-    f();
-  } catch (e) {
-    if (e instanceof C0Error) return e;
-    throw e;
-  }
-  assert.fail('accepted');
-};
 
 test('deadline: 60 (a bare number, 60 ms) is JOB_DEADLINE_TOO_SOON naming the field, the value as read, the minimum, and how to write seconds', () => {
   const e = refusal(() => parseJobFileText(file('deadline: 60\n'), 'job.yaml'));
