@@ -212,8 +212,10 @@ export function register(program: Command): void {
           return;
         }
         // the daemon's page, or the same page made here from the stores (src/node/reputation-page.ts): same order, same counts
+        // without a daemon every provider's figures are derived once, then paged (--all asks for many pages)
+        let figures: Figures[] | undefined;
         const pageOf = async (size: number, after: string | undefined) => {
-          if (!c) return reputationPageOf(offline!.overlay(o.overlay).market.reputation().all(), size, after);
+          if (!c) return reputationPageOf((figures ??= [...offline!.overlay(o.overlay).market.reputation().all()]), size, after);
           const query = reputationQuery(size, after);
           if (o.overlay) query.set('overlay', o.overlay);
           return asReputationPage(await apiCall(c.api, c.token, 'GET', `/v1/reputation?${query.toString()}`), size, after);
