@@ -557,6 +557,8 @@ export const ENV_VARS = [
   'C0MPUTE_ROLES', 'C0MPUTE_LISTEN', 'C0MPUTE_ANNOUNCE', 'C0MPUTE_BOOTSTRAP', 'C0MPUTE_OVERLAY', 'C0MPUTE_API', 'C0MPUTE_LOG_LEVEL', 'C0MPUTE_LOG_FORMAT',
   // the CLI's own
   'C0MPUTE_HOME', 'C0MPUTE_API_TIMEOUT', 'C0MPUTE_PASSPHRASE', 'C0MPUTE_PASSPHRASE_FILE', 'C0MPUTE_DEBUG', 'C0MPUTE_FAILPOINT',
+  // read by bin/c0mpute.js: 0 runs dist/src instead of the bundle (docs/build.md)
+  'C0MPUTE_BUNDLE',
   // set for an exec workload's command (its params), never read by the node
   'C0MPUTE_PARAMS',
 ] as const;

@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { runNode } from './cli-run.js';
 
-const bin = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
+const bin = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'c0-arg-values-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 const dataDir = join(dir, 'data');

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const bin = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
+const bin = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'c0-config-empty-flag-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 const env = { ...process.env, C0MPUTE_PASSPHRASE: '', C0MPUTE_HOME: join(root, 'home') };

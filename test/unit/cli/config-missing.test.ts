@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { dataDirConfig } from '../../../src/cli/commands/node-actions.js';
 import { CONFIG_MAX_BYTES, loadConfig, type ConfigWarning } from '../../../src/node/config.js';
 
-const bin = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
+const bin = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'c0-config-missing-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { daemonClient, requireDaemon } from '../../../src/cli/daemon-client.js';
 import { C0Error } from '../../../src/errors.js';
 
-const bin = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
+const bin = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'c0-daemon-client-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { runNode } from './cli-run.js';
 
-const bin = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
+const bin = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
 
 async function c0(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   const r = await runNode([bin, ...args], { timeout: 60_000 });

@@ -16,7 +16,7 @@ import { Ledger } from '../../../src/ledger/index.js';
 import { EXIT } from '../../../src/cli/context.js';
 import { admitted, tempDir } from '../ledger/helpers.js';
 
-const bin = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
+const bin = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
 
 /** Run the CLI: its stdout and stderr, and its exit code. */
 function c0(...args: string[]): { code: number; stdout: string; stderr: string } {

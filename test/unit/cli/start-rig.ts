@@ -18,7 +18,7 @@ import { runNode } from './cli-run.js';
 export const SIDE_BY_SIDE = { concurrency: 2 };
 
 export function startRig(prefix: string) {
-  const bin = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
+  const bin = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
   const root = mkdtempSync(join(tmpdir(), prefix));
   after(() => rmSync(root, { recursive: true, force: true }));
   const env = { ...process.env, C0MPUTE_PASSPHRASE: '', C0MPUTE_HOME: join(root, 'home') };

@@ -17,7 +17,7 @@ import { report } from '../../../src/cli/program.js';
 import { EXIT } from '../../../src/cli/context.js';
 import { runNode } from './cli-run.js';
 
-const bin = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
+const bin = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'c0-store-table-cut-'));
 after(() => rmSync(root, { recursive: true, force: true }));
 const env = { ...process.env, C0MPUTE_PASSPHRASE: '', C0MPUTE_HOME: join(root, 'home') };

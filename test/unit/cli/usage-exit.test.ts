@@ -18,7 +18,7 @@ import { C0Error } from '../../../src/errors.js';
 import { buildProgram } from '../../../src/cli/program.js';
 import { runNode } from './cli-run.js';
 
-const bin = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
+const bin = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'c0-usage-exit-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 

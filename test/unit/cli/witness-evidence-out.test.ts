@@ -13,7 +13,7 @@ import { Ed25519Signer, didFromPublicKey } from '../../../src/records/index.js';
 import { EXIT } from '../../../src/cli/context.js';
 import { tempDir } from '../ledger/helpers.js';
 
-const bin = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
+const bin = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
 
 function c0(home: string, ...args: string[]): { code: number; stderr: string } {
   const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', env: { ...process.env, C0MPUTE_HOME: home } });

@@ -16,10 +16,10 @@ function walk(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
 }
 
-test('every C0MPUTE_* variable the sources read (env.C0MPUTE_…) is on the one known list (so none of them is ever called a typo)', () => {
+test('every C0MPUTE_* variable the sources and bin/c0mpute.js read (env.C0MPUTE_…) is on the one known list (so none of them is ever called a typo)', () => {
   const named = new Set<string>();
-  for (const f of walk(join(ROOT, 'src'))) for (const m of readFileSync(f, 'utf8').matchAll(/env(?:\.|\[['"])(C0MPUTE_[A-Z0-9_]+)/g)) named.add(m[1]!);
-  assert.ok(named.has('C0MPUTE_HOME') && named.has('C0MPUTE_API_TIMEOUT'), 'the scan finds the CLI’s own');
+  for (const f of [...walk(join(ROOT, 'src')), join(ROOT, 'bin', 'c0mpute.js')]) for (const m of readFileSync(f, 'utf8').matchAll(/env(?:\.|\[['"])(C0MPUTE_[A-Z0-9_]+)/g)) named.add(m[1]!);
+  assert.ok(named.has('C0MPUTE_HOME') && named.has('C0MPUTE_API_TIMEOUT') && named.has('C0MPUTE_BUNDLE'), 'the scan finds the CLI’s own and the launcher’s');
   assert.deepEqual([...named].filter((n) => !(ENV_VARS as readonly string[]).includes(n)).sort(), []);
 });
 

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { bindDataDirIdentity, createIdentity, DID_FILE, readRecordedDid } from '../../../src/node/identity.js';
 import { C0Error } from '../../../src/errors.js';
 
-const bin = fileURLToPath(new URL('../../../src/cli/main.js', import.meta.url));
+const bin = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'c0-identity-binding-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 

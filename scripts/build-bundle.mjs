@@ -1,0 +1,62 @@
+// Bundle the compiled CLI (dist/src/cli/main.js and everything it imports) with
+// esbuild into dist/bundle/, which bin/c0mpute.js runs when it is at least as new
+// as the last compile (docs/build.md). The same code as dist/src: a process
+// starts in about half the CPU time because Node resolves and reads a few dozen
+// files instead of about a thousand.
+//
+// Kept as they are, outside the bundle:
+//  - packages with native bindings or files found beside their own code
+//    (sodium-native, level/classic-level, cbor-extract): Node loads them from
+//    node_modules as before;
+//  - worker threads (net/verify-worker.js, ledger/replay-worker.js): each
+//    module's `import.meta.url` is rewritten to its own file under dist/src, so
+//    workers, config/default.yaml, the console's files and `createRequire` resolve
+//    exactly as they do unbundled.
+// Lazy imports (the CLI's commands) stay lazy: code splitting puts them in chunks
+// loaded on first use.
+import { build } from 'esbuild';
+import { mkdir, readFile, rename, rm } from 'node:fs/promises';
+import { dirname, join, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const src = join(root, 'dist', 'src');
+const out = join(root, 'dist', 'bundle');
+const staging = `${out}.tmp`;
+
+/** Each compiled module's own URL, relative to the bundle, in place of `import.meta.url`. */
+const ownUrl = {
+  name: 'own-import-meta-url',
+  setup(b) {
+    b.onLoad({ filter: /[\\/]dist[\\/]src[\\/].*\.js$/ }, async (args) => {
+      const text = await readFile(args.path, 'utf8');
+      if (!text.includes('import.meta.url')) return undefined;
+      const rel = relative(out, args.path).split(sep).join('/');
+      return { contents: text.replaceAll('import.meta.url', `new URL(${JSON.stringify(rel)}, import.meta.url).href`), loader: 'js' };
+    });
+  },
+};
+
+await rm(staging, { recursive: true, force: true });
+await mkdir(staging, { recursive: true });
+await build({
+  entryPoints: { c0mpute: join(src, 'cli', 'main.js') },
+  outdir: staging,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  external: ['sodium-native', 'level', 'classic-level', 'cbor-extract'],
+  // CommonJS packages inside an ES module bundle still call require() for Node's built-ins.
+  banner: { js: "import { createRequire as __c0Require } from 'node:module'; const require = __c0Require(import.meta.url);" },
+  plugins: [ownUrl],
+  // Linked maps back through tsc's to src/*.ts, read only under `node --enable-source-maps`.
+  sourcemap: 'linked',
+  legalComments: 'none',
+  logLevel: 'warning',
+});
+// Swap whole directories, so a process starting meanwhile sees the old bundle or the new one, never half of each.
+await rm(out, { recursive: true, force: true });
+await rename(staging, out);
+if (!process.argv.includes('--quiet')) console.log(`dist/bundle: built from ${relative(root, src)}`);
