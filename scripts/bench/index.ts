@@ -40,6 +40,7 @@ const suites: Record<string, () => Promise<BenchResult>> = {
     return { report: `${a.report}\n\n${b.report}\n\n${x.report}`, targets: [...a.targets, ...b.targets, ...x.targets] };
   },
   'slow-link': async () => (await import('./slow-link.js')).run(),
+  startup: async () => (await import('./startup.js')).run(),
 };
 
 async function main(): Promise<void> {
