@@ -38,6 +38,10 @@ const here = dirname(fileURLToPath(import.meta.url));
 /** config/default.yaml in the package (dist/src/cli/commands → ../../../../config). */
 export const DEFAULT_CONFIG = join(here, '..', '..', '..', '..', 'config', 'default.yaml');
 
+/** What `start` logs (DAEMON_PID_1) when it is process 1 of its pid namespace: a container run without an init. */
+export const PID_1_WARNING =
+  'this daemon is process 1 (a container started without an init): orphaned children of exec workloads will not be reaped, and a second SIGTERM will not kill a stop that hangs; run it under an init (`docker run --init`, tini, dumb-init) or systemd';
+
 export interface StartFlags {
   config?: string;
   role?: string[];
@@ -348,6 +352,10 @@ export async function start(f: StartFlags, cmd: Command): Promise<void> {
   // what starts but is likely not what was meant: a misspelt C0MPUTE_* variable, a section no configured role reads
   for (const w of warnings) log.warn({ code: w.code, field: w.field }, w.message);
   for (const m of notes) log.warn({ code: 'CONFIG_DEFAULTS', field: 'config' }, m);
+  // A container's PID 1 with no init in front (docs/node.md "In a container"): Node reaps only the children it
+  // started, so an exec workload's orphaned children stay zombies, and the kernel ignores a signal PID 1 has no
+  // handler for, so the second SIGTERM that kills a stuck stop elsewhere does nothing here.
+  if (process.pid === 1) log.warn({ code: 'DAEMON_PID_1' }, PID_1_WARNING);
   // A signal while the node starts (which can take a while: an index built after an upgrade) stops it as soon as it
   // has started, cleanly; the same signal again kills it (no handler is left for it).
   let signalled: string | undefined;
