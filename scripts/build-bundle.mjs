@@ -13,10 +13,16 @@
 //    workers, config/default.yaml, the console's files and `createRequire` resolve
 //    exactly as they do unbundled.
 // Lazy imports (the CLI's commands) stay lazy: code splitting puts them in chunks
-// loaded on first use.
+// loaded on first use. A lazy import of a package itself (`await import('yaml')`)
+// is refused: in a split bundle it yields only a CommonJS package's default export,
+// so `const { parse } = await import('yaml')` would find no `parse`. Import the
+// package statically in a module of ours that is imported lazily instead.
+//
+// dist/bundle/inputs.json lists, for each file of the bundle, the modules it holds
+// (test/e2e/cli-lazy.test.ts checks with it what each command loads).
 import { build } from 'esbuild';
-import { mkdir, readFile, rename, rm } from 'node:fs/promises';
-import { dirname, join, relative, sep } from 'node:path';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { basename, dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -24,10 +30,15 @@ const src = join(root, 'dist', 'src');
 const out = join(root, 'dist', 'bundle');
 const staging = `${out}.tmp`;
 
-/** Each compiled module's own URL, relative to the bundle, in place of `import.meta.url`. */
-const ownUrl = {
-  name: 'own-import-meta-url',
+/** Each compiled module's own URL, relative to the bundle, in place of `import.meta.url`; no lazy import of a package. */
+const rules = {
+  name: 'c0mpute-bundle-rules',
   setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, (args) =>
+      args.kind === 'dynamic-import' && !args.path.startsWith('node:')
+        ? { errors: [{ text: `${relative(root, args.importer)}: import('${args.path}') of a package: import it statically in a lazily imported module of ours (scripts/build-bundle.mjs)` }] }
+        : undefined,
+    );
     b.onLoad({ filter: /[\\/]dist[\\/]src[\\/].*\.js$/ }, async (args) => {
       const text = await readFile(args.path, 'utf8');
       if (!text.includes('import.meta.url')) return undefined;
@@ -39,7 +50,7 @@ const ownUrl = {
 
 await rm(staging, { recursive: true, force: true });
 await mkdir(staging, { recursive: true });
-await build({
+const result = await build({
   entryPoints: { c0mpute: join(src, 'cli', 'main.js') },
   outdir: staging,
   bundle: true,
@@ -50,12 +61,15 @@ await build({
   external: ['sodium-native', 'level', 'classic-level', 'cbor-extract'],
   // CommonJS packages inside an ES module bundle still call require() for Node's built-ins.
   banner: { js: "import { createRequire as __c0Require } from 'node:module'; const require = __c0Require(import.meta.url);" },
-  plugins: [ownUrl],
+  plugins: [rules],
+  metafile: true,
   // Linked maps back through tsc's to src/*.ts, read only under `node --enable-source-maps`.
   sourcemap: 'linked',
   legalComments: 'none',
   logLevel: 'warning',
 });
+const inputs = Object.fromEntries(Object.entries(result.metafile.outputs).filter(([f]) => f.endsWith('.js')).map(([f, o]) => [basename(f), Object.keys(o.inputs)]));
+await writeFile(join(staging, 'inputs.json'), JSON.stringify(inputs) + '\n');
 // Swap whole directories, so a process starting meanwhile sees the old bundle or the new one, never half of each.
 await rm(out, { recursive: true, force: true });
 await rename(staging, out);

@@ -14,7 +14,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../../errors.js';
 import { apiCall } from '../../node/api-client.js';
-import type { PoolMember, PoolRoster } from '../../records/kinds.js';
+import type { PoolRoster } from '../../records/kinds.js';
 import { out, outJson, readInput, writeOutput } from '../context.js';
 import { short } from '../short.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
@@ -24,23 +24,6 @@ import { globals } from './index.js';
 const DAY = 24 * 3600_000;
 /** The last roster `pool-provider roster` signed, kept in the pool's key folder (its seq bounds the next one's). */
 export const LAST_ROSTER = 'last-roster.cose';
-
-async function readMembers(path: string): Promise<PoolMember[]> {
-  const [{ parse: parseYaml }, { compareDids }] = await Promise.all([import('yaml'), import('../../records/did.js')]);
-  const shape = '`members: [{did, weight, hardware: {cpuCores, memoryMiB, gpus?}}]`';
-  const text = Buffer.from(readInput(path)).toString('utf8');
-  let doc: { members?: unknown } | null;
-  try {
-    doc = parseYaml(text) as { members?: unknown } | null;
-  } catch (e) {
-    throw new C0Error('POOL_MEMBERS_FILE_INVALID', `${path} is not valid YAML: ${(e as Error).message.split('\n')[0]!.replace(/:$/, '')}`, { field: 'members' });
-  }
-  if (!doc || !Array.isArray(doc.members)) throw new C0Error('POOL_MEMBERS_FILE_INVALID', `${path}: expected ${shape}`, { field: 'members' });
-  doc.members.forEach((m, i) => {
-    if (typeof m !== 'object' || m === null || typeof (m as { did?: unknown }).did !== 'string') throw new C0Error('POOL_MEMBERS_FILE_INVALID', `${path}: members[${i}] needs a did (${shape})`, { field: `members[${i}].did` });
-  });
-  return (doc.members as PoolMember[]).map((m) => ({ did: m.did, weight: m.weight ?? 1, hardware: m.hardware })).sort((a, b) => compareDids(a.did, b.did));
-}
 
 export function register(program: Command): void {
   const pp = program.command('pool-provider').description('a pooled provider: several machines that act as one provider (docs/pools.md)');
@@ -74,7 +57,7 @@ export function register(program: Command): void {
         if (r.signer === pool.did && r.record.seq > (known?.seq ?? -1)) known = { seq: r.record.seq, where };
       }
       const now = Date.now();
-      const roster: PoolRoster = { seq: nextRosterSeq(o.seq, known), issuedAt: now, expiresAt: now + Number(o.lifetimeDays) * DAY, epochMs: Number(o.epochMs), members: await readMembers(o.members) };
+      const roster: PoolRoster = { seq: nextRosterSeq(o.seq, known), issuedAt: now, expiresAt: now + Number(o.lifetimeDays) * DAY, epochMs: Number(o.epochMs), members: await (await import('../members-file.js')).readMembers(o.members) };
       const env = seal(T.poolRoster, roster, pool.signer);
       writeOutput(o.out, env.bytes);
       // Kept beside the key: the next roster is checked against it wherever it is written. The roster is written
