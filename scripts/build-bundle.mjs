@@ -21,7 +21,7 @@
 // dist/bundle/inputs.json lists, for each file of the bundle, the modules it holds
 // (test/e2e/cli-lazy.test.ts checks with it what each command loads).
 import { build } from 'esbuild';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -70,7 +70,18 @@ const result = await build({
 });
 const inputs = Object.fromEntries(Object.entries(result.metafile.outputs).filter(([f]) => f.endsWith('.js')).map(([f, o]) => [basename(f), Object.keys(o.inputs)]));
 await writeFile(join(staging, 'inputs.json'), JSON.stringify(inputs) + '\n');
-// Swap whole directories, so a process starting meanwhile sees the old bundle or the new one, never half of each.
-await rm(out, { recursive: true, force: true });
-await rename(staging, out);
+// Into place without pulling a file from under a process that runs the bundle (a daemon loads a command's chunk
+// lazily, maybe hours after it started): every chunk's name carries a hash of its content, so the new chunks go in
+// beside the old ones first; then the entry and the list, each replaced in one rename, so a process starting meanwhile
+// gets the old bundle or the new one whole; last, the files neither this build nor the one before it wrote are removed
+// (a process started two builds ago loses its lazy chunks: restart a daemon after rebuilding under it).
+const ENTRY = ['c0mpute.js.map', 'inputs.json', 'c0mpute.js'];
+const previous = await readFile(join(out, 'inputs.json'), 'utf8').then((t) => Object.keys(JSON.parse(t)), () => []);
+await mkdir(out, { recursive: true });
+const written = await readdir(staging);
+for (const f of written) if (!ENTRY.includes(f)) await rename(join(staging, f), join(out, f));
+for (const f of ENTRY) await rename(join(staging, f), join(out, f));
+const keep = new Set([...written, ...previous.flatMap((f) => [f, `${f}.map`])]);
+for (const f of await readdir(out)) if (!keep.has(f)) await rm(join(out, f), { recursive: true, force: true });
+await rm(staging, { recursive: true, force: true });
 if (!process.argv.includes('--quiet')) console.log(`dist/bundle: built from ${relative(root, src)}`);
