@@ -47,7 +47,9 @@ test('a spot job’s selection goes to the providers it names and its acceptance
     // The buyer sent the selection to both providers and the acceptance to the winner, directly.
     await waitFor('the acceptance delivered to the winner', async () => metricSum(await metricsText(buyer), 'c0mpute_outcomes_direct_total', { kind: 'acceptance', outcome: 'accepted' }) === 1, 15_000);
     const bm = await metricsText(buyer);
-    assert.equal(metricSum(bm, 'c0mpute_outcomes_direct_total', { kind: 'selection', outcome: 'accepted' }), 2, bm.split('\n').filter((l) => l.includes('outcomes_direct')).join('\n'));
+    // (on failure, with each provider's verdict on the selections it took and why: a duplicate, a rate limit, …)
+    const said = async () => [bm, ...(await Promise.all([p1, p2].map((p) => metricsText(p))))].map((m, i) => `${['buyer', 'p1', 'p2'][i]}:\n${m.split('\n').filter((l) => l.includes('outcomes_direct') || (l.includes('records_total') && l.includes('selection'))).join('\n')}`).join('\n');
+    if (metricSum(bm, 'c0mpute_outcomes_direct_total', { kind: 'selection', outcome: 'accepted' }) !== 2) assert.fail(`both providers accept the selection sent to them directly\n${await said()}`);
     // Each provider took the selection directly and from no topic; the loser took no receipt or acceptance at all.
     for (const p of [p1, p2]) {
       const m = await metricsText(p);
