@@ -406,20 +406,25 @@ export type { Figures } from '../../src/reputation/derive.js';
 export async function waitForMarket(n: { api: Api; name?: string }, count: number, peers: Array<string | { did: string; api: Api; name?: string }> = []): Promise<void> {
   const dids = peers.map((x) => (typeof x === 'string' ? x : x.did));
   const nodes = peers.filter((x): x is { did: string; api: Api; name?: string } => typeof x !== 'string');
+  // each unmet condition throws what it lacks, so a timeout names the last one (waitFor's "last error")
+  const lacks = (what: string): never => {
+    throw new Error(what);
+  };
   await waitFor(`${n.name ?? 'node'} to see ${count} adverts and ${peers.length} peers, with their gossip subscriptions both ways`, async () => {
     const s = await get<StatusView>(n, '/v1/status');
-    if (s.providersKnown < count) return false;
-    if (count > 0 && !(s.gossip.job?.peers ?? 0)) return false;
+    if (s.providersKnown < count) lacks(`${s.providersKnown} providers known`);
+    if (count > 0 && !(s.gossip.job?.peers ?? 0)) lacks('no peer on the job topic');
     if (!peers.length) return true;
     const p = await get<{ peers: PeerView[] }>(n, '/v1/peers');
     const have = new Map(p.peers.map((x) => [x.did, x.topics]));
-    if (!dids.every((d) => have.get(d)?.length)) return false;
+    for (const d of dids) if (!have.get(d)?.length) lacks(`${d} not a peer with topics`);
     const m = await get<{ adverts: Array<{ signer: string; live: boolean }> }>(n, '/v1/market');
     const signers = new Set(m.adverts.filter((a) => a.live).map((a) => a.signer));
-    if (!dids.every((d) => !signers.has(d) || have.get(d)!.includes('job'))) return false;
+    for (const d of dids) if (signers.has(d) && !have.get(d)!.includes('job')) lacks(`${d} not on the job topic`);
     for (const q of nodes) {
       const theirs = await get<{ peers: PeerView[] }>(q, '/v1/peers');
-      if (!theirs.peers.some((x) => x.did === s.did && x.topics.length && x.mesh.length)) return false;
+      const me = theirs.peers.find((x) => x.did === s.did);
+      if (!me?.topics.length || !me.mesh.length) lacks(`${q.name ?? q.did} sees ${n.name ?? 'it'} ${me ? `with topics [${me.topics.join(', ')}] and mesh [${me.mesh.join(', ')}]` : 'not at all'}`);
     }
     return true;
   }, 45_000);
