@@ -349,8 +349,13 @@ export class MarketService implements BuyerMarket {
   }
 
   async decide(job: Opened<Job>, policy: PolicyName, now: number, excluded: ReadonlySet<string> = new Set()): Promise<Decision> {
-    // Providers tried already: their offers are left out (by the offer's signer, or the provider a pooled offer stands for).
-    const offers = excluded.size === 0 ? this.book : this.book.forJob(job, now).filter((o) => !excluded.has(o.signer) && !excluded.has(this.adverts.providerFor(o)));
+    // Providers tried already: their offers are left out, by the offer's signer or by the provider it stands for. A
+    // pool member tried stands for its pool (its latest advert's entry): the pool's slot may show another member's
+    // offer now (a second coordinator's, around an epoch change: the tried one expired with it a standby behind, or it
+    // came after the decision and ranks first), and that one is the same provider (docs/pools.md "Failover and epoch
+    // changes"; it would dispatch to the same member, which refuses a job it ran: POOL_ALREADY_RUN).
+    const out = excluded.size === 0 ? excluded : new Set([...excluded, ...[...excluded].map((d) => this.adverts.entryOf(d))]);
+    const offers = excluded.size === 0 ? this.book : this.book.forJob(job, now).filter((o) => !out.has(o.signer) && !out.has(this.adverts.providerFor(o)));
     // reputation as of the decision, by the rule its audit uses: evidence dated later (a provider's clock ahead) does not count yet
     const result: SelectResult = select({ job, adverts: this.adverts, offers, policy, reputation: this.reputationAsOf(now), now, skewMs: this.o.skewMs });
     const ranked: RankedCandidate[] = result.ok
