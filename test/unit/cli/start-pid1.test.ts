@@ -29,7 +29,8 @@ test('start as PID 1 (no init in front) warns DAEMON_PID_1 and starts; started n
     stdio: ['ignore', 'pipe', 'pipe'],
     env: rig.env,
   });
-  const exit = once(p, 'exit');
+  // 'close', not 'exit': unshare exits on the SIGTERM at once, and the node it passed the signal to logs its stop after
+  const exit = once(p, 'close');
   let out = '';
   const giveUp = setTimeout(() => p.kill('SIGKILL'), 120_000);
   const started = new Promise<void>((resolve) => {
