@@ -1,7 +1,9 @@
 /**
- * Ctrl-C on `c0mpute run` through a daemon (docs/node.md "A run whose client went away"): the first closes the run's
+ * Ctrl-C on `c0mpute run` (docs/node.md "A run whose client went away"). Through a daemon the first closes the run's
  * stream, which the daemon takes as its client gone, and ends the command with one line saying what becomes of the
- * job (exit 130); a second, while that happens, exits at once.
+ * job (exit 130); a second, while that happens, exits at once. Without a daemon (the node in the command's own
+ * process) the first withdraws a job no provider was selected for yet (RUN_CANCELLED), or says that a selected one
+ * runs to its end here (goesOnHere); a second stops the node, breaking the run off (RUN_BROKEN_OFF); a third exits.
  */
 import { EXIT, Interrupted } from './context.js';
 
@@ -15,9 +17,14 @@ export interface RunHeard {
  * The line the first Ctrl-C ends the command with. Before a selection was heard the daemon withdraws the job
  * (RUN_CANCELLED); once one was, the provider was told it has the job, so it runs and is paid, and its output reaches
  * no one (RUN_CONTINUES). A selection the daemon signed as the Ctrl-C came (its event not heard yet) makes the job go
- * on while this says cancelled: `c0mpute jobs` shows which.
+ * on while this says cancelled: `c0mpute jobs` shows which. `where`: 'here' for the node in this process, which
+ * withdrew the job itself before this is said (a selected job goes on there instead: goesOnHere).
  */
-export function ctrlCAnswer(heard: RunHeard): Interrupted {
+export function ctrlCAnswer(heard: RunHeard, where: 'daemon' | 'here' = 'daemon'): Interrupted {
+  if (where === 'here') {
+    if (heard.job === undefined) return new Interrupted('RUN_CANCELLED', 'cancelled before the job was published: nothing was sent, nothing is paid');
+    return new Interrupted('RUN_CANCELLED', `job ${heard.job} cancelled: no provider was selected yet, so it was withdrawn and nothing is paid. \`c0mpute jobs\` shows how it ended`);
+  }
   if (heard.winner !== undefined) {
     return new Interrupted(
       'RUN_CONTINUES',
@@ -26,6 +33,25 @@ export function ctrlCAnswer(heard: RunHeard): Interrupted {
   }
   if (heard.job === undefined) return new Interrupted('RUN_CANCELLED', 'cancelled before the job was published: the daemon drops it, nothing is paid');
   return new Interrupted('RUN_CANCELLED', `job ${heard.job} cancelled: no provider was selected yet, so the daemon withdraws it and nothing is paid. \`c0mpute jobs\` shows how it ended`);
+}
+
+/**
+ * The line the first Ctrl-C prints on a run in this process whose provider was already selected (at once, or when the
+ * selection's event comes after it): the run goes on to its end and its result is printed as usual.
+ */
+export function goesOnHere(heard: RunHeard): string {
+  return `▸ Ctrl-C: job ${heard.job ?? '(unknown)'} goes on at ${heard.winner ?? '(unknown)'}: that provider was already selected, so the job runs to its end here and is paid for; Ctrl-C again breaks it off now`;
+}
+
+/**
+ * The line a second Ctrl-C ends a run in this process with, once its provider was selected: the node stopped under
+ * the run, which broke it off before its receipt (nothing accepted, the provider not blamed: no non-delivery signed).
+ */
+export function brokenOff(heard: RunHeard): Interrupted {
+  return new Interrupted(
+    'RUN_BROKEN_OFF',
+    `job ${heard.job ?? '(unknown)'} broken off at ${heard.winner ?? '(unknown)'}: the node stopped before the job ended, so nothing was accepted and the provider is not blamed for it (no non-delivery signed). \`c0mpute jobs\` shows what is held`,
+  );
 }
 
 /**

@@ -16,15 +16,15 @@ import { apiStream, consoleLoginUrl } from '../../node/api-client.js';
 import { ensureToken } from '../../node/api.js';
 import { eventToWire, resultToWire, type WireEvent } from '../../node/events.js';
 import { parseJobSpec } from '../../node/control.js';
-import type { JobSpec } from '../../roles/buyer.js';
+import type { BuyerEvent, JobSpec } from '../../roles/buyer.js';
 import { peerIdFromDid } from '../../node/peer-id.js';
 import { createLogger } from '../../util/log.js';
-import { checkWritable, jsonReplacer, NegativeAnswer, out, UsageError, writeOutput } from '../context.js';
+import { checkWritable, EXIT, jsonReplacer, NegativeAnswer, out, UsageError, writeOutput } from '../context.js';
 import { POLICIES } from '../../records/kinds.js';
 import { passphraseFrom, warnUnencrypted } from '../passphrase.js';
 import { loadNodeIdentity } from '../signer.js';
 import { readJobFile } from '../jobfile.js';
-import { ctrlCAnswer, watchCtrlC, type RunHeard } from '../run-interrupt.js';
+import { brokenOff, ctrlCAnswer, goesOnHere, watchCtrlC, type RunHeard } from '../run-interrupt.js';
 import { renderEvent, renderExplanation, short } from '../render.js';
 import { listLimit } from '../summary.js';
 import { globals } from './index.js';
@@ -269,9 +269,9 @@ async function oneShotNode(dataDir: string, flags: StartFlags, roles: NodeConfig
   return Daemon.start({ dataDir, config, identity, log, advertise: false, api: false });
 }
 
-async function waitForMarket(d: Daemon, ms: number): Promise<void> {
+async function waitForMarket(d: Daemon, ms: number, signal?: AbortSignal): Promise<void> {
   const end = Date.now() + ms;
-  while (Date.now() < end) {
+  while (Date.now() < end && !signal?.aborted) {
     if (d.net.peers().length > 0 && d.market.adverts.latest.size > 0) {
       await new Promise((r) => setTimeout(r, 300));
       return;
@@ -512,12 +512,40 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
     const parsed = parseJobSpec(spec);
     await checkSpecOffline(parsed, nodeConfig(dataDir, f), f.overlay);
     const d = await oneShotNode(dataDir, f, ['buyer']);
+    // Ctrl-C (docs/node.md "A run whose client went away"): the first withdraws a job no provider was selected for yet
+    // (the run's client gone, as a daemon's is), or says that a selected one runs to its end here; a second stops the
+    // node, which breaks the run off; a third exits at once. The node is stopped before the command ends.
+    const heard: RunHeard = {};
+    const gone = new AbortController();
+    let presses = 0;
+    const goesOn = () => process.stderr.write(goesOnHere(heard) + '\n');
+    const onInt = () => {
+      presses++;
+      if (presses === 1) {
+        gone.abort();
+        if (heard.winner !== undefined) goesOn();
+      } else if (presses === 2) void d.stop();
+      else process.exit(EXIT.INTERRUPTED);
+    };
+    process.on('SIGINT', onInt);
     try {
-      await waitForMarket(d, Number(f.wait));
-      const r = await d.runJob(parsed, (e) => print(eventToWire(e)), f.overlay);
+      await waitForMarket(d, Number(f.wait), gone.signal);
+      if (gone.signal.aborted) throw ctrlCAnswer(heard, 'here');
+      const onEvent = (e: BuyerEvent) => {
+        if (e.e === 'job') heard.job = e.job.address;
+        if (e.e === 'selection' && heard.winner === undefined) {
+          heard.winner = e.winner.provider;
+          // the run committed as (or just after) the Ctrl-C came: it goes on, and says so now
+          if (presses === 1) goesOn();
+        }
+        print(eventToWire(e));
+      };
+      const r = await d.overlay(f.overlay).runJob(parsed, onEvent, { gone: gone.signal });
+      if (presses > 0 && r.status === 'interrupted') throw heard.winner === undefined ? ctrlCAnswer(heard, 'here') : brokenOff(heard);
       result = resultToWire(r);
     } finally {
       await d.stop();
+      process.off('SIGINT', onInt);
     }
   }
   if (!result) throw new C0Error('RUN_NO_RESULT', 'the daemon ended the run without a result');

@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ctrlCAnswer, watchCtrlC } from '../../../src/cli/run-interrupt.js';
+import { brokenOff, ctrlCAnswer, goesOnHere, watchCtrlC } from '../../../src/cli/run-interrupt.js';
 import { EXIT, Interrupted } from '../../../src/cli/context.js';
 
 const JOB = 'sha256:' + 'ab'.repeat(32);
@@ -20,6 +20,19 @@ test('ctrlCAnswer: cancelled before a selection was heard, going on (and paid) a
   const sel = ctrlCAnswer({ job: JOB, winner: 'did:key:z6Mkwin' });
   assert.equal(sel.code, 'RUN_CONTINUES');
   assert.match(sel.message, new RegExp(`job ${JOB} goes on at did:key:z6Mkwin: .*paid for; its output is not kept`));
+});
+
+test('without a daemon: cancelled lines do not speak of a daemon; the run that goes on here says so; a second Ctrl-C breaks it off', () => {
+  for (const heard of [{}, { job: JOB }]) {
+    const e = ctrlCAnswer(heard, 'here');
+    assert.equal(e.code, 'RUN_CANCELLED');
+    assert.doesNotMatch(e.message, /daemon/);
+  }
+  assert.match(ctrlCAnswer({ job: JOB }, 'here').message, new RegExp(`job ${JOB} cancelled: no provider was selected yet, so it was withdrawn`));
+  assert.match(goesOnHere({ job: JOB, winner: 'did:key:z6Mkwin' }), new RegExp(`job ${JOB} goes on at did:key:z6Mkwin: .*runs to its end here and is paid for; Ctrl-C again breaks it off now`));
+  const broke = brokenOff({ job: JOB, winner: 'did:key:z6Mkwin' });
+  assert.ok(broke instanceof Interrupted);
+  assert.equal(broke.code, 'RUN_BROKEN_OFF');
 });
 
 test('watchCtrlC: the first SIGINT aborts the signal, a second exits 130 at once; dispose stops listening', () => {
