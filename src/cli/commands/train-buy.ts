@@ -19,7 +19,8 @@ import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import { apiCall, apiStream } from '../../node/api-client.js';
 import type { GangReport, MarketAdvert, MemberJobResult } from '../../roles/trainer/gang-buy.js';
-import { NegativeAnswer, out, outJson, readInput, UsageError, writeOutput, writingTo } from '../context.js';
+import { Interrupted, NegativeAnswer, out, outJson, readInput, UsageError, writeOutput, writingTo } from '../context.js';
+import { watchCtrlC } from '../run-interrupt.js';
 import { printable } from '../../util/text.js';
 import { requireDaemon, overlayQuery as q } from '../daemon-client.js';
 import { globals } from './index.js';
@@ -88,60 +89,108 @@ export function registerBuy(train: Command): void {
       if (!f.json) process.stderr.write(`▸ run ${runAddr}: ${order.length} members, buying one ${f.workload} job from each\n`);
       const input = Buffer.from(JSON.stringify({ run: (JSON.parse(json) as { run: string }).run })).toString('base64');
       const deadlineMs = Number(f.deadline);
-      let admission: Admission | undefined;
-      if (f.entitlement) {
-        // One claim for the whole gang, decided before any member job is sent; its deadline leaves room for the member jobs' own.
-        const body = {
-          run: (JSON.parse(json) as { run: string }).run,
-          entitlement: f.entitlement,
-          ...(f.energy === undefined ? {} : { energy: { uj: Number(f.energy), grade: f.energyGrade } }),
-          ...(f.class ? { class: f.class } : {}),
-          devicesPerMember: Number(f.devicesPerMember),
-          deadlineMs: deadlineMs + 60_000,
-        };
-        // the steward may queue the claim until its deadline before it answers: wait that long too
-        admission = ((await apiCall(client.api, client.token, 'POST', `/v1/gang/admit${q(f.overlay)}`, body, { workMs: body.deadlineMs })) as { admission: Admission }).admission;
-        if (!f.json) process.stderr.write(`▸ gang claim ${runAddr} under ${f.entitlement}: ${admission.verdict}${admission.reason ? ` (${printable(admission.reason)})` : ''}${admission.reserved ? `, ${admission.reserved.uj} µJ reserved (${admission.reserved.grade})` : ''}\n`);
-        if (admission.verdict !== 'Admit') {
-          if (f.json) outJson({ run: runAddr, ok: false, admission, members: [] });
-          throw new C0Error('TRAIN_GANG_REFUSED', `the steward did not admit the gang of ${order.length}: ${admission.verdict}${admission.reason ? ` ${admission.reason}` : ''}`, { detail: { admission } });
-        }
+      // Ctrl-C (docs/node.md "A run whose client went away"): no member job is sent after it, the streams in flight
+      // close (the daemon withdraws a member job no provider was selected for yet, a selected one runs to its end), the
+      // gang's claim is released with the receipts so far, and one line says what was done (exit 130); a second exits
+      // at once.
+      const ctrlC = watchCtrlC();
+      try {
+        await buyGang(ctrlC.signal);
+      } finally {
+        ctrlC.dispose();
       }
-      const buyOne = async (did: string, member: number): Promise<MemberJobResult> => {
-        const gang = { claim: runAddr, member };
-        const spec = { workload: f.workload, maxPrice: { amount: f.maxPrice, currency: f.currency }, deadlineMs, timeoutMs: Math.max(1_000, deadlineMs - 10_000), requirements: { allowlist: [did] }, input, params: citeParams(gang), ...(f.entitlement ? { entitlement: f.entitlement, gang } : {}) };
-        try {
-          for await (const ev of apiStream(client.api, client.token, `/v1/run${q(f.overlay)}`, spec)) {
-            if (ev.e === 'result') return ev.result as MemberJobResult;
-            if (ev.e === 'error') {
-              const err = ev.error as { code: string; message: string };
-              return { status: 'error', attempts: [{ provider: did, outcome: `${err.code}: ${err.message}` }] };
-            }
+      async function buyGang(interrupted: AbortSignal): Promise<void> {
+        let admission: Admission | undefined;
+        if (f.entitlement) {
+          // One claim for the whole gang, decided before any member job is sent; its deadline leaves room for the member jobs' own.
+          const body = {
+            run: (JSON.parse(json) as { run: string }).run,
+            entitlement: f.entitlement,
+            ...(f.energy === undefined ? {} : { energy: { uj: Number(f.energy), grade: f.energyGrade } }),
+            ...(f.class ? { class: f.class } : {}),
+            devicesPerMember: Number(f.devicesPerMember),
+            deadlineMs: deadlineMs + 60_000,
+          };
+          // the steward may queue the claim until its deadline before it answers: wait that long too
+          admission = ((await apiCall(client.api, client.token, 'POST', `/v1/gang/admit${q(f.overlay)}`, body, { workMs: body.deadlineMs })) as { admission: Admission }).admission;
+          if (!f.json) process.stderr.write(`▸ gang claim ${runAddr} under ${f.entitlement}: ${admission.verdict}${admission.reason ? ` (${printable(admission.reason)})` : ''}${admission.reserved ? `, ${admission.reserved.uj} µJ reserved (${admission.reserved.grade})` : ''}\n`);
+          if (admission.verdict !== 'Admit') {
+            if (f.json) outJson({ run: runAddr, ok: false, admission, members: [] });
+            throw new C0Error('TRAIN_GANG_REFUSED', `the steward did not admit the gang of ${order.length}: ${admission.verdict}${admission.reason ? ` ${admission.reason}` : ''}`, { detail: { admission } });
           }
-        } catch (e) {
-          // refused before the run started (the daemon answers a bad spec as an HTTP error): this member failed, and the
-          // gang's claim is still released below
-          return { status: 'error', attempts: [{ provider: did, outcome: `${(e as C0Error).code ?? 'ERROR'}: ${(e as Error).message}` }] };
         }
-        return { status: 'error', attempts: [{ provider: did, outcome: 'the daemon ended the run without a result' }] };
-      };
-      const results = await Promise.all(order.map(buyOne));
-      // the same spec in one process: what every member must have reached, unless one fed the all-reduce something other than its gradient
-      const reference = f.reference ? referenceFor(bundle.run.record).weights : undefined;
-      const report: GangReport & { admission?: Admission; released?: string } = checkGang(runAddr, order, results, reference);
-      if (admission) {
-        // Release the one claim now with every member's receipt (the steward may have released it already, on the last receipt).
-        const receipts = report.members.map((m) => m.receipt).filter((x): x is string => x !== undefined);
-        // the daemon asks the steward first, with a 30 s deadline (releaseGang, src/node/gang-routes.ts)
-        const rel = (await apiCall(client.api, client.token, 'POST', `/v1/gang/release${q(f.overlay)}`, { claim: runAddr, receipts }, { workMs: 30_000 }).catch(() => ({ released: 'unknown' }))) as { released: string };
-        Object.assign(report, { admission, released: rel.released });
+        /** What each member job's stream said before a Ctrl-C: whether its provider was selected (the run committed). */
+        const selected = new Set<number>();
+        const buyOne = async (did: string, member: number): Promise<MemberJobResult> => {
+          if (interrupted.aborted) return { status: 'not-sent', attempts: [{ provider: did, outcome: 'not sent: Ctrl-C came first' }] };
+          const gang = { claim: runAddr, member };
+          const spec = { workload: f.workload, maxPrice: { amount: f.maxPrice, currency: f.currency }, deadlineMs, timeoutMs: Math.max(1_000, deadlineMs - 10_000), requirements: { allowlist: [did] }, input, params: citeParams(gang), ...(f.entitlement ? { entitlement: f.entitlement, gang } : {}) };
+          try {
+            for await (const ev of apiStream(client.api, client.token, `/v1/run${q(f.overlay)}`, spec, { signal: interrupted })) {
+              if (ev.e === 'selection') selected.add(member);
+              if (ev.e === 'result') return ev.result as MemberJobResult;
+              if (ev.e === 'error') {
+                const err = ev.error as { code: string; message: string };
+                return { status: 'error', attempts: [{ provider: did, outcome: `${err.code}: ${err.message}` }] };
+              }
+            }
+          } catch (e) {
+            if (interrupted.aborted) {
+              const outcome = selected.has(member) ? 'in flight at Ctrl-C with its provider selected: it runs to its end and is paid for' : 'in flight at Ctrl-C before a provider was selected: the daemon withdraws it';
+              return { status: 'interrupted', attempts: [{ provider: did, outcome }] };
+            }
+            // refused before the run started (the daemon answers a bad spec as an HTTP error): this member failed, and the
+            // gang's claim is still released below
+            return { status: 'error', attempts: [{ provider: did, outcome: `${(e as C0Error).code ?? 'ERROR'}: ${(e as Error).message}` }] };
+          }
+          return { status: 'error', attempts: [{ provider: did, outcome: 'the daemon ended the run without a result' }] };
+        };
+        const results = await Promise.all(order.map(buyOne));
+        const stopped = interrupted.aborted;
+        // the same spec in one process: what every member must have reached, unless one fed the all-reduce something
+        // other than its gradient (not worked out for a gang broken off)
+        const reference = f.reference && !stopped ? referenceFor(bundle.run.record).weights : undefined;
+        const report: GangReport & { admission?: Admission; released?: string; interrupted?: true } = checkGang(runAddr, order, results, reference);
+        if (admission) {
+          // Release the one claim now with every member's receipt (the steward may have released it already, on the last
+          // receipt); after a Ctrl-C with the receipts so far, else the steward holds the reservation to its deadline.
+          const receipts = report.members.map((m) => m.receipt).filter((x): x is string => x !== undefined);
+          // the daemon asks the steward first, with a 30 s deadline (releaseGang, src/node/gang-routes.ts)
+          const rel = (await apiCall(client.api, client.token, 'POST', `/v1/gang/release${q(f.overlay)}`, { claim: runAddr, receipts }, { workMs: 30_000 }).catch(() => ({ released: 'unknown' }))) as { released: string };
+          Object.assign(report, { admission, released: rel.released });
+        }
+        if (stopped) {
+          report.interrupted = true;
+          if (f.out) writeOutput(f.out + '.result.json', JSON.stringify(report, null, 2) + '\n');
+          if (f.json) outJson(report);
+          throw gangInterrupted(report, selected.size, f.out ? `${f.out}.result.json` : undefined);
+        }
+        if (f.out) writeOutput(f.out + '.result.json', JSON.stringify(report, null, 2) + '\n');
+        if (f.json) outJson(report);
+        else {
+          for (const m of report.members) out(`member ${m.did}: ${m.status}${m.receipt ? `, receipt ${m.receipt}` : ''}${m.energy ? `, energy ${m.energy.uj} µJ (${m.energy.grade})` : ''}${m.weights ? `, weights ${m.weights}` : ''}${m.problem ? ` ✘ ${m.problem}` : ''}`);
+          if (report.ok) out(`weights ${report.weights!} (all ${report.members.length} members agree${report.reference ? ', and the single-process run reaches the same' : ''})`);
+        }
+        if (!report.ok) throw new NegativeAnswer([`✘ the gang did not finish with one set of weights`], 'stderr');
       }
-      if (f.out) writeOutput(f.out + '.result.json', JSON.stringify(report, null, 2) + '\n');
-      if (f.json) outJson(report);
-      else {
-        for (const m of report.members) out(`member ${m.did}: ${m.status}${m.receipt ? `, receipt ${m.receipt}` : ''}${m.energy ? `, energy ${m.energy.uj} µJ (${m.energy.grade})` : ''}${m.weights ? `, weights ${m.weights}` : ''}${m.problem ? ` ✘ ${m.problem}` : ''}`);
-        if (report.ok) out(`weights ${report.weights!} (all ${report.members.length} members agree${report.reference ? ', and the single-process run reaches the same' : ''})`);
-      }
-      if (!report.ok) throw new NegativeAnswer([`✘ the gang did not finish with one set of weights`], 'stderr');
     });
+}
+
+/**
+ * The line a Ctrl-C ends `train buy` with (exit 130): the member jobs done, those in flight (their streams closed:
+ * `committed` of them had a provider selected, so they run to their end and are paid for; the daemon withdraws the
+ * rest), those not sent, the claim's release, and where the per-member report is.
+ */
+export function gangInterrupted(report: GangReport & { admission?: Admission; released?: string }, committed: number, file: string | undefined): Interrupted {
+  const n = report.members.length;
+  const done = report.members.filter((m) => m.status === 'completed').length;
+  const inFlight = report.members.filter((m) => m.status === 'interrupted').length;
+  const notSent = report.members.filter((m) => m.status === 'not-sent').length;
+  const receipts = report.members.filter((m) => m.receipt !== undefined).length;
+  const flight = inFlight ? `; ${inFlight} in flight, their streams closed (${Math.min(committed, inFlight)} with a provider already selected run to their end and are paid for; the daemon withdraws the others)` : '';
+  const claim = report.admission ? `; the gang's claim was released with the ${receipts} receipt${receipts === 1 ? '' : 's'} so far (steward: ${report.released ?? 'unknown'})` : '';
+  return new Interrupted(
+    'TRAIN_GANG_INTERRUPTED',
+    `gang ${report.run} interrupted with Ctrl-C: ${done} of ${n} member jobs done${flight}${notSent ? `; ${notSent} not sent` : ''}${claim}. Per member: ${file ?? 'the receipts in `c0mpute jobs`'}`,
+  );
 }
