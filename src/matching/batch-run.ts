@@ -55,6 +55,12 @@ const JOB_INTERRUPTED = 'JOB_INTERRUPTED';
  * the stopping buyer's answer to a provider's claim, and once the API is closed the CLI sees DAEMON_LOST_CODES.
  */
 export const DAEMON_STOPPING_CODES: ReadonlySet<string> = new Set([JOB_INTERRUPTED]);
+/**
+ * The run's `signal` aborted (`c0mpute batch run`'s Ctrl-C): it stops as when it loses its daemon (`stopped` with this
+ * code), its own doing: nothing more is posted, the lines in flight (whose streams the ports close on the same signal)
+ * are `unknown`, the daemon withdrawing those no provider was selected for yet and letting the others run to their end.
+ */
+export const BATCH_INTERRUPTED = 'BATCH_INTERRUPTED';
 
 /**
  * The code of `e` when it says the daemon was lost or is stopping (DAEMON_LOST_CODES, DAEMON_STOPPING_CODES), else
@@ -107,7 +113,7 @@ export type BatchRunEvent =
   | { e: 'replanned'; lines: number; excluded: string[]; assignments: Array<{ workload: string; provider: string; lines: number }>; deferred?: number }
   | { e: 'replan-refused'; lines: number; excluded: string[]; reason: string; retryInMs?: number }
   | { e: 'progress'; total: number; done: number; failed: number; replanned: number; inFlight: number }
-  /** The run lost its daemon (`code`: DAEMON_LOST_CODES or DAEMON_STOPPING_CODES): nothing more is posted; `inFlight` lines are let settle. */
+  /** The run lost its daemon (`code`: DAEMON_LOST_CODES or DAEMON_STOPPING_CODES) or was interrupted (BATCH_INTERRUPTED): nothing more is posted; `inFlight` lines are let settle. */
   | { e: 'stopped'; code: string; message: string; inFlight: number };
 
 export interface BatchRunPorts {
@@ -154,6 +160,8 @@ export interface BatchRunOptions {
   /** Lines started per second at most (default BATCH_STARTS_PER_SEC; Infinity: no pacing) and the burst (default BATCH_START_BURST). */
   startsPerSec?: number;
   startBurst?: number;
+  /** The operator's Ctrl-C: the run stops, `stopped` BATCH_INTERRUPTED (the ports close their streams on it too). */
+  signal?: AbortSignal;
 }
 
 export interface LineReport {
@@ -181,7 +189,7 @@ export interface BatchRunSummary {
   unknown: number;
   /** Lines not posted because the run stopped (status `not-posted`); 0 unless `stopped`. */
   notPosted: number;
-  /** Set when the run stopped because it lost its daemon: the daemon's code (DAEMON_LOST_CODES, DAEMON_STOPPING_CODES) and message. */
+  /** Set when the run stopped because it lost its daemon: the daemon's code (DAEMON_LOST_CODES, DAEMON_STOPPING_CODES) and message; or BATCH_INTERRUPTED when its `signal` aborted. */
   stopped?: { code: string; message: string };
   /** Line re-assignments made by re-planning (a line re-planned twice counts twice). */
   replanned: number;
@@ -285,6 +293,10 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
     }
   };
 
+  /** The operator's Ctrl-C (opts.signal): the run stops as when it loses its daemon. */
+  const interrupt = opts.signal ?? new AbortController().signal;
+  const interrupted = { code: BATCH_INTERRUPTED, message: 'interrupted with Ctrl-C' };
+
   /** The run lost its daemon: say so once; what is in flight settles, nothing more starts. */
   const stop = (why: { code: string; message: string }): void => {
     if (stopped) return;
@@ -305,6 +317,8 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
       .catch((e: unknown): LineOutcome => {
         const code = daemonSideCode(e);
         if (code) lost = { code, message: (e as C0Error).message };
+        // its stream closed by the Ctrl-C (which the stream reports as a connection lost): in flight, not failed
+        if (interrupt.aborted) lost = interrupted;
         const job = jobOfError(e);
         refused = code !== undefined && DAEMON_STOPPING_CODES.has(code) && job === undefined;
         return { status: 'error', ...(job ? { job } : {}), detail: e instanceof C0Error ? `${e.code}: ${e.message}` : (e as Error).message };
@@ -333,7 +347,10 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
           stop(lost);
           r.status = 'unknown';
           if (o.job) r.job = o.job;
-          r.detail = `in flight when the run lost its daemon (${lost.code}); its outcome is not known here: \`c0mpute jobs\` on the daemon says`;
+          r.detail =
+            lost === interrupted
+              ? 'in flight at Ctrl-C, its stream closed: the daemon withdraws it if no provider was selected yet, else it runs to its end; its outcome: `c0mpute jobs` on the daemon'
+              : `in flight when the run lost its daemon (${lost.code}); its outcome is not known here: \`c0mpute jobs\` on the daemon says`;
           unknown++;
           emit({ e: 'line', line: l.id, provider: p, status: 'unknown', attempt, ...(o.job ? { job: o.job } : {}), detail: `${lost.code}: ${lost.message}` });
           progress();
@@ -499,9 +516,16 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
       })()
     : undefined;
 
+  const onInterrupt = () => {
+    stop(interrupted);
+    wake();
+  };
+  if (interrupt.aborted) stop(interrupted);
+  else interrupt.addEventListener('abort', onInterrupt, { once: true });
   progress();
   wake();
   await settled;
+  interrupt.removeEventListener('abort', onInterrupt);
   if (paced) clearTimeout(paced);
   quit.abort();
   await watch;
@@ -511,7 +535,7 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
     if (r.status !== 'not-posted') continue;
     if (stopped) {
       notPosted++;
-      r.detail = `${r.attempts.length ? 'not posted again' : 'not posted'}: the run stopped when it lost its daemon (${stopped.code})`;
+      r.detail = `${r.attempts.length ? 'not posted again' : 'not posted'}: ${stopped === interrupted ? 'the run was interrupted with Ctrl-C' : `the run stopped when it lost its daemon (${stopped.code})`}`;
     } else {
       // cannot happen (every line ends done or failed when the daemon stays); never reported as anything but failed
       r.status = 'failed';

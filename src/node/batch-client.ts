@@ -154,6 +154,8 @@ export interface ApiBatchOptions {
   outputDir: string;
   clock?: () => number;
   onEvent?: (e: BatchRunEvent) => void;
+  /** The operator's Ctrl-C: closes every line's `/v1/run` stream (the daemon takes each as its client gone). */
+  signal?: AbortSignal;
 }
 
 /** The ports of runBatch over the control API. Call `refreshSlots()` once before running. */
@@ -182,7 +184,7 @@ export function apiBatchPorts(o: ApiBatchOptions): BatchRunPorts & { refreshSlot
       // a run that then breaks off without a result still says which job it was (docs/matching.md "The daemon goes away").
       let job: string | undefined;
       try {
-        for await (const ev of apiStream(o.api, o.token, `/v1/run${q}`, spec)) {
+        for await (const ev of apiStream(o.api, o.token, `/v1/run${q}`, spec, o.signal ? { signal: o.signal } : {})) {
           job ??= jobNamed(ev);
           if (ev.e === 'result') result = ev.result as Record<string, unknown>;
           else if (ev.e === 'error') {

@@ -13,6 +13,11 @@
  * or the run lost its daemon (DAEMON_STREAM_LOST, DAEMON_UNREACHABLE,
  * DAEMON_NOT_ANSWERING, JOB_INTERRUPTED): it stops, blames no provider, and
  * its summary says which lines were done, in flight, or never posted.
+ * Ctrl-C (docs/node.md "A run whose client went away"): no more lines are
+ * posted, the lines' streams in flight close (the daemon withdraws those no
+ * provider was selected for yet and lets the others run to their end), the
+ * summary is written as when the daemon is lost, and one line,
+ * BATCH_INTERRUPTED, ends the command (exit 130); a second Ctrl-C exits at once.
  */
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { basename, dirname, extname, join, resolve } from 'node:path';
@@ -20,8 +25,9 @@ import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import { shortDid } from '../../market/short-did.js';
 import { formatMoney } from '../../records/money.js';
-import { runBatch, BATCH_RUN_CONCURRENCY, BATCH_RUN_MAX_CONCURRENCY, type BatchRunEvent, type BatchRunSummary } from '../../matching/batch-run.js';
-import { jsonReplacer, NegativeAnswer, out, UsageError, writingTo } from '../context.js';
+import { runBatch, BATCH_INTERRUPTED, BATCH_RUN_CONCURRENCY, BATCH_RUN_MAX_CONCURRENCY, type BatchRunEvent, type BatchRunSummary } from '../../matching/batch-run.js';
+import { Interrupted, jsonReplacer, NegativeAnswer, out, UsageError, writingTo } from '../context.js';
+import { watchCtrlC } from '../run-interrupt.js';
 import { printable } from '../../util/text.js';
 import { requireDaemon } from '../daemon-client.js';
 import { globals } from './index.js';
@@ -63,6 +69,8 @@ export function registerBatchRun(batch: Command): void {
       // the planner prices a per-MiB ask by the largest line's input, as its provider will claim it
       const b = withLineInputs(fromFile, lines);
       const c = requireDaemon(dataDir);
+      // Ctrl-C: the run stops (runBatch's signal) and the ports close the lines' streams; a second exits at once
+      const ctrlC = watchCtrlC();
       const names = shortDid;
       const total = lines.length;
       const say = (s: string) => process.stderr.write(printable(s) + '\n');
@@ -74,8 +82,10 @@ export function registerBatchRun(batch: Command): void {
         if (e.e === 'planned') for (const l of renderPlan(e.plan)) out(l);
         else if (e.e === 'line') {
           const mark = e.status === 'done' ? '✔' : e.status === 'retry' ? '↻' : e.status === 'unknown' ? '?' : '✘';
-          const what = e.status === 'done' ? 'done by' : e.status === 'retry' ? 'to re-plan after' : e.status === 'unknown' ? 'outcome unknown (the daemon was lost) at' : 'failed at';
+          const what = e.status === 'done' ? 'done by' : e.status === 'retry' ? 'to re-plan after' : e.status === 'unknown' ? (ctrlC.signal.aborted ? 'in flight at Ctrl-C, its stream closed, at' : 'outcome unknown (the daemon was lost) at') : 'failed at';
           say(`${mark} ${e.line} ${what} ${names(e.provider)}${e.status === 'unknown' && e.job ? `, job ${e.job}` : ''}${e.detail ? ` (${e.detail})` : ''}`);
+        } else if (e.e === 'stopped' && e.code === BATCH_INTERRUPTED) {
+          say(`✘ Ctrl-C: no more lines are posted${e.inFlight ? `; closing the ${e.inFlight} in flight` : ''}`);
         } else if (e.e === 'stopped') {
           say(`✘ lost the daemon (${e.code}: ${e.message}): no more lines are posted and no provider is blamed${e.inFlight ? `; waiting for the ${e.inFlight} in flight` : ''}`);
         } else if (e.e === 'provider-failed') say(`✘ provider ${names(e.provider)} failed line ${e.line}: ${e.reason}; its waiting lines are re-planned without it`);
@@ -83,14 +93,16 @@ export function registerBatchRun(batch: Command): void {
         else if (e.e === 'replan-refused') say(`✘ ${e.lines} line${e.lines === 1 ? '' : 's'} could not be re-planned: ${e.reason}`);
         else if (e.e === 'progress' && e.total === total) say(`▸ ${e.done + e.failed}/${e.total}: ${e.done} done, ${e.failed} failed, ${e.replanned} re-planned, ${e.inFlight} in flight`);
       };
-      const ports = apiBatchPorts({ api: c.api, token: c.token, ...(o.overlay ? { overlay: o.overlay } : {}), ...(ceiling === undefined ? {} : { ceiling }), outputDir, onEvent });
-      await ports.refreshSlots();
+      const ports = apiBatchPorts({ api: c.api, token: c.token, ...(o.overlay ? { overlay: o.overlay } : {}), ...(ceiling === undefined ? {} : { ceiling }), outputDir, onEvent, signal: ctrlC.signal });
       let summary: BatchRunSummary;
       try {
-        summary = await runBatch({ batch: b, lines, concurrency }, ports);
+        await ports.refreshSlots();
+        summary = await runBatch({ batch: b, lines, concurrency, signal: ctrlC.signal }, ports);
       } catch (e) {
         if (e instanceof C0Error && (e.code === 'BATCH_EXCEEDS_CAPACITY' || e.code === 'BATCH_MAX_PRICE_BELOW_ASK')) throw new NegativeAnswer([`error ${e.code}: ${e.message}`], 'stderr');
         throw e;
+      } finally {
+        ctrlC.dispose();
       }
       const summaryFile = join(outputDir, 'summary.json');
       writingTo(summaryFile, () => {
@@ -100,9 +112,15 @@ export function registerBatchRun(batch: Command): void {
       const cost = summary.cost.map(formatMoney).join(' + ') || 'nothing';
       if (o.json) out(JSON.stringify({ e: 'summary', summary: { ...summary, file: summaryFile } }, jsonReplacer));
       else {
-        const stopped = summary.stopped ? `, ${summary.unknown} in flight when the daemon was lost, ${summary.notPosted} not posted` : '';
+        const stopped = summary.stopped ? `, ${summary.unknown} in flight when ${summary.stopped.code === BATCH_INTERRUPTED ? 'interrupted' : 'the daemon was lost'}, ${summary.notPosted} not posted` : '';
         out(`batch: ${summary.lines} lines, ${summary.done} done, ${summary.failed} failed${stopped}, ${summary.replanned} re-planned; ${summary.receipts.length} receipts; cost ${cost}`);
         out(`outputs in ${outputDir}, summary in ${summaryFile}`);
+      }
+      if (summary.stopped?.code === BATCH_INTERRUPTED) {
+        throw new Interrupted(
+          BATCH_INTERRUPTED,
+          `the batch was interrupted with Ctrl-C: ${summary.done} of ${summary.lines} lines done, ${summary.unknown} in flight (their streams closed: the daemon withdraws those no provider was selected for yet and lets the others run to their end; their outcome: \`c0mpute jobs\`), ${summary.notPosted} not posted${summary.failed ? `, ${summary.failed} failed` : ''}; outputs in ${outputDir}, per line in ${summaryFile}`,
+        );
       }
       if (summary.stopped) {
         // the daemon's own error, as `c0mpute run` reports it (exit 3): not a negative answer about the lines
