@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
+import { readdirSync, readFileSync } from 'node:fs';
 import { startRig } from './start-rig.js';
 
 const rig = startRig('c0-start-pid1-');
@@ -20,17 +21,31 @@ function noNamespace(): string | undefined {
   return undefined;
 }
 
+/** The pids whose parent is `ppid` (from /proc/<pid>/stat: the fields after the command's closing parenthesis). */
+function childrenOf(ppid: number): number[] {
+  const out: number[] = [];
+  for (const e of readdirSync('/proc')) {
+    if (!/^[0-9]+$/.test(e)) continue;
+    try {
+      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === ppid) out.push(Number(e));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return out;
+}
+
 test('start as PID 1 (no init in front) warns DAEMON_PID_1 and starts; started normally, it does not warn', async (t) => {
   const why = noNamespace();
   if (why) return t.skip(why);
   const d = await rig.keysInit('n');
-  // PID 1: unshare forks the node into a new pid namespace, and passes a SIGTERM on when it is itself terminated
-  const p = spawn('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child=SIGTERM', process.execPath, rig.bin, '--data-dir', d, 'start', ...rig.LOOPBACK], {
+  // PID 1: unshare forks the node into a new pid namespace (and kills it should unshare itself be killed)
+  const p = spawn('unshare', ['--pid', '--fork', '--mount-proc', '--kill-child', process.execPath, rig.bin, '--data-dir', d, 'start', ...rig.LOOPBACK], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: rig.env,
   });
-  // 'close', not 'exit': unshare exits on the SIGTERM at once, and the node it passed the signal to logs its stop after
-  const exit = once(p, 'close');
+  const exit = once(p, 'close'); // (its output read to the end, not only its exit)
   let out = '';
   const giveUp = setTimeout(() => p.kill('SIGKILL'), 120_000);
   const started = new Promise<void>((resolve) => {
@@ -42,7 +57,9 @@ test('start as PID 1 (no init in front) warns DAEMON_PID_1 and starts; started n
     p.stderr!.on('data', onData);
   });
   await Promise.race([started, exit]);
-  p.kill('SIGTERM');
+  // unshare --fork ignores SIGTERM and SIGINT itself, so the node (its child, pid 1 inside) is sent the SIGTERM; unshare
+  // exits once the node has
+  for (const pid of childrenOf(p.pid!)) process.kill(pid, 'SIGTERM');
   await exit;
   clearTimeout(giveUp);
   const lines = out.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { code?: string; pid?: number; msg?: string; level?: number });
