@@ -17,6 +17,10 @@
  *
  * The book holds offers whatever their advert; eligibility (and so selection)
  * refuses an offer whose advert is not known, so it waits without winning.
+ * The slot an offer is filed under (`slotOf`) can depend on whether its cited
+ * advert is held (a pool member's offer stands for the pool only then): when
+ * that changes, `refile` moves the offers citing it to the slot they stand for
+ * now, so the book shows one offer per provider whatever the arrival order.
  *
  * Persistence: with a store, every change is one synced LevelDB batch
  * (`job!provider!offer` → envelope bytes) written before `add` resolves, and
@@ -121,6 +125,10 @@ export class OfferBook {
   readonly #jobs = new Map<string, Map<string, Opened<Offer>[]>>();
   /** every offer held (best and standby), by address */
   readonly #addrs = new Map<string, Opened<Offer>>();
+  /** the slot each offer held is filed under, by offer address */
+  readonly #filed = new Map<string, string>();
+  /** offer addresses held, by the advert address they cite (what `refile` moves) */
+  readonly #citing = new Map<string, Set<string>>();
   /** Offers prune dropped from memory whose delete did not reach the disk yet (tried again at the next prune). */
   #unsaved: Opened<Offer>[] = [];
   readonly #store: Sub | undefined;
@@ -221,13 +229,30 @@ export class OfferBook {
       this.#jobs.set(job, slots);
     }
     this.#commit(job, provider, kept, removed);
-    this.#addrs.set(offer.address, offer);
+    this.#hold(offer, provider);
     const after = bestOf(kept, now);
     return { changed: after !== before, status: after === offer ? 'best' : 'standby', removed, provider };
   }
 
+  /** Note an offer as held, filed under `provider`. */
+  #hold(o: Opened<Offer>, provider: string): void {
+    this.#addrs.set(o.address, o);
+    this.#filed.set(o.address, provider);
+    let c = this.#citing.get(o.record.advert);
+    if (!c) this.#citing.set(o.record.advert, (c = new Set()));
+    c.add(o.address);
+  }
+
+  /** Note an offer as no longer held. */
+  #release(o: Opened<Offer>): void {
+    if (!this.#addrs.delete(o.address)) return;
+    this.#filed.delete(o.address);
+    const c = this.#citing.get(o.record.advert);
+    if (c?.delete(o.address) && c.size === 0) this.#citing.delete(o.record.advert);
+  }
+
   #commit(job: string, provider: string, entries: Opened<Offer>[], removed: Opened<Offer>[]): void {
-    for (const r of removed) this.#addrs.delete(r.address);
+    for (const r of removed) this.#release(r);
     let slots = this.#jobs.get(job);
     if (entries.length === 0) {
       if (slots) {
@@ -248,9 +273,42 @@ export class OfferBook {
     const entries = (slots?.get(provider) ?? []).filter((e) => e !== offer);
     for (const r of removed) if (r.record.job === offer.record.job) entries.push(r);
     entries.sort(compareOffers);
-    this.#addrs.delete(offer.address);
-    for (const r of removed) this.#addrs.set(r.address, r);
+    this.#release(offer);
+    for (const r of removed) this.#hold(r, provider);
     this.#commit(offer.record.job, provider, entries, []);
+  }
+
+  /**
+   * Move the offers citing any of `adverts` to the slot `slotOf` gives them
+   * now, after the node's view of those adverts changed (one became held, or
+   * was let go): a pool member's offer filed under its own DID while the pooled
+   * advert it cites was not held joins the pool's slot once it is, and goes
+   * back to its signer's when the advert is let go. In memory only: the store
+   * keys offers by signer, not slot. Nothing is dropped or refused: a moved
+   * offer that another in its new slot dominates stays held but is never shown
+   * (an offer's visible slot is the best live offer, whatever else it holds),
+   * and the slot may hold more than MAX_STANDBY until its offers expire (the
+   * bound refuses further offers meanwhile). Returns how many offers moved.
+   */
+  refile(adverts: Iterable<string>): number {
+    let moved = 0;
+    for (const advert of adverts) {
+      for (const address of [...(this.#citing.get(advert) ?? [])]) {
+        const o = this.#addrs.get(address)!;
+        const from = this.#filed.get(address)!;
+        const to = this.#slotOf(o);
+        if (to === from) continue;
+        const job = o.record.job;
+        const slots = this.#jobs.get(job)!;
+        const left = slots.get(from)!.filter((e) => e !== o);
+        this.#commit(job, from, left, []);
+        const into = [...(this.#jobs.get(job)?.get(to) ?? []), o].sort(compareOffers);
+        this.#commit(job, to, into, []);
+        this.#filed.set(address, to);
+        moved++;
+      }
+    }
+    return moved;
   }
 
   /**
@@ -366,7 +424,7 @@ export class OfferBook {
     const slots = this.#jobs.get(job);
     if (!slots) return;
     const removed = [...slots.values()].flat();
-    for (const o of removed) this.#addrs.delete(o.address);
+    for (const o of removed) this.#release(o);
     this.#jobs.delete(job);
     if (this.#store && removed.length) await this.#store.batch(removed.map((o) => ({ type: 'del' as const, key: keyOf(o) })), SYNC);
   }
