@@ -143,7 +143,11 @@ export class MarketService implements BuyerMarket {
         if (ev.length) this.o.log.debug({ providers: ev.filter((e) => e.whole).length, superseded: ev.filter((e) => !e.whole).reduce((n, e) => n + e.adverts.length, 0), excess }, 'advert cap: evicted the least useful adverts');
         return ev;
       },
-      onEvict: (evicted) => this.adverts.remove(evicted),
+      onEvict: (evicted) => {
+        this.adverts.remove(evicted);
+        // an offer citing a pooled advert let go stands for its signer again (docs/pools.md "Offer book")
+        this.book.refile(evicted.map((a) => a.address));
+      },
     });
   }
 
@@ -189,7 +193,11 @@ export class MarketService implements BuyerMarket {
   /** Store an advert (within the cap) and index it. Resolves to whether it is now held. */
   async putAdvert(a: Opened<Advert>): Promise<boolean> {
     const added = await this.o.records.put(a);
-    if (added) this.adverts.add(a);
+    if (added) {
+      this.adverts.add(a);
+      // an offer filed before the pooled advert it cites was held now stands for the pool (docs/pools.md "Offer book")
+      this.book.refile([a.address]);
+    }
     return added;
   }
 
