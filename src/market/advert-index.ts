@@ -135,6 +135,16 @@ export class AdvertIndex {
     return a && a.record.pool && a.signer === offer.signer ? entryKey(a) : offer.signer;
   }
 
+  /**
+   * Whether `providerFor(offer)` can no longer change: the advert it cites is held and does not make it stand for a
+   * pool (a plain advert, or another key's). Until its advert is held, or while it stands for a pool (the advert may
+   * be let go), the offer book indexes it for `refile`.
+   */
+  settled(offer: Opened<Offer>): boolean {
+    const a = this.byAddress.get(offer.record.advert);
+    return a !== undefined && !(a.record.pool && a.signer === offer.signer);
+  }
+
   #reentry(signer: string): void {
     const a = this.latest.get(signer);
     const old = this.#entryOf.get(signer);

@@ -119,30 +119,39 @@ export interface BookSlot {
  */
 export type SlotOf = (offer: Opened<Offer>) => string;
 const bySigner: SlotOf = (o) => o.signer;
+/**
+ * Whether the slot `SlotOf` gives an offer can no longer change (the node's advert index: its cited advert is held and
+ * does not stand for a pool). The book keeps an index for `refile` of only the offers that are not settled, so the
+ * common case (a plain provider's offer with its advert) costs nothing more. Default: always for slots by signer,
+ * never (every offer indexed) for any other `SlotOf`.
+ */
+export type Settled = (offer: Opened<Offer>) => boolean;
+const always: Settled = () => true;
+const never: Settled = () => false;
 
 export class OfferBook {
   /** job → provider → entries (best first) */
   readonly #jobs = new Map<string, Map<string, Opened<Offer>[]>>();
   /** every offer held (best and standby), by address */
   readonly #addrs = new Map<string, Opened<Offer>>();
-  /** the slot each offer held is filed under, by offer address */
-  readonly #filed = new Map<string, string>();
-  /** offer addresses held, by the advert address they cite (what `refile` moves) */
-  readonly #citing = new Map<string, Set<string>>();
+  /** offers held whose slot may still change (not `settled`): by the advert they cite, offer address → slot filed under */
+  readonly #citing = new Map<string, Map<string, string>>();
   /** Offers prune dropped from memory whose delete did not reach the disk yet (tried again at the next prune). */
   #unsaved: Opened<Offer>[] = [];
   readonly #store: Sub | undefined;
   readonly #slotOf: SlotOf;
+  readonly #settled: Settled;
 
-  constructor(store?: Sub, slotOf: SlotOf = bySigner) {
+  constructor(store?: Sub, slotOf: SlotOf = bySigner, settled: Settled = slotOf === bySigner ? always : never) {
     this.#store = store;
     this.#slotOf = slotOf;
+    this.#settled = settled;
   }
 
   /** Open a persisted book from `db` (sublevel `market-offers`), dropping what has expired by `now`. */
-  static async open(db: Db, now: number, name = 'market-offers', slotOf?: SlotOf): Promise<OfferBook> {
+  static async open(db: Db, now: number, name = 'market-offers', slotOf?: SlotOf, settled?: Settled): Promise<OfferBook> {
     const store = sub(db, name);
-    const book = new OfferBook(store, slotOf);
+    const book = new OfferBook(store, slotOf, settled);
     const stale: string[] = [];
     for await (const [key, bytes] of store.iterator()) {
       let o: Opened<Offer>;
@@ -234,19 +243,18 @@ export class OfferBook {
     return { changed: after !== before, status: after === offer ? 'best' : 'standby', removed, provider };
   }
 
-  /** Note an offer as held, filed under `provider`. */
+  /** Note an offer as held, filed under `provider` (indexed for `refile` while its slot may still change). */
   #hold(o: Opened<Offer>, provider: string): void {
     this.#addrs.set(o.address, o);
-    this.#filed.set(o.address, provider);
+    if (this.#settled(o)) return;
     let c = this.#citing.get(o.record.advert);
-    if (!c) this.#citing.set(o.record.advert, (c = new Set()));
-    c.add(o.address);
+    if (!c) this.#citing.set(o.record.advert, (c = new Map()));
+    c.set(o.address, provider);
   }
 
   /** Note an offer as no longer held. */
   #release(o: Opened<Offer>): void {
     if (!this.#addrs.delete(o.address)) return;
-    this.#filed.delete(o.address);
     const c = this.#citing.get(o.record.advert);
     if (c?.delete(o.address) && c.size === 0) this.#citing.delete(o.record.advert);
   }
@@ -293,20 +301,25 @@ export class OfferBook {
   refile(adverts: Iterable<string>): number {
     let moved = 0;
     for (const advert of adverts) {
-      for (const address of [...(this.#citing.get(advert) ?? [])]) {
+      const citing = this.#citing.get(advert);
+      if (!citing) continue;
+      for (const [address, from] of [...citing]) {
         const o = this.#addrs.get(address)!;
-        const from = this.#filed.get(address)!;
         const to = this.#slotOf(o);
-        if (to === from) continue;
-        const job = o.record.job;
-        const slots = this.#jobs.get(job)!;
-        const left = slots.get(from)!.filter((e) => e !== o);
-        this.#commit(job, from, left, []);
-        const into = [...(this.#jobs.get(job)?.get(to) ?? []), o].sort(compareOffers);
-        this.#commit(job, to, into, []);
-        this.#filed.set(address, to);
-        moved++;
+        if (to !== from) {
+          const job = o.record.job;
+          const slots = this.#jobs.get(job)!;
+          const left = slots.get(from)!.filter((e) => e !== o);
+          this.#commit(job, from, left, []);
+          const into = [...(this.#jobs.get(job)?.get(to) ?? []), o].sort(compareOffers);
+          this.#commit(job, to, into, []);
+          moved++;
+        }
+        // its advert now held and standing for no pool: the slot is final, the index lets it go
+        if (this.#settled(o)) citing.delete(address);
+        else citing.set(address, to);
       }
+      if (citing.size === 0) this.#citing.delete(advert);
     }
     return moved;
   }

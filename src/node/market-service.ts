@@ -91,7 +91,7 @@ export class MarketService implements BuyerMarket {
   static async open(o: MarketServiceOptions): Promise<MarketService> {
     // the index first: the book files a pool member's offer under the pool (docs/pools.md "One entry in the market")
     const adverts = new AdvertIndex(o.records.allAdverts());
-    const book = await OfferBook.open(o.db, o.now, `${o.prefix}market-offers`, (offer) => adverts.providerFor(offer));
+    const book = await OfferBook.open(o.db, o.now, `${o.prefix}market-offers`, (offer) => adverts.providerFor(offer), (offer) => adverts.settled(offer));
     const evicted = o.registry ? new Counter({ name: 'c0mpute_reputation_evidence_evicted_total', help: 'Reputation evidence records evicted past reputation.maxEvidence or reputation.maxEvidenceBytes (outcomes whole, the oldest first: second-hand ones first, this node\'s own last)', registers: [o.registry] }) : undefined;
     const max = o.maxEvidence ?? DEFAULT_MAX_EVIDENCE;
     const maxBytes = o.maxEvidenceBytes ?? DEFAULT_MAX_EVIDENCE_BYTES;

@@ -75,45 +75,49 @@ test('two members’ offers for one job: one book slot, the pool’s, holding th
   assert.equal(book.slot(J.address, P(1).did, NOW), os);
 });
 
-test('an offer whose pooled advert becomes held (or is let go) moves to the slot it stands for now: the same book as that order would have made', () => {
-  const a0 = pooled(M[0]!);
-  const a1 = pooled(M[1]!);
-  const idx = new AdvertIndex([a1]);
-  const book = new OfferBook(undefined, (o) => idx.providerFor(o));
-  const o0 = offer(M[0]!, J, a0, { amount: '0.4' });
-  const o1 = offer(M[1]!, J, a1, { amount: '0.5' });
-  // a dearer offer of member 0 that lives longer: a standby behind o0, moved with it
-  const o0b = offer(M[0]!, J, a0, { amount: '0.45', expiresAt: NOW + 90_000 });
-  book.addSync(o0, NOW);
-  book.addSync(o0b, NOW);
-  book.addSync(o1, NOW);
-  assert.deepEqual(book.snapshot(NOW).map((x) => x.provider).sort(), [M[0]!.did, POOL].sort(), 'a0 not held: o0 under its signer');
-  idx.add(a0);
-  assert.equal(book.refile([a0.address]), 2);
-  assert.equal(book.refile([a0.address]), 0, 'nothing left to move');
-  assert.deepEqual(book.snapshot(NOW), [{ job: J.address, provider: POOL, offer: o0.address }]);
-  assert.deepEqual(book.candidates(J.address, 'USD', NOW), [o0]);
-  assert.equal(book.liveCount(J.address, NOW), 1);
-  assert.equal(book.slot(J.address, M[0]!.did, NOW), undefined);
-  assert.equal(book.size, 3);
-  // the same as a book that held a0 first
-  const ahead = new OfferBook(undefined, (o) => idx.providerFor(o));
-  for (const o of [o0, o0b, o1]) ahead.addSync(o, NOW);
-  for (const t of [NOW, NOW + 61_000]) assert.deepEqual(book.snapshot(t), ahead.snapshot(t), `at +${t - NOW} ms`);
-  // a later offer of the pool's is filed by the rule one provider's offers follow (dominated: o0 is cheaper and lives as long)
-  assert.equal(book.addSync(offer(M[1]!, J, a1, { amount: '0.6' }), NOW).status, 'dominated');
-  // a0 let go (the advert cap): member 0's offers stand for member 0 again
-  idx.remove([a0]);
-  assert.equal(book.refile([a0.address]), 2);
-  assert.deepEqual(book.snapshot(NOW).map((x) => [x.provider, x.offer]).sort(), [[M[0]!.did, o0.address], [POOL, o1.address]].sort());
-  // a plain advert's offers never move; an advert no offer cites moves nothing
-  const s = advert(P(1));
-  const os = offer(P(1), J, s);
-  book.addSync(os, NOW);
-  idx.add(s);
-  assert.equal(book.refile([s.address, 'sha256:' + 'cd'.repeat(32)]), 0);
-  assert.equal(book.slot(J.address, P(1).did, NOW), os);
-});
+// indexing every offer for refile (a SlotOf given alone), and only those whose slot may still change (the node's: the
+// advert index's `settled`)
+for (const index of ['every offer', 'offers not settled'] as const) {
+  test(`an offer whose pooled advert becomes held (or is let go) moves to the slot it stands for now: the same book as that order would have made (${index} indexed)`, () => {
+    const a0 = pooled(M[0]!);
+    const a1 = pooled(M[1]!);
+    const idx = new AdvertIndex([a1]);
+    const book = index === 'every offer' ? new OfferBook(undefined, (o) => idx.providerFor(o)) : new OfferBook(undefined, (o) => idx.providerFor(o), (o) => idx.settled(o));
+    const o0 = offer(M[0]!, J, a0, { amount: '0.4' });
+    const o1 = offer(M[1]!, J, a1, { amount: '0.5' });
+    // a dearer offer of member 0 that lives longer: a standby behind o0, moved with it
+    const o0b = offer(M[0]!, J, a0, { amount: '0.45', expiresAt: NOW + 90_000 });
+    book.addSync(o0, NOW);
+    book.addSync(o0b, NOW);
+    book.addSync(o1, NOW);
+    assert.deepEqual(book.snapshot(NOW).map((x) => x.provider).sort(), [M[0]!.did, POOL].sort(), 'a0 not held: o0 under its signer');
+    idx.add(a0);
+    assert.equal(book.refile([a0.address]), 2);
+    assert.equal(book.refile([a0.address]), 0, 'nothing left to move');
+    assert.deepEqual(book.snapshot(NOW), [{ job: J.address, provider: POOL, offer: o0.address }]);
+    assert.deepEqual(book.candidates(J.address, 'USD', NOW), [o0]);
+    assert.equal(book.liveCount(J.address, NOW), 1);
+    assert.equal(book.slot(J.address, M[0]!.did, NOW), undefined);
+    assert.equal(book.size, 3);
+    // the same as a book that held a0 first
+    const ahead = new OfferBook(undefined, (o) => idx.providerFor(o));
+    for (const o of [o0, o0b, o1]) ahead.addSync(o, NOW);
+    for (const t of [NOW, NOW + 61_000]) assert.deepEqual(book.snapshot(t), ahead.snapshot(t), `at +${t - NOW} ms`);
+    // a later offer of the pool's is filed by the rule one provider's offers follow (dominated: o0 is cheaper and lives as long)
+    assert.equal(book.addSync(offer(M[1]!, J, a1, { amount: '0.6' }), NOW).status, 'dominated');
+    // a0 let go (the advert cap): member 0's offers stand for member 0 again
+    idx.remove([a0]);
+    assert.equal(book.refile([a0.address]), 2);
+    assert.deepEqual(book.snapshot(NOW).map((x) => [x.provider, x.offer]).sort(), [[M[0]!.did, o0.address], [POOL, o1.address]].sort());
+    // a plain advert's offers never move; an advert no offer cites moves nothing
+    const s = advert(P(1));
+    const os = offer(P(1), J, s);
+    book.addSync(os, NOW);
+    idx.add(s);
+    assert.equal(book.refile([s.address, 'sha256:' + 'cd'.repeat(32)]), 0);
+    assert.equal(book.slot(J.address, P(1).did, NOW), os);
+  });
+}
 
 test('the market listing (/v1/market, providersKnown) counts a pool once, under its DID, with the members seen', () => {
   const idx = new AdvertIndex([pooled(M[0]!), pooled(M[1]!), pooled(M[2]!), advert(P(1))]);
