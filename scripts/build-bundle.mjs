@@ -41,6 +41,9 @@ const rules = {
     );
     b.onLoad({ filter: /[\\/]dist[\\/]src[\\/].*\.js$/ }, async (args) => {
       const text = await readFile(args.path, 'utf8');
+      // only `import.meta.url` is rewritten: any other form would name the bundle's directory instead of the module's
+      const other = /import\.meta\.(?!url\b)\w+/.exec(text);
+      if (other) return { errors: [{ text: `${relative(root, args.path)}: ${other[0]}: use import.meta.url (the bundle rewrites only that to the module's own file; scripts/build-bundle.mjs)` }] };
       if (!text.includes('import.meta.url')) return undefined;
       const rel = relative(out, args.path).split(sep).join('/');
       return { contents: text.replaceAll('import.meta.url', `new URL(${JSON.stringify(rel)}, import.meta.url).href`), loader: 'js' };

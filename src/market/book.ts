@@ -276,14 +276,20 @@ export class OfferBook {
     slots.set(provider, entries);
   }
 
+  /**
+   * Take back an insert whose write failed: the offer leaves the slot it is in now (a `refile` while the write was
+   * pending may have moved it from `provider`), and what it displaced goes back to the slot each stands for now.
+   */
   #undo(offer: Opened<Offer>, removed: Opened<Offer>[], provider: string): void {
-    const slots = this.#jobs.get(offer.record.job);
-    const entries = (slots?.get(provider) ?? []).filter((e) => e !== offer);
-    for (const r of removed) if (r.record.job === offer.record.job) entries.push(r);
-    entries.sort(compareOffers);
+    const job = offer.record.job;
+    const slot = this.#citing.get(offer.record.advert)?.get(offer.address) ?? provider;
     this.#release(offer);
-    for (const r of removed) this.#hold(r, provider);
-    this.#commit(offer.record.job, provider, entries, []);
+    this.#commit(job, slot, (this.#jobs.get(job)?.get(slot) ?? []).filter((e) => e !== offer), []);
+    for (const r of removed) {
+      const to = this.#slotOf(r);
+      this.#hold(r, to);
+      if (r.record.job === job) this.#commit(job, to, [...(this.#jobs.get(job)?.get(to) ?? []), r].sort(compareOffers), []);
+    }
   }
 
   /**

@@ -544,8 +544,8 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
       if (presses > 0 && r.status === 'interrupted') throw heard.winner === undefined ? ctrlCAnswer(heard, 'here') : brokenOff(heard);
       result = resultToWire(r);
     } finally {
-      await d.stop();
       process.off('SIGINT', onInt);
+      await d.stop();
     }
   }
   if (!result) throw new C0Error('RUN_NO_RESULT', 'the daemon ended the run without a result');

@@ -111,8 +111,17 @@ export function registerBuy(train: Command): void {
             devicesPerMember: Number(f.devicesPerMember),
             deadlineMs: deadlineMs + 60_000,
           };
-          // the steward may queue the claim until its deadline before it answers: wait that long too
-          admission = ((await apiCall(client.api, client.token, 'POST', `/v1/gang/admit${q(f.overlay)}`, body, { workMs: body.deadlineMs })) as { admission: Admission }).admission;
+          // the steward may queue the claim until its deadline before it answers: wait that long too, or until a Ctrl-C,
+          // which withdraws the claim (queued, or admitted meanwhile) before the command ends
+          const admitting = apiCall(client.api, client.token, 'POST', `/v1/gang/admit${q(f.overlay)}`, body, { workMs: body.deadlineMs }) as Promise<{ admission: Admission }>;
+          const ctrlC = new Promise<'ctrl-c'>((resolve) => (interrupted.aborted ? resolve('ctrl-c') : interrupted.addEventListener('abort', () => resolve('ctrl-c'), { once: true })));
+          const first = await Promise.race([admitting, ctrlC]);
+          if (first === 'ctrl-c') {
+            admitting.catch(() => {}); // its answer no longer matters
+            const rel = (await apiCall(client.api, client.token, 'POST', `/v1/gang/release${q(f.overlay)}`, { claim: runAddr, receipts: [] }, { workMs: 30_000 }).catch(() => ({ released: 'unknown' }))) as { released: string };
+            throw new Interrupted('TRAIN_GANG_INTERRUPTED', `gang ${runAddr} interrupted with Ctrl-C while the steward decided its claim: no member job was sent, and the claim was withdrawn (steward: ${rel.released})`);
+          }
+          admission = first.admission;
           if (!f.json) process.stderr.write(`▸ gang claim ${runAddr} under ${f.entitlement}: ${admission.verdict}${admission.reason ? ` (${printable(admission.reason)})` : ''}${admission.reserved ? `, ${admission.reserved.uj} µJ reserved (${admission.reserved.grade})` : ''}\n`);
           if (admission.verdict !== 'Admit') {
             if (f.json) outJson({ run: runAddr, ok: false, admission, members: [] });
@@ -163,7 +172,9 @@ export function registerBuy(train: Command): void {
           report.interrupted = true;
           if (f.out) writeOutput(f.out + '.result.json', JSON.stringify(report, null, 2) + '\n');
           if (f.json) outJson(report);
-          throw gangInterrupted(report, selected.size, f.out ? `${f.out}.result.json` : undefined);
+          // of the member jobs in flight at the Ctrl-C, those whose provider was selected (a finished one was selected too)
+          const committed = results.filter((r, i) => r.status === 'interrupted' && selected.has(i)).length;
+          throw gangInterrupted(report, committed, f.out ? `${f.out}.result.json` : undefined);
         }
         if (f.out) writeOutput(f.out + '.result.json', JSON.stringify(report, null, 2) + '\n');
         if (f.json) outJson(report);
@@ -178,7 +189,7 @@ export function registerBuy(train: Command): void {
 
 /**
  * The line a Ctrl-C ends `train buy` with (exit 130): the member jobs done, those in flight (their streams closed:
- * `committed` of them had a provider selected, so they run to their end and are paid for; the daemon withdraws the
+ * `committed` of those in flight had a provider selected, so they run to their end and are paid for; the daemon withdraws the
  * rest), those not sent, the claim's release, and where the per-member report is.
  */
 export function gangInterrupted(report: GangReport & { admission?: Admission; released?: string }, committed: number, file: string | undefined): Interrupted {
@@ -187,7 +198,7 @@ export function gangInterrupted(report: GangReport & { admission?: Admission; re
   const inFlight = report.members.filter((m) => m.status === 'interrupted').length;
   const notSent = report.members.filter((m) => m.status === 'not-sent').length;
   const receipts = report.members.filter((m) => m.receipt !== undefined).length;
-  const flight = inFlight ? `; ${inFlight} in flight, their streams closed (${Math.min(committed, inFlight)} with a provider already selected run to their end and are paid for; the daemon withdraws the others)` : '';
+  const flight = inFlight ? `; ${inFlight} in flight, their streams closed (${committed} with a provider already selected run to their end and are paid for; the daemon withdraws the others)` : '';
   const claim = report.admission ? `; the gang's claim was released with the ${receipts} receipt${receipts === 1 ? '' : 's'} so far (steward: ${report.released ?? 'unknown'})` : '';
   return new Interrupted(
     'TRAIN_GANG_INTERRUPTED',

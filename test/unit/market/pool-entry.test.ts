@@ -8,6 +8,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { seal, T, type Advert, type Opened } from '../../../src/records/index.js';
 import { AdvertIndex, OfferBook, explainMarket, select } from '../../../src/market/index.js';
+import type { Sub } from '../../../src/store/db.js';
 import { market } from '../../../src/node/control.js';
 import type { OverlayNode } from '../../../src/node/overlay.js';
 import { NOW, P, advert, job, offer, type Party } from './fixtures.js';
@@ -155,4 +156,23 @@ test('the explanation lists an unquoted pool once, as its member first in DID or
   const quoted = explainMarket({ job: J, adverts: [...ads, s], offers: [offer(last, J, ads[M.indexOf(last)]!, { amount: '0.5' })], now: NOW });
   assert.deepEqual(quoted.providers.map((v) => v.provider).sort(), [last.did, P(1).did].sort(), 'the member that quoted stands for the pool');
   assert.equal(quoted.providers.find((v) => v.provider === last.did)!.offer !== undefined, true);
+});
+
+test('an insert whose write fails after a refile moved it is taken back from the slot it is in now: no offer left showing that the book does not hold', async () => {
+  const a0 = pooled(M[0]!);
+  const idx = new AdvertIndex([pooled(M[1]!)]);
+  // a store whose one write waits until the test fails it (a full disk), so the refile comes while it is pending
+  let fail!: (e: Error) => void;
+  const store = { batch: () => new Promise<void>((_, reject) => (fail = reject)) } as unknown as Sub;
+  const book = new OfferBook(store, (o) => idx.providerFor(o), (o) => idx.settled(o));
+  const o0 = offer(M[0]!, J, a0, { amount: '0.4' });
+  const adding = book.add(o0, NOW);
+  assert.deepEqual(book.snapshot(NOW).map((x) => x.provider), [M[0]!.did], 'filed under its signer: a0 not held');
+  idx.add(a0);
+  assert.equal(book.refile([a0.address]), 1);
+  fail(new Error('ENOSPC'));
+  await assert.rejects(adding, { code: 'STORE_WRITE_FAILED' });
+  assert.deepEqual(book.snapshot(NOW), []);
+  assert.deepEqual(book.candidates(J.address, 'USD', NOW), []);
+  assert.equal(book.size, 0);
 });
