@@ -21,14 +21,13 @@
 // dist/bundle/inputs.json lists, for each file of the bundle, the modules it holds
 // (test/e2e/cli-lazy.test.ts checks with it what each command loads).
 import { build } from 'esbuild';
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const src = join(root, 'dist', 'src');
 const out = join(root, 'dist', 'bundle');
-const staging = `${out}.tmp`;
 
 /** Each compiled module's own URL, relative to the bundle, in place of `import.meta.url`; no lazy import of a package. */
 const rules = {
@@ -51,40 +50,76 @@ const rules = {
   },
 };
 
-await rm(staging, { recursive: true, force: true });
-await mkdir(staging, { recursive: true });
-const result = await build({
-  entryPoints: { c0mpute: join(src, 'cli', 'main.js') },
-  outdir: staging,
-  bundle: true,
-  splitting: true,
-  format: 'esm',
-  platform: 'node',
-  target: 'node20',
-  external: ['sodium-native', 'level', 'classic-level', 'cbor-extract'],
-  // CommonJS packages inside an ES module bundle still call require() for Node's built-ins.
-  banner: { js: "import { createRequire as __c0Require } from 'node:module'; const require = __c0Require(import.meta.url);" },
-  plugins: [rules],
-  metafile: true,
-  // Linked maps back through tsc's to src/*.ts, read only under `node --enable-source-maps`.
-  sourcemap: 'linked',
-  legalComments: 'none',
-  logLevel: 'warning',
-});
-const inputs = Object.fromEntries(Object.entries(result.metafile.outputs).filter(([f]) => f.endsWith('.js')).map(([f, o]) => [basename(f), Object.keys(o.inputs)]));
-await writeFile(join(staging, 'inputs.json'), JSON.stringify(inputs) + '\n');
+// Two builds at once (npm test beside a bench on the same checkout) each stage in a directory of their own and take
+// turns putting theirs in place: one's clean-up must not remove the chunks the other's entry needs.
+const lockFile = join(root, 'dist', 'bundle.lock');
+const STALE_LOCK_MS = 120_000;
+async function lock() {
+  for (const end = Date.now() + STALE_LOCK_MS; ; ) {
+    try {
+      return await open(lockFile, 'wx');
+    } catch (e) {
+      if (e.code !== 'EEXIST') throw e;
+      // a lock older than any build is one a killed build left
+      const age = await stat(lockFile).then((st) => Date.now() - st.mtimeMs, () => 0);
+      if (age > STALE_LOCK_MS || Date.now() > end) await rm(lockFile, { force: true });
+      else await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+/** Bundle dist/src into `staging`, with inputs.json. */
+async function bundleInto(staging) {
+  const result = await build({
+    entryPoints: { c0mpute: join(src, 'cli', 'main.js') },
+    outdir: staging,
+    bundle: true,
+    splitting: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    external: ['sodium-native', 'level', 'classic-level', 'cbor-extract'],
+    // CommonJS packages inside an ES module bundle still call require() for Node's built-ins.
+    banner: { js: "import { createRequire as __c0Require } from 'node:module'; const require = __c0Require(import.meta.url);" },
+    plugins: [rules],
+    metafile: true,
+    // Linked maps back through tsc's to src/*.ts, read only under `node --enable-source-maps`.
+    sourcemap: 'linked',
+    legalComments: 'none',
+    logLevel: 'warning',
+  });
+  const inputs = Object.fromEntries(Object.entries(result.metafile.outputs).filter(([f]) => f.endsWith('.js')).map(([f, o]) => [basename(f), Object.keys(o.inputs)]));
+  await writeFile(join(staging, 'inputs.json'), JSON.stringify(inputs) + '\n');
+}
+
 // Into place without pulling a file from under a process that runs the bundle (a daemon loads a command's chunk
 // lazily, maybe hours after it started): every chunk's name carries a hash of its content, so the new chunks go in
 // beside the old ones first; then the entry and the list, each replaced in one rename, so a process starting meanwhile
 // gets the old bundle or the new one whole; last, the files neither this build nor the one before it wrote are removed
 // (a process started two builds ago loses its lazy chunks: restart a daemon after rebuilding under it).
 const ENTRY = ['c0mpute.js.map', 'inputs.json', 'c0mpute.js'];
-const previous = await readFile(join(out, 'inputs.json'), 'utf8').then((t) => Object.keys(JSON.parse(t)), () => []);
-await mkdir(out, { recursive: true });
-const written = await readdir(staging);
-for (const f of written) if (!ENTRY.includes(f)) await rename(join(staging, f), join(out, f));
-for (const f of ENTRY) await rename(join(staging, f), join(out, f));
-const keep = new Set([...written, ...previous.flatMap((f) => [f, `${f}.map`])]);
-for (const f of await readdir(out)) if (!keep.has(f)) await rm(join(out, f), { recursive: true, force: true });
-await rm(staging, { recursive: true, force: true });
+async function install(staging) {
+  const previous = await readFile(join(out, 'inputs.json'), 'utf8').then((t) => Object.keys(JSON.parse(t)), () => []);
+  await mkdir(out, { recursive: true });
+  const written = await readdir(staging);
+  for (const f of written) if (!ENTRY.includes(f)) await rename(join(staging, f), join(out, f));
+  for (const f of ENTRY) await rename(join(staging, f), join(out, f));
+  const keep = new Set([...written, ...previous.flatMap((f) => [f, `${f}.map`])]);
+  for (const f of await readdir(out)) if (!keep.has(f)) await rm(join(out, f), { recursive: true, force: true });
+}
+
+await mkdir(join(root, 'dist'), { recursive: true });
+const staging = await mkdtemp(join(root, 'dist', 'bundle.tmp-'));
+try {
+  await bundleInto(staging);
+  const held = await lock();
+  try {
+    await install(staging);
+  } finally {
+    await held.close();
+    await rm(lockFile, { force: true });
+  }
+} finally {
+  await rm(staging, { recursive: true, force: true });
+}
 if (!process.argv.includes('--quiet')) console.log(`dist/bundle: built from ${relative(root, src)}`);
