@@ -23,7 +23,8 @@ import { POOL, memberKeys, pooledAdvert, proof, roster, didOf } from '../pools/h
 const ME = P(750);
 const [A, B, C] = [P(751), P(752), P(753)];
 
-test('after the winner is tried, the failover winner is the winner of the offers left, and its selection audits', async () => {
+/** A buyer's market on a fresh LevelDB in a temp directory, with one job of its own: `fn` runs on it, then all goes. */
+async function withMarket(fn: (market: MarketService, j: ReturnType<typeof job>) => Promise<void>): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'c0-market-fo-'));
   const db = await openDb(dir);
   try {
@@ -31,6 +32,15 @@ test('after the winner is tried, the failover winner is the winner of the offers
     const market = await MarketService.open({ db, prefix: '', records, now: NOW, clock: () => NOW, log: silentLogger(), signer: ME.signer, did: ME.did, skewMs: 30_000 });
     const j = job(ME);
     market.noteOwnJob(j);
+    await fn(market, j);
+  } finally {
+    await closeDb(db);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('after the winner is tried, the failover winner is the winner of the offers left, and its selection audits', async () => {
+  await withMarket(async (market, j) => {
     // balanced (price 0.4, speed 0.2, reputation 0.4; no evidence, so reputation ties):
     // with A, C (dearest but as fast as A) ranks above B; without A, B (now the cheapest) ranks above C
     const quotes = [
@@ -57,10 +67,7 @@ test('after the winner is tried, the failover winner is the winner of the offers
     const stale = signSelection({ result: first.result, job: j, signer: ME.signer, winner: first.ranked[1]!.offer.address, excluded: new Set([A.did]), decidedAt: NOW });
     const bad = auditSelection({ selection: stale, records: records3 });
     assert.deepEqual(bad.differences.map((d) => d.code), ['AUDIT_DIFFERENT_WINNER']);
-  } finally {
-    await closeDb(db);
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 });
 
 /**
@@ -76,13 +83,7 @@ test('after a pool member’s offer is tried, failover leaves out the pool: not 
   const pooled = (p: Party): Opened<Advert> => seal(T.advert, { ...pooledAdvert(proof(R, p.signer)), workloads: ['infer.llm'] }, p.signer) as Opened<Advert>;
   const S = P(754);
   for (const late of [false, true]) {
-    const dir = mkdtempSync(join(tmpdir(), 'c0-market-fo-pool-'));
-    const db = await openDb(dir);
-    try {
-      const records = await RecordStore.open(db);
-      const market = await MarketService.open({ db, prefix: '', records, now: NOW, clock: () => NOW, log: silentLogger(), signer: ME.signer, did: ME.did, skewMs: 30_000 });
-      const j = job(ME);
-      market.noteOwnJob(j);
+    await withMarket(async (market, j) => {
       const a0 = pooled(M0!);
       const a1 = pooled(M1!);
       const as = advert(S);
@@ -106,9 +107,6 @@ test('after a pool member’s offer is tried, failover leaves out the pool: not 
       assert.deepEqual(sel.record.considered.map((c) => c.provider), [S.did], 'no member of the pool is considered');
       const audit = auditSelection({ selection: sel, records: [j, a0, a1, as, o0, o1, os] });
       assert.equal(audit.reproduces, true, JSON.stringify(audit.differences));
-    } finally {
-      await closeDb(db);
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   }
 });
