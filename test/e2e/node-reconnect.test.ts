@@ -51,6 +51,25 @@ after(async () => {
   await c.destroy();
 });
 
+// The stall first, on a mesh that formed once. After the provider restarts below, the two nodes were seen connected and
+// subscribed both ways with no gossip mesh between them for over 45 s (two of four CI runs in session 45: "mesh []";
+// jobs still went through, by job-push). That is an open problem of its own (docs/network.md "Reconnection and
+// liveness"), not the stall's: checked after the restarts, this case measured it instead.
+test('both sides reconnect after the buyer stalls for 10 s (SIGSTOP, SIGCONT)', async () => {
+  await withLogs(c, async () => {
+    buyer.child.kill('SIGSTOP');
+    try {
+      // 10 s: many gossip heartbeats and reconnection ticks missed. (It was 20 s: neither outlasts a liveness ping's
+      // 30 s interval and 30 s timeout, LIVENESS in src/net/libp2p-host.ts; the daemons' logs show no close in either.)
+      await sleep(10_000);
+    } finally {
+      buyer.child.kill('SIGCONT');
+    }
+    await waitFor('the buyer and the provider to see each other again', async () => (await peerDids(buyer)).has(prov.did) && (await peerDids(prov)).has(buyer.did), 30_000);
+    await jobCompletes('after the stall');
+  });
+});
+
 for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
   test(`the buyer finds its bootstrap peer again after the provider restarts (${signal})`, async () => {
     await withLogs(c, async () => {
@@ -71,21 +90,6 @@ for (const signal of ['SIGTERM', 'SIGKILL'] as const) {
     });
   });
 }
-
-test('both sides reconnect after the buyer stalls for 10 s (SIGSTOP, SIGCONT)', async () => {
-  await withLogs(c, async () => {
-    buyer.child.kill('SIGSTOP');
-    try {
-      // 10 s: many gossip heartbeats and reconnection ticks missed. (It was 20 s: neither outlasts a liveness ping's
-      // 30 s interval and 30 s timeout, LIVENESS in src/net/libp2p-host.ts; the daemons' logs show no close in either.)
-      await sleep(10_000);
-    } finally {
-      buyer.child.kill('SIGCONT');
-    }
-    await waitFor('the buyer and the provider to see each other again', async () => (await peerDids(buyer)).has(prov.did) && (await peerDids(prov)).has(buyer.did), 30_000);
-    await jobCompletes('after the stall');
-  });
-});
 
 test('a buyer with a wrong PeerId in its bootstrap entry says so in run (API and CLI)', async () => {
   await withLogs(c, async () => {
