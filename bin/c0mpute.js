@@ -1,12 +1,9 @@
 #!/usr/bin/env node
 // The c0mpute command. It runs the bundle in dist/bundle (scripts/build-bundle.mjs),
 // which starts in about half the CPU time, when the bundle is at least as new as
-// the last compile of dist/src; otherwise, or with C0MPUTE_BUNDLE=0, the compiled
-// modules in dist/src themselves. Both are the same code (docs/build.md).
-import { statSync } from 'node:fs';
+// the last compile of dist/src (bundleFresh); otherwise, or with C0MPUTE_BUNDLE=0,
+// the compiled modules in dist/src themselves. Both are the same code (docs/build.md).
+import { bundleFresh } from '../dist/src/cli/bundle-fresh.js';
 
-const mtime = (rel) => statSync(new URL(rel, import.meta.url), { throwIfNoEntry: false })?.mtimeMs;
-const bundled = mtime('../dist/bundle/c0mpute.js');
-const compiled = mtime('../dist/.tsbuildinfo');
-const useBundle = process.env.C0MPUTE_BUNDLE !== '0' && bundled !== undefined && (compiled === undefined || bundled >= compiled);
+const useBundle = process.env.C0MPUTE_BUNDLE !== '0' && bundleFresh(new URL('../dist/', import.meta.url));
 await import(useBundle ? '../dist/bundle/c0mpute.js' : '../dist/src/cli/main.js');

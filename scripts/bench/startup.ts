@@ -12,15 +12,16 @@
  * shows here as a missed target rather than as a slower test suite.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { bundleFresh } from '../../src/cli/bundle-fresh.js';
+import { statFields } from '../../src/node/daemon-info.js';
 import { createIdentity } from '../../src/node/identity.js';
 import { median, table, type BenchResult } from './lib.js';
 
 const BIN = fileURLToPath(new URL('../../../bin/c0mpute.js', import.meta.url));
-const ROOT = join(BIN, '..', '..');
 const TICK_MS = 10; // USER_HZ is 100 on Linux
 const START_TIMEOUT_MS = 60_000;
 
@@ -35,9 +36,8 @@ function envFor(entry: Entry): NodeJS.ProcessEnv {
 
 /** utime + stime of a live process, in ms. */
 function cpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) * TICK_MS; // fields 14 and 15, counted from after the command name
+  const f = statFields(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  return (Number(f[11]) + Number(f[12])) * TICK_MS; // fields 14 and 15 (statFields starts at field 3)
 }
 
 async function startOnce(entry: Entry, dir: string): Promise<{ wallMs: number; cpuMs: number }> {
@@ -79,11 +79,7 @@ export async function run(): Promise<BenchResult> {
   const knob = process.argv.find((a) => a.startsWith('--runs='));
   const runs = knob ? Number(knob.slice('--runs='.length)) : 8;
   if (!Number.isInteger(runs) || runs < 1) throw new Error(`--runs=${knob?.slice(7)}: want a whole number ≥ 1`);
-  const bundleFile = join(ROOT, 'dist', 'bundle', 'c0mpute.js');
-  const buildInfo = join(ROOT, 'dist', '.tsbuildinfo');
-  const bundleMtime = statSync(bundleFile, { throwIfNoEntry: false })?.mtimeMs;
-  const compiledMtime = statSync(buildInfo, { throwIfNoEntry: false })?.mtimeMs;
-  const chosen = bundleMtime !== undefined && (compiledMtime === undefined || bundleMtime >= compiledMtime) ? 'the bundle' : 'dist/src (the bundle is missing or older than the last compile: run `npm run build`)';
+  const chosen = bundleFresh(new URL('../../', import.meta.url)) ? 'the bundle' : 'dist/src (the bundle is missing or older than the last compile: run `npm run build`)';
   const root = mkdtempSync(join(tmpdir(), 'c0-bench-startup-'));
   try {
     const dir = join(root, 'node');

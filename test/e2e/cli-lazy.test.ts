@@ -10,11 +10,12 @@
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync, existsSync, statSync } from 'node:fs';
+import { readFileSync, existsSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from '../unit/ledger/helpers.js';
 import { BIN } from './node-helpers.js';
+import { bundleFresh } from '../../src/cli/bundle-fresh.js';
 
 const t = tempDir('c0-cli-lazy-');
 after(() => t.cleanup());
@@ -22,12 +23,6 @@ after(() => t.cleanup());
 let n = 0;
 type Entry = 'dist/src' | 'bundle';
 const BUNDLE = fileURLToPath(new URL('../../../dist/bundle/', import.meta.url));
-/** Whether the launcher runs the bundle: it is at least as new as the last compile (bin/c0mpute.js). */
-function bundleFresh(): boolean {
-  const b = statSync(join(BUNDLE, 'c0mpute.js'), { throwIfNoEntry: false });
-  const c = statSync(join(BUNDLE, '..', '.tsbuildinfo'), { throwIfNoEntry: false });
-  return b !== undefined && (c === undefined || b.mtimeMs >= c.mtimeMs);
-}
 
 /**
  * Run the CLI and return what it loaded (resolved module URLs, builtins left out). From the bundle, each of its files
@@ -54,7 +49,7 @@ const HEAVY = [
 for (const entry of ['dist/src', 'bundle'] as const) {
   describe(`what a command loads, from ${entry}`, () => {
     // The bundle is what users run; while developing, after a compile alone, the launcher runs dist/src instead.
-    const skip = entry === 'bundle' && !bundleFresh() && process.env.CI !== 'true' ? 'the bundle is older than the last compile (npm run build brings it up to date)' : false;
+    const skip = entry === 'bundle' && !bundleFresh(new URL('../../../dist/', import.meta.url)) && process.env.CI !== 'true' ? 'the bundle is older than the last compile (npm run build brings it up to date)' : false;
     for (const args of [['--version'], ['--help'], ['status'], ['market', 'list'], ['record', 'verify', '--help'], ['ledger', 'fetch', '--help'], ['steward', 'status']]) {
       it(`c0mpute ${args.join(' ')}: no libp2p, LevelDB, metrics or node`, { skip }, () => {
         const r = loads(args, entry);

@@ -100,6 +100,9 @@ export function registerBuy(train: Command): void {
         ctrlC.dispose();
       }
       async function buyGang(interrupted: AbortSignal): Promise<void> {
+        /** Release the gang's one claim with these member receipts (the daemon asks the steward, 30 s at most: releaseGang). */
+        const release = (receipts: string[]) =>
+          (apiCall(client.api, client.token, 'POST', `/v1/gang/release${q(f.overlay)}`, { claim: runAddr, receipts }, { workMs: 30_000 }) as Promise<{ released: string }>).catch(() => ({ released: 'unknown' }));
         let admission: Admission | undefined;
         if (f.entitlement) {
           // One claim for the whole gang, decided before any member job is sent; its deadline leaves room for the member jobs' own.
@@ -111,14 +114,15 @@ export function registerBuy(train: Command): void {
             devicesPerMember: Number(f.devicesPerMember),
             deadlineMs: deadlineMs + 60_000,
           };
-          // the steward may queue the claim until its deadline before it answers: wait that long too, or until a Ctrl-C,
-          // which withdraws the claim (queued, or admitted meanwhile) before the command ends
+          // the daemon asks the steward again while no verdict is heard (a silent steward: GANG_REASK_MS), up to the
+          // claim's deadline: wait that long too, or until a Ctrl-C, which withdraws the claim (asked, or admitted
+          // meanwhile) before the command ends
           const admitting = apiCall(client.api, client.token, 'POST', `/v1/gang/admit${q(f.overlay)}`, body, { workMs: body.deadlineMs }) as Promise<{ admission: Admission }>;
           const ctrlC = new Promise<'ctrl-c'>((resolve) => (interrupted.aborted ? resolve('ctrl-c') : interrupted.addEventListener('abort', () => resolve('ctrl-c'), { once: true })));
           const first = await Promise.race([admitting, ctrlC]);
           if (first === 'ctrl-c') {
             admitting.catch(() => {}); // its answer no longer matters
-            const rel = (await apiCall(client.api, client.token, 'POST', `/v1/gang/release${q(f.overlay)}`, { claim: runAddr, receipts: [] }, { workMs: 30_000 }).catch(() => ({ released: 'unknown' }))) as { released: string };
+            const rel = await release([]);
             throw new Interrupted('TRAIN_GANG_INTERRUPTED', `gang ${runAddr} interrupted with Ctrl-C while the steward decided its claim: no member job was sent, and the claim was withdrawn (steward: ${rel.released})`);
           }
           admission = first.admission;
@@ -165,7 +169,7 @@ export function registerBuy(train: Command): void {
           // receipt); after a Ctrl-C with the receipts so far, else the steward holds the reservation to its deadline.
           const receipts = report.members.map((m) => m.receipt).filter((x): x is string => x !== undefined);
           // the daemon asks the steward first, with a 30 s deadline (releaseGang, src/node/gang-routes.ts)
-          const rel = (await apiCall(client.api, client.token, 'POST', `/v1/gang/release${q(f.overlay)}`, { claim: runAddr, receipts }, { workMs: 30_000 }).catch(() => ({ released: 'unknown' }))) as { released: string };
+          const rel = await release(receipts);
           Object.assign(report, { admission, released: rel.released });
         }
         if (stopped) {

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
+import { statFields } from '../../../src/node/daemon-info.js';
 import { startRig } from './start-rig.js';
 
 const rig = startRig('c0-start-pid1-');
@@ -21,14 +22,13 @@ function noNamespace(): string | undefined {
   return undefined;
 }
 
-/** The pids whose parent is `ppid` (from /proc/<pid>/stat: the fields after the command's closing parenthesis). */
+/** The pids whose parent is `ppid` (/proc/<pid>/stat's field 4). */
 function childrenOf(ppid: number): number[] {
   const out: number[] = [];
   for (const e of readdirSync('/proc')) {
     if (!/^[0-9]+$/.test(e)) continue;
     try {
-      const stat = readFileSync(`/proc/${e}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === ppid) out.push(Number(e));
+      if (Number(statFields(readFileSync(`/proc/${e}/stat`, 'utf8'))[1]) === ppid) out.push(Number(e));
     } catch {
       // gone meanwhile
     }
