@@ -362,8 +362,8 @@ export class MarketService implements BuyerMarket {
     // offer now (a second coordinator's, around an epoch change: the tried one expired with it a standby behind, or it
     // came after the decision and ranks first), and that one is the same provider (docs/pools.md "Failover and epoch
     // changes"; it would dispatch to the same member, which refuses a job it ran: POOL_ALREADY_RUN).
-    const out = excluded.size === 0 ? excluded : new Set([...excluded, ...[...excluded].map((d) => this.adverts.entryOf(d))]);
-    const offers = excluded.size === 0 ? this.book : this.book.forJob(job, now).filter((o) => !out.has(o.signer) && !out.has(this.adverts.providerFor(o)));
+    const out = new Set([...excluded].flatMap((d) => [d, this.adverts.entryOf(d)]));
+    const offers = out.size === 0 ? this.book : this.book.forJob(job, now).filter((o) => !out.has(o.signer) && !out.has(this.adverts.providerFor(o)));
     // reputation as of the decision, by the rule its audit uses: evidence dated later (a provider's clock ahead) does not count yet
     const result: SelectResult = select({ job, adverts: this.adverts, offers, policy, reputation: this.reputationAsOf(now), now, skewMs: this.o.skewMs });
     const ranked: RankedCandidate[] = result.ok
