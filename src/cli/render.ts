@@ -40,6 +40,12 @@ interface Explanation {
   expired: string[];
 }
 
+/** Why the offer window ended, after "collected N offer(s) in T ms" (the run's `collected` event; the window's end says nothing). */
+const WINDOW_END: Record<string, string> = {
+  enough: ': enough offers (buyer.enoughOffers)',
+  'all-quoted': ': every provider that could win has quoted',
+};
+
 export function renderEvent(ev: WireEvent, names: (did: string) => string = short, write: (s: string) => void = out, opts: RenderOptions = {}): void {
   const limit = opts.limit ?? DEFAULT_LIST_LIMIT;
   // an event's text is largely other nodes' (failure messages, progress, reasons): one line each, controls escaped
@@ -82,7 +88,7 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
       break;
     }
     case 'collected':
-      print(`▸ collected ${String(ev.offers)} offer(s) in ${String(ev.waitedMs)} ms`);
+      print(`▸ collected ${String(ev.offers)} offer(s) in ${String(ev.waitedMs)} ms${WINDOW_END[String(ev.ended)] ?? ''}`);
       break;
     case 'decision': {
       const d = ev.decision as { result: { ok: boolean; ranked: Ranked[]; why?: string; ineligible: Verdict[]; explanation?: Explanation }; market?: Explanation };

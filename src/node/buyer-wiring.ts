@@ -12,7 +12,7 @@ import { C0Error } from '../errors.js';
 import { T, type Acceptance, type Job, type Offer, type PolicyName, type Selection } from '../records/kinds.js';
 import type { PublishOptions } from '../net/network-api.js';
 import { open, type Opened } from '../records/envelope.js';
-import { Buyer, NO_ADDRESS, RECLAIMED_ASK_MS, type Admission, type JobSpec, type ReclaimAnswer } from '../roles/buyer.js';
+import { Buyer, NO_ADDRESS, RECLAIMED_ASK_MS, type Admission, type JobSpec, type OffersCollected, type ReclaimAnswer, type WindowEnd } from '../roles/buyer.js';
 import { STEWARD_PROTOCOL } from '../roles/steward.js';
 import { MAX_SELECT_OFFERS } from '../roles/steward-handlers.js';
 import { admitJob, leftoverClaims, withdrawLeftovers } from '../roles/admission-client.js';
@@ -294,7 +294,7 @@ export class BuyerWiring {
     yield* execExchange(sent ? told : ch, request, undefined, heard);
   }
 
-  #waitForOffers(job: string, windowMs: number, enough: number, onOffer: (o: Opened<Offer>, count: number) => void, signal?: AbortSignal): Promise<number> {
+  #waitForOffers(job: string, windowMs: number, enough: number, onOffer: (o: Opened<Offer>, count: number) => void, signal?: AbortSignal): Promise<OffersCollected> {
     return new Promise((resolve) => {
       let count = this.o.market.offerCount(job, this.o.clock());
       const seen = new Set<string>();
@@ -303,36 +303,47 @@ export class BuyerWiring {
       // job's record (not this node's job), every offer held counts.
       const record = this.o.market.ownJob(job);
       const eligible = new Set<string>();
+      // With buyer.endWhenAllQuoted, the window also ends once every provider in view that could win has quoted
+      // (MarketService.allQuoted: at most ALL_QUOTED_MAX providers judged, on each offer that comes).
+      const allQuoted = record && this.o.d.config.buyer.endWhenAllQuoted ? () => this.o.market.allQuoted(record, this.o.clock(), this.o.did) : undefined;
       const judge = (o: Opened<Offer>) => {
         if (record && this.o.market.offerEligible(record, o, this.o.clock())) eligible.add(o.signer);
       };
-      const enoughHeld = () => enough > 0 && (record ? eligible.size : count) >= enough;
+      const ended = (): WindowEnd | undefined => {
+        if (enough > 0 && (record ? eligible.size : count) >= enough) return 'enough';
+        return eligible.size > 0 && allQuoted?.() ? 'all-quoted' : undefined;
+      };
       if (record) for (const o of this.o.market.offersFor(job, this.o.clock(), record)) judge(o);
-      const finish = () => {
+      const finish = (why: WindowEnd) => {
         timer.clear();
         push.clear();
-        signal?.removeEventListener('abort', finish);
+        signal?.removeEventListener('abort', stopped);
         this.#invited.delete(job);
         // the job's entry goes with its last waiter: one per job bought would otherwise stay until restart
         const waiters = this.#offerWaiters.get(job);
         if (waiters?.delete(waiter) && waiters.size === 0) this.#offerWaiters.delete(job);
-        resolve(count);
+        resolve({ offers: count, ended: why });
       };
+      const stopped = () => finish('stopped');
       const waiter = (o: Opened<Offer>) => {
         if (seen.has(o.address)) return;
         seen.add(o.address);
         count = this.o.market.offerCount(job, this.o.clock());
         judge(o);
         onOffer(o, count);
-        if (enoughHeld()) finish();
+        // an offer that cannot win still ends a wait for all to quote: its provider answered
+        const why = ended();
+        if (why) finish(why);
       };
-      const timer = setLongTimeout(finish, windowMs);
+      const timer = setLongTimeout(() => finish('window'), windowMs);
       const push = setLongTimeout(() => void this.#pushJob(job, windowMs / 2 + 2000).catch((e) => this.o.log.debug({ err: (e as Error).message }, 'job push failed')), windowMs / 2).unref();
       if (!this.#offerWaiters.has(job)) this.#offerWaiters.set(job, new Set());
       this.#offerWaiters.get(job)!.add(waiter);
       // the node is stopping: the window ends now (the run ends as interrupted)
-      signal?.addEventListener('abort', finish, { once: true });
-      if (enoughHeld() || signal?.aborted) finish();
+      signal?.addEventListener('abort', stopped, { once: true });
+      if (signal?.aborted) return stopped();
+      const why = ended();
+      if (why) finish(why);
     });
   }
 

@@ -371,6 +371,12 @@ export const configSchema = z
         /** End collection early once this many offers arrived (0: wait the whole window). */
         enoughOffers: z.number().int().nonnegative().default(0),
         /**
+         * End collection early once every provider in this node's view that could win has quoted (docs/node.md
+         * "Buyer"): in a market of at most 64 providers, each with a live advert that passes the job's gates has an
+         * offer held, and one of the offers is eligible. false: only `enoughOffers` or the window's end close it.
+         */
+        endWhenAllQuoted: z.boolean().default(true),
+        /**
          * Offers per job (docs/market.md "How many offers a job draws"): halfway through the window, with fewer offers
          * than this, push the job to twice as many providers as are missing, of those that have not quoted: half to the best
          * records in view, the rest by record and lowest ask (0: push to every connected provider that fits, as before
@@ -387,7 +393,7 @@ export const configSchema = z
         inviteAbove: z.number().int().min(0).default(INVITE_ABOVE),
       })
       .strict()
-      .default({ policy: 'balanced', collectWindowMs: 3000, enoughOffers: 0, offersWanted: OFFER_RANK, inviteAbove: INVITE_ABOVE }),
+      .default({ policy: 'balanced', collectWindowMs: 3000, enoughOffers: 0, endWhenAllQuoted: true, offersWanted: OFFER_RANK, inviteAbove: INVITE_ABOVE }),
     /**
      * Whose evidence counts in this node's reputation view (docs/market.md
      * "Reputation and its threat model"). First-hand evidence (jobs this node

@@ -15,9 +15,9 @@ import type { Db } from '../store/db.js';
 import type { RecordStore } from '../store/records.js';
 import type { Logger } from '../util/log.js';
 import { OfferBook } from '../market/book.js';
-import { AdvertIndex, checkEligibility, type Failure } from '../market/eligibility.js';
+import { AdvertIndex, REASON, checkEligibility, prepareJob, type Failure } from '../market/eligibility.js';
 import { select, type SelectResult } from '../market/select.js';
-import { explainMarket, type MarketExplanation } from '../market/explain.js';
+import { explainMarket, judgeAll, type MarketExplanation } from '../market/explain.js';
 import { signSelection } from '../market/selection.js';
 import { DEFAULT_MAX_EVIDENCE, DEFAULT_MAX_EVIDENCE_BYTES, EvidenceStore } from '../reputation/store.js';
 import { UNKNOWN_SCORE, type ReputationTable, type TrustSources } from '../reputation/derive.js';
@@ -30,6 +30,8 @@ import { cmpAmount } from '../market/amount.js';
 
 /** Default cap on stored advert records (config `market.maxAdverts`). */
 export const DEFAULT_MAX_ADVERTS = 10_000;
+/** The most market entries (providers, a pool counting once) over which a buyer checks whether all have quoted (`allQuoted`). */
+export const ALL_QUOTED_MAX = 64;
 
 export interface MarketServiceOptions {
   db: Db;
@@ -341,6 +343,25 @@ export class MarketService implements BuyerMarket {
   offerEligible(job: Opened<Job>, offer: Opened<Offer>, now: number): boolean {
     if (offer.record.job !== job.address) return false;
     return checkEligibility(job, this.adverts.resolve(offer, now), offer, now, { skewMs: this.o.skewMs }).length === 0;
+  }
+
+  /**
+   * Whether every provider in this node's view that could still win the job has quoted (docs/node.md "Buyer"): at
+   * least one eligible offer is held, and each other provider with a live advert either has an offer held for the job
+   * (eligible or not: it answered) or fails a gate its advert decides (an offer from it could not win). `self` (this
+   * node, when it also provides) is not waited for. False in a market of more than ALL_QUOTED_MAX entries: there,
+   * providers that cannot win on price hold back (docs/market.md §12), so not all of them quote anyway, and the check
+   * is not worth a pass over the market per offer. A provider whose advert this node does not hold is not waited for:
+   * its offer would carry the advert, and the full window is the only wait that covers it.
+   */
+  allQuoted(job: Opened<Job>, now: number, self?: string): boolean {
+    if (this.adverts.entries.size > ALL_QUOTED_MAX) return false;
+    let eligible = false;
+    for (const v of judgeAll(prepareJob(job), this.adverts, this.book, now, this.o.skewMs)) {
+      if (v.eligible) eligible = true;
+      else if (v.offer === undefined && v.provider !== self && this.adverts.entryOf(v.provider) !== self && v.failures.every((f) => f.code === REASON.OFFER_MISSING)) return false;
+    }
+    return eligible;
   }
 
   offerCount(job: string, now: number): number {

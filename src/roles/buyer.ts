@@ -67,6 +67,19 @@ export const INTERRUPT_WAIT_MS = 3_000;
 export const ATTEMPT_DETAIL_MAX = 300;
 
 /**
+ * Why a job's offer window ended: its whole length passed (`window`), `enough` providers' eligible offers came
+ * (`enough`: `buyer.enoughOffers`, or every provider the job's allowlist names), every provider in the buyer's view
+ * that could win quoted (`all-quoted`: `buyer.endWhenAllQuoted`), or the node is stopping (`stopped`).
+ */
+export type WindowEnd = 'window' | 'enough' | 'all-quoted' | 'stopped';
+
+/** What a job's offer window ended with: the offers held for the job and why it ended. */
+export interface OffersCollected {
+  offers: number;
+  ended: WindowEnd;
+}
+
+/**
  * How many providers' eligible offers end a job's collection window early: `buyer.enoughOffers` (0: none, the whole
  * window), but never more than the job's allowlist names, since no other provider's offer can pass its gates. A job
  * allowlisting N providers ends its window once all N offered: a `train buy` member job names one provider, and each
@@ -351,7 +364,7 @@ export type BuyerEvent =
   | { e: 'offer'; offer: Opened<Offer>; count: number }
   | { e: 'order'; job: string; designated?: string; bid: Money }
   | ({ e: 'claim' } & ClaimOutcomeSummary)
-  | { e: 'collected'; offers: number; waitedMs: number }
+  | { e: 'collected'; offers: number; waitedMs: number; ended: WindowEnd }
   | { e: 'decision'; decision: Decision; policy: PolicyName }
   | { e: 'selection'; selection: Opened<Selection>; winner: RankedCandidate; attempt: number }
   | { e: 'accepted'; provider: string }
@@ -432,8 +445,11 @@ export interface BuyerDeps {
   addressKnown?: (did: string) => Promise<boolean>;
   /** Store a record this buyer signed or received (receipts, acceptances, jobs, selections). */
   store: (rec: Opened) => Promise<void>;
-  /** Wait for offers: resolves at the window's end, when `enough` offers for the job arrived, or when `signal` aborts (the node is stopping). */
-  waitForOffers: (job: string, windowMs: number, enough: number, onOffer: (o: Opened<Offer>, count: number) => void, signal?: AbortSignal) => Promise<number>;
+  /**
+   * Wait for offers: resolves at the window's end, when `enough` providers' eligible offers for the job arrived, when
+   * every provider that could win has quoted (`buyer.endWhenAllQuoted`), or when `signal` aborts (the node is stopping).
+   */
+  waitForOffers: (job: string, windowMs: number, enough: number, onOffer: (o: Opened<Offer>, count: number) => void, signal?: AbortSignal) => Promise<OffersCollected>;
   collectWindowMs: number;
   enoughOffers: number;
   defaultPolicy: PolicyName;
@@ -746,13 +762,13 @@ export class Buyer {
     onEvent({ e: 'job', job });
     log.info({ job: job.address, workload: spec.workload }, 'job published');
 
-    const offers = await this.d.waitForOffers(job.address, this.d.collectWindowMs, offersToWaitFor(this.d.enoughOffers, job.record), (offer, count) => onEvent({ e: 'offer', offer, count }), brk.signal);
+    const { offers, ended } = await this.d.waitForOffers(job.address, this.d.collectWindowMs, offersToWaitFor(this.d.enoughOffers, job.record), (offer, count) => onEvent({ e: 'offer', offer, count }), brk.signal);
     const collectMs = clock() - t0;
     if (brk.aborted) {
       await this.#withdraw(job, admission);
       return this.#interrupted({ job, status: 'interrupted', attempts: [], timings: { collectMs, restMs: 0 }, ...(admission ? { admission } : {}) }, onEvent, brk);
     }
-    onEvent({ e: 'collected', offers, waitedMs: collectMs });
+    onEvent({ e: 'collected', offers, waitedMs: collectMs, ended });
     const decision = await this.d.market.decide(job, policy, clock());
     onEvent({ e: 'decision', decision, policy });
     const result: JobResult = { job, status: 'failed', decision, attempts: [], timings: { collectMs, restMs: 0 }, ...(admission ? { admission } : {}) };

@@ -139,6 +139,8 @@ export interface BuyerOpts {
   policy?: string;
   collectWindowMs?: number;
   enoughOffers?: number;
+  /** buyer.endWhenAllQuoted (default: the daemon's, true) */
+  endWhenAllQuoted?: boolean;
 }
 
 export function buyerConfig(o: BuyerOpts = {}): Record<string, unknown> {
@@ -147,7 +149,7 @@ export function buyerConfig(o: BuyerOpts = {}): Record<string, unknown> {
     log: { level: 'info', format: 'json' },
     network: { listen: [o.listen ?? '/ip4/127.0.0.1/tcp/0'], loopback: true, bootstrap: o.bootstrap ?? [], ...(o.allowlist ? { allowlist: o.allowlist } : {}), ...(o.outcomes ? { outcomes: o.outcomes } : {}) },
     api: { listen: '127.0.0.1:0' },
-    buyer: { policy: o.policy ?? 'balanced', collectWindowMs: o.collectWindowMs ?? 4000, enoughOffers: o.enoughOffers ?? 0 },
+    buyer: { policy: o.policy ?? 'balanced', collectWindowMs: o.collectWindowMs ?? 4000, enoughOffers: o.enoughOffers ?? 0, ...(o.endWhenAllQuoted === undefined ? {} : { endWhenAllQuoted: o.endWhenAllQuoted }) },
   };
 }
 
@@ -403,6 +405,11 @@ export type { Figures } from '../../src/reputation/derive.js';
  * silently; the mesh takes only peers it has a stream to. Gossipsub sends a node's subscriptions in one message when
  * its stream opens, so one kind heard means all of them.
  */
+/** A peer's gossip link as one node sees it: score, streams and prune backoff (what decides whether it is grafted). */
+function linkText(v: PeerView): string {
+  return `score ${v.score.toFixed(2)}, streams ${v.streams ? `out ${v.streams.out} in ${v.streams.in}` : 'none'}, backoff ${v.backoffMs ?? 0} ms`;
+}
+
 export async function waitForMarket(n: { api: Api; name?: string }, count: number, peers: Array<string | { did: string; api: Api; name?: string }> = []): Promise<void> {
   const dids = peers.map((x) => (typeof x === 'string' ? x : x.did));
   const nodes = peers.filter((x): x is { did: string; api: Api; name?: string } => typeof x !== 'string');
@@ -424,7 +431,11 @@ export async function waitForMarket(n: { api: Api; name?: string }, count: numbe
     for (const q of nodes) {
       const theirs = await get<{ peers: PeerView[] }>(q, '/v1/peers');
       const me = theirs.peers.find((x) => x.did === s.did);
-      if (!me?.topics.length || !me.mesh.length) lacks(`${q.name ?? q.did} sees ${n.name ?? 'it'} ${me ? `with topics [${me.topics.join(', ')}] and mesh [${me.mesh.join(', ')}]` : 'not at all'}`);
+      if (!me?.topics.length || !me.mesh.length) {
+        // both sides' gossip view of the link: a mesh is refused by a backoff or a negative score, and needs a stream
+        const back = p.peers.find((x) => x.did === q.did);
+        lacks(`${q.name ?? q.did} sees ${n.name ?? 'it'} ${me ? `with topics [${me.topics.join(', ')}] and mesh [${me.mesh.join(', ')}]; ${linkText(me)}` : 'not at all'}; ${n.name ?? 'it'} sees ${q.name ?? 'it'} ${back ? `with mesh [${back.mesh.join(', ')}]; ${linkText(back)}` : 'not at all'}`);
+      }
     }
     return true;
   }, 45_000);

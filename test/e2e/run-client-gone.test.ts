@@ -18,8 +18,9 @@ let buyer: NodeProc;
 before(async () => {
   await withLogs(c, async () => {
     p = await c.start('p', providerConfig({ price: '0.002' }));
-    // the whole offer window is waited for (enoughOffers 0): the Ctrl-C comes before any selection
-    buyer = await c.start('buyer', buyerConfig({ bootstrap: [bootstrapAddr(p)], collectWindowMs: 4000 }));
+    // the whole offer window is waited for (enoughOffers 0, and not ended when the one provider quoted): the Ctrl-C
+    // comes before any selection
+    buyer = await c.start('buyer', buyerConfig({ bootstrap: [bootstrapAddr(p)], collectWindowMs: 4000, endWhenAllQuoted: false }));
     await waitForMarket(buyer, 1, [p]);
   });
 });

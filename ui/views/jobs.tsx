@@ -366,7 +366,7 @@ export function narrate(e: Ev): string {
     case 'offer':
       return `offer ${s(e.count)} from ${did((e.offer as { signer?: string })?.signer)}`;
     case 'collected':
-      return `collected ${s(e.offers)} offers in ${fmtDuration(Number(e.waitedMs))}`;
+      return `collected ${s(e.offers)} offers in ${fmtDuration(Number(e.waitedMs))}${e.ended === 'all-quoted' ? ': every provider that could win has quoted' : e.ended === 'enough' ? ': enough offers' : ''}`;
     case 'decision':
       return `decided by policy ${s(e.policy)}`;
     case 'selection':

@@ -58,10 +58,10 @@ test('a job whose offer window ended leaves nothing behind; another job still wa
   const w2 = s.wait(j2.address, 3000, 0, () => {});
   assert.equal(s.wiring.waitingJobs, 2);
   t.mock.timers.tick(1000);
-  assert.equal(await w1, 0);
+  assert.deepEqual(await w1, { offers: 0, ended: 'window' });
   assert.equal(s.wiring.waitingJobs, 1, 'the first job’s window is over');
   t.mock.timers.tick(2000);
-  assert.equal(await w2, 0);
+  assert.deepEqual(await w2, { offers: 0, ended: 'window' });
   assert.equal(s.wiring.waitingJobs, 0);
 });
 
@@ -74,14 +74,14 @@ test('a wait ended by enough offers leaves nothing behind, and only once every w
   const slow = s.wait(j.address, 5000, 0, () => {});
   await s.wiring.onOffer(offerOf(j, 0), []);
   await s.wiring.onOffer(offerOf(j, 1), []);
-  assert.equal(await quick, 2);
+  assert.deepEqual(await quick, { offers: 2, ended: 'enough' });
   assert.deepEqual(seen, [1, 2]);
   assert.equal(s.wiring.waitingJobs, 1, 'the other wait on the job goes on');
   await s.wiring.onOffer(offerOf(j, 2), []);
   t.mock.timers.tick(5000);
-  assert.equal(await slow, 3);
+  assert.deepEqual(await slow, { offers: 3, ended: 'window' });
   assert.equal(s.wiring.waitingJobs, 0);
   // a wait that starts with enough offers already ends at once, and leaves nothing either
-  assert.equal(await s.wait(j.address, 5000, 2, () => {}), 3);
+  assert.deepEqual(await s.wait(j.address, 5000, 2, () => {}), { offers: 3, ended: 'enough' });
   assert.equal(s.wiring.waitingJobs, 0);
 });

@@ -43,7 +43,7 @@ describe('config', () => {
     assert.equal(c.network.overlay, 'public');
     assert.deepEqual(c.network.listen, ['/ip4/0.0.0.0/tcp/4001']);
     assert.equal(c.network.clockSkewMs, 30_000);
-    assert.deepEqual(c.buyer, { policy: 'balanced', collectWindowMs: 3000, enoughOffers: 0, offersWanted: 8, inviteAbove: 200 });
+    assert.deepEqual(c.buyer, { policy: 'balanced', collectWindowMs: 3000, enoughOffers: 0, endWhenAllQuoted: true, offersWanted: 8, inviteAbove: 200 });
     assert.equal(c.provider, undefined);
     assert.deepEqual(parseConfig({}), c);
   });

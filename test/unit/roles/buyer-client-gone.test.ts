@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { BuyerEvent } from '../../../src/roles/buyer.js';
+import type { BuyerEvent, OffersCollected } from '../../../src/roles/buyer.js';
 import { RunBreak } from '../../../src/roles/run-break.js';
 import { C0Error } from '../../../src/errors.js';
 import { NOW, P } from '../market/fixtures.js';
@@ -51,7 +51,7 @@ test('the client leaves during the offer window: the job is withdrawn, interrupt
     exec: () => failingStream('NET_STREAM_FAILED', 'not reached'),
     deps: {
       // the window ends when the client leaves (the run's signal aborts with it; without that the run would go on)
-      waitForOffers: () => new Promise<number>((resolve) => (gone.signal.aborted ? resolve(2) : gone.signal.addEventListener('abort', () => resolve(2), { once: true }))),
+      waitForOffers: () => new Promise<OffersCollected>((resolve) => (gone.signal.aborted ? resolve({ offers: 2, ended: 'window' }) : gone.signal.addEventListener('abort', () => resolve({ offers: 2, ended: 'window' }), { once: true }))),
       admission: async () => ({ verdict: 'Admit', claim: 'sha256:claim' }),
       withdraw: async (job: { address: string }) => void withdrawn.push(job.address),
     },

@@ -27,7 +27,7 @@ describe('offers waited for', () => {
       exec: async function* () {
         yield { t: 'refused', code: 'EXEC_BUSY', message: 'busy' };
       },
-      deps: { enoughOffers: 0, waitForOffers: async (_j: string, _w: number, enough: number) => (asked.push(enough), 1) },
+      deps: { enoughOffers: 0, waitForOffers: async (_j: string, _w: number, enough: number) => (asked.push(enough), { offers: 1, ended: 'enough' as const }) },
     });
     await f.buyer.run(fakeSpec({ requirements: { allowlist: [A.did] } }));
     // before: 0, the whole window

@@ -48,7 +48,7 @@ export function buyerOnFakes(me: Party, o: BuyerFakes) {
     adverts: () => undefined,
     publish: async (kind: string, rec: Opened) => void published.push({ kind, rec }),
     store: async (rec: Opened) => void stored.push(rec),
-    waitForOffers: async () => o.providers.length,
+    waitForOffers: async () => ({ offers: o.providers.length, ended: 'window' as const }),
     market: {
       decide: async (job: Opened<Job>, _p: unknown, at: number, excluded?: ReadonlySet<string>) => {
         const all = o.providers.map((p) => cand(job, p));

@@ -8,7 +8,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { STALL_MS, localInterruption, type BuyerEvent } from '../../../src/roles/buyer.js';
+import { STALL_MS, localInterruption, type BuyerEvent, type OffersCollected } from '../../../src/roles/buyer.js';
 import { StallWatch, type StallWatchHandle } from '../../../src/util/stall-watch.js';
 import { LIVENESS } from '../../../src/net/libp2p-host.js';
 import { C0Error } from '../../../src/errors.js';
@@ -22,13 +22,13 @@ const B = P(782);
 const spec = fakeSpec();
 
 /** A buyer over fakes: providers A then B ranked; `exec` is the exchange with whichever is selected. */
-function rig(o: { exec: (did: string, signal: AbortSignal) => AsyncIterable<unknown>; frozenMs?: number; waitForOffers?: (signal?: AbortSignal) => Promise<number> }) {
+function rig(o: { exec: (did: string, signal: AbortSignal) => AsyncIterable<unknown>; frozenMs?: number; waitForOffers?: (signal?: AbortSignal) => Promise<OffersCollected> }) {
   const stalls = o.frozenMs === undefined ? undefined : { begin: (): StallWatchHandle => ({ longestFreezeMs: () => o.frozenMs!, end: () => {} }) };
   const f = buyerOnFakes(ME, {
     providers: [A, B],
     exec: o.exec,
     deps: {
-      waitForOffers: async (_j: string, _w: number, _e: number, _on: unknown, signal?: AbortSignal) => (o.waitForOffers ? o.waitForOffers(signal) : 2),
+      waitForOffers: async (_j: string, _w: number, _e: number, _on: unknown, signal?: AbortSignal) => (o.waitForOffers ? o.waitForOffers(signal) : { offers: 2, ended: 'window' as const }),
       ...(stalls ? { stalls } : {}),
     },
   });
@@ -84,7 +84,7 @@ test('the node’s stop interrupts a run mid-attempt: JOB_INTERRUPTED as its las
 });
 
 test('the stop during the offer window ends the run at once, interrupted, before anything is selected', async () => {
-  const r = rig({ exec: acceptThenHang, waitForOffers: (signal) => new Promise((resolve) => (signal!.aborted ? resolve(0) : signal!.addEventListener('abort', () => resolve(0), { once: true }))) });
+  const r = rig({ exec: acceptThenHang, waitForOffers: (signal) => new Promise((resolve) => (signal!.aborted ? resolve({ offers: 0, ended: 'stopped' }) : signal!.addEventListener('abort', () => resolve({ offers: 0, ended: 'stopped' }), { once: true }))) });
   const events: BuyerEvent[] = [];
   const running = r.buyer.run(spec, (e) => {
     events.push(e);
