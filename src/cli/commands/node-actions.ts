@@ -511,24 +511,28 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
     // market (the daemon's control API answers these at once too).
     const parsed = parseJobSpec(spec);
     await checkSpecOffline(parsed, nodeConfig(dataDir, f), f.overlay);
-    const d = await oneShotNode(dataDir, f, ['buyer']);
     // Ctrl-C (docs/node.md "A run whose client went away"): the first withdraws a job no provider was selected for yet
     // (the run's client gone, as a daemon's is), or says that a selected one runs to its end here; a second stops the
-    // node, which breaks the run off; a third exits at once. The node is stopped before the command ends.
+    // node, which breaks the run off; a third exits at once. The node is stopped before the command ends. Listened
+    // for from before the node starts: a Ctrl-C while it starts lets it finish starting, then ends the run cancelled
+    // with nothing published (Node's own handling killed the process mid-start, with no word said).
     const heard: RunHeard = {};
     const gone = new AbortController();
     let presses = 0;
+    let d: Awaited<ReturnType<typeof oneShotNode>> | undefined;
     const goesOn = () => process.stderr.write(goesOnHere(heard) + '\n');
     const onInt = () => {
       presses++;
       if (presses === 1) {
         gone.abort();
         if (heard.winner !== undefined) goesOn();
-      } else if (presses === 2) void d.stop();
+      } else if (presses === 2) void d?.stop();
       else process.exit(EXIT.INTERRUPTED);
     };
     process.on('SIGINT', onInt);
     try {
+      d = await oneShotNode(dataDir, f, ['buyer']);
+      if (gone.signal.aborted) throw ctrlCAnswer(heard, 'here');
       await waitForMarket(d, Number(f.wait), gone.signal);
       if (gone.signal.aborted) throw ctrlCAnswer(heard, 'here');
       const onEvent = (e: BuyerEvent) => {
@@ -545,7 +549,7 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
       result = resultToWire(r);
     } finally {
       process.off('SIGINT', onInt);
-      await d.stop();
+      await d?.stop();
     }
   }
   if (!result) throw new C0Error('RUN_NO_RESULT', 'the daemon ended the run without a result');
