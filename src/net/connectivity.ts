@@ -522,6 +522,8 @@ export class Connectivity {
       }
       if (failuresBefore > 0) this.d.log.info({ peer: t.peerId, addr: t.addrs[0], after: failuresBefore }, `${kind} peer reconnected`);
     } catch (e) {
+      // the node is stopping (which aborts the dials in flight): no failure to count or report, and no retry follows
+      if (this.#stopped) return;
       const err = classifyDialError(e);
       const delay = this.schedule.failed(key, this.#clock());
       this.d.onDial?.(kind, false);

@@ -105,6 +105,27 @@ test('Connectivity redials a lost bootstrap peer with backoff, forever, and reco
   assert.equal(c.status().bootstrap[0]!.lastError, undefined);
 });
 
+test('a dial that stopping the node aborts is neither reported nor counted: no "retrying" line from a node that is stopping', async () => {
+  const lines: string[] = [];
+  const log = { ...silentLogger(), warn: (_o: unknown, msg: string) => void lines.push(msg), info: (_o: unknown, msg: string) => void lines.push(msg) } as unknown as Logger;
+  const host = new FakeHost();
+  let abort!: (e: Error) => void;
+  // the dial hangs until the node stops, which aborts it (libp2p's stop aborts the dials in flight)
+  host.dial = (t: DialTarget) => (host.dials.push(t.peerId ?? '?'), new Promise<string>((_r, reject) => (abort = reject)));
+  const dials: boolean[] = [];
+  const c = new Connectivity({ host, bootstrap: ['/ip4/127.0.0.1/tcp/1/p2p/B'], monoClock: () => 1_000, rand: () => 0.5, log, onDial: (_k, ok) => void dials.push(ok) });
+  c.schedule.disconnected('B', 1_000, true);
+  const tick = c.tick();
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual(host.dials, ['B']);
+  c.stop();
+  abort(Object.assign(new Error('The operation was aborted'), { name: 'AbortError' }));
+  await tick;
+  assert.deepEqual(lines, []);
+  assert.deepEqual(dials, []);
+  assert.equal(c.status().bootstrap[0]!.failures, 0);
+});
+
 test('remembered peers are redialled and kept across restarts through the store; below minPeers the DHT is asked', async () => {
   let now = 0;
   let saved: RememberedPeer[] = [];
