@@ -18,6 +18,15 @@
  * once and never reconnected: it may subscribe to nothing (a driver, a client),
  * and a reconnect would cut its streams in flight. Each repair is counted
  * (c0mpute_gossip_repairs_total{action}).
+ *
+ * It also says when a peer that is fully attached stays out of this node's
+ * gossip meshes (`meshGap`): subscribed to some of its topics, in the mesh of
+ * none, while one of those meshes is short, for `meshGapAfterMs`. Gossipsub
+ * grafts such a peer at its next heartbeat unless a prune backoff with it is
+ * running or its score is below 0, so the line names both; nothing is
+ * repaired (the backoff is the protocol's, and a score recovers as it decays).
+ * One line per peer until it is in a mesh again (docs/network.md
+ * "Reconnection and liveness").
  */
 import type { Logger } from '../util/log.js';
 import { monotonicClock } from '../util/clock.js';
@@ -27,11 +36,19 @@ export const GOSSIP_HEALTH_DEFAULTS = {
   checkEveryMs: 5_000,
   /** A peer detached this long is repaired, ms. */
   repairAfterMs: 10_000,
+  /** A peer kept out of every mesh of its topics this long is logged, ms (see `meshGap`). */
+  meshGapAfterMs: 30_000,
 };
 
 export type GossipHealthOptions = typeof GOSSIP_HEALTH_DEFAULTS;
 
 export type GossipProblem = 'no-router' | 'no-outbound' | 'no-inbound' | 'no-subscriptions';
+
+/** What keeps a peer out of this node's meshes: the longest prune backoff left with it on one of their topics, and its gossip score. */
+export interface MeshGap {
+  backoffMs: number;
+  score: number;
+}
 
 /** What the check needs from the node (gossipsub and libp2p in node.ts). */
 export interface GossipHealthHost {
@@ -43,6 +60,12 @@ export interface GossipHealthHost {
   reopen(peerId: string): Promise<void>;
   /** Close every connection to the peer and dial it again. */
   reconnect(peerId: string): Promise<void>;
+  /**
+   * For a peer attached with its outbound stream: when it is subscribed to topics of this node's, in none of its
+   * meshes of them, and one of those meshes is short of gossipsub's Dlo (a heartbeat would graft it if it could),
+   * what keeps it out. Undefined otherwise.
+   */
+  meshGap?(peerId: string): MeshGap | undefined;
 }
 
 export class GossipHealth {
@@ -50,6 +73,8 @@ export class GossipHealth {
   #since = new Map<string, number>();
   #repaired = new Map<string, number>();
   #lastStreamError = new Map<string, number>();
+  /** Peers out of every mesh: since when, and whether it was said. */
+  #gap = new Map<string, { since: number; said: boolean }>();
   #timer: NodeJS.Timeout | undefined;
   #busy = false;
 
@@ -95,13 +120,16 @@ export class GossipHealth {
       const seen = new Set(peers);
       for (const k of this.#since.keys()) if (!seen.has(k)) this.#since.delete(k);
       for (const k of this.#repaired.keys()) if (!seen.has(k)) this.#repaired.delete(k);
+      for (const k of this.#gap.keys()) if (!seen.has(k)) this.#gap.delete(k);
       for (const p of peers) {
         const problem = this.host.problem(p);
         if (!problem) {
           this.#since.delete(p);
           this.#repaired.delete(p);
+          this.#checkMesh(p, now);
           continue;
         }
+        this.#gap.delete(p);
         const since = this.#since.get(p);
         if (since === undefined) {
           this.#since.set(p, now);
@@ -126,5 +154,27 @@ export class GossipHealth {
     } finally {
       this.#busy = false;
     }
+  }
+
+  /** A peer out of every mesh of its topics for meshGapAfterMs: one line naming the backoff and the score. */
+  #checkMesh(p: string, now: number): void {
+    const gap = this.host.meshGap?.(p);
+    if (!gap) {
+      const was = this.#gap.get(p);
+      if (was?.said) this.d.log.info({ peer: p, outMs: Math.round(now - was.since) }, 'peer is in this node\'s gossip mesh again');
+      this.#gap.delete(p);
+      return;
+    }
+    const g = this.#gap.get(p);
+    if (!g) {
+      this.#gap.set(p, { since: now, said: false });
+      return;
+    }
+    if (g.said || now - g.since < this.opts.meshGapAfterMs) return;
+    g.said = true;
+    const fields = { peer: p, outMs: Math.round(now - g.since), backoffMs: Math.round(gap.backoffMs), score: Math.round(gap.score * 100) / 100 };
+    if (gap.score < 0) this.d.log.warn(fields, 'peer kept out of this node\'s gossip meshes: its gossip score is below 0 (invalid messages or abuse points); it is grafted again once the score decays to 0');
+    else if (gap.backoffMs > 0) this.d.log.info(fields, 'peer kept out of this node\'s gossip meshes by a prune backoff; it is grafted again when the backoff ends');
+    else this.d.log.warn(fields, 'peer kept out of this node\'s gossip meshes with no backoff and a score of at least 0');
   }
 }

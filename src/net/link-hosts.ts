@@ -13,7 +13,7 @@ import type { KadDHT } from '@libp2p/kad-dht';
 import { peerIdFromString } from '@libp2p/peer-id';
 import { multiaddr } from '@multiformats/multiaddr';
 import type { ConnectivityHost, DialTarget } from './connectivity.js';
-import type { GossipHealthHost, GossipProblem } from './gossip-health.js';
+import type { GossipHealthHost, GossipProblem, MeshGap } from './gossip-health.js';
 import type { GossipScoreView } from './link-metrics.js';
 
 /** The parts of gossipsub 17's router this node reads (checked at runtime: absent fields read as healthy). */
@@ -24,7 +24,7 @@ export interface GossipInternals {
   topics: Map<string, Set<string>>;
   mesh: Map<string, Set<string>>;
   protocols: string[];
-  opts: { scoreThresholds: { gossipThreshold: number; publishThreshold: number; graylistThreshold: number } };
+  opts: { Dlo: number; scoreThresholds: { gossipThreshold: number; publishThreshold: number; graylistThreshold: number } };
   onPeerConnected(p: PeerId, c: Connection): void;
   handlePeerReadStreamError(err: unknown, p: PeerId): void;
   getScore(id: string): number;
@@ -125,6 +125,23 @@ export function gossipHost(libp2p: Node, overlay: string): LinkHosts {
       if (!ps.streamsInbound.has(id)) return 'no-inbound';
       for (const set of ps.topics.values()) if (set.has(id)) return undefined;
       return 'no-subscriptions';
+    },
+    meshGap(id): MeshGap | undefined {
+      if (!(ps.mesh instanceof Map) || !(ps.topics instanceof Map) || !ps.streamsOutbound.has(id)) return undefined;
+      let subscribed = false;
+      let short = false;
+      let backoffMs = 0;
+      const now = Date.now();
+      // the topics this node joined (its meshes) that the peer is subscribed to
+      for (const [topic, mesh] of ps.mesh) {
+        if (!ours(topic) || !ps.topics.get(topic)?.has(id)) continue;
+        if (mesh.has(id)) return undefined;
+        subscribed = true;
+        if (mesh.size < ps.opts.Dlo) short = true;
+        const until = ps.backoff instanceof Map ? ps.backoff.get(topic)?.get(id) : undefined;
+        if (until !== undefined && until - now > backoffMs) backoffMs = until - now;
+      }
+      return subscribed && short ? { backoffMs, score: ps.getScore(id) } : undefined;
     },
     async reopen(id) {
       const p = peerIdFromString(id);

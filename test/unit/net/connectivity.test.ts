@@ -2,7 +2,7 @@ import '../../../src/polyfill.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { backoffDelay, classifyDialError, Connectivity, CONNECTIVITY_DEFAULTS, ReconnectSchedule, type ConnectivityHost, type DialTarget, type RememberedPeer } from '../../../src/net/connectivity.js';
-import { GossipHealth, type GossipProblem } from '../../../src/net/gossip-health.js';
+import { GossipHealth, type GossipProblem, type MeshGap } from '../../../src/net/gossip-health.js';
 import { RefusalLog } from '../../../src/net/refusals.js';
 import { assessNetwork } from '../../../src/node/net-health.js';
 import { seededRandom } from '../../../src/net/faults.js';
@@ -209,6 +209,46 @@ test('a peer attached with both streams but subscribed to nothing is re-opened o
   problem = 'no-outbound';
   for (now = 125_000; now <= 160_000; now += 5_000) await h.check();
   assert.ok(actions.includes('reconnect'), JSON.stringify(actions));
+});
+
+test('a peer kept out of every mesh of its topics is named once after meshGapAfterMs, with the backoff or the score that keeps it out; never repaired', async () => {
+  let now = 0;
+  let gap: MeshGap | undefined = { backoffMs: 55_000, score: 0 };
+  const lines: Array<{ level: string; msg: string; fields: Record<string, unknown> }> = [];
+  const at = (level: string) => (fields: Record<string, unknown>, msg: string) => void lines.push({ level, msg, fields });
+  const log = { ...silentLogger(), warn: at('warn'), info: at('info') } as unknown as Logger;
+  // read through a function: an assert.deepEqual(lines, []) narrows the array to never[] for what follows
+  const line = (i: number) => lines[i]!;
+  const repairs: string[] = [];
+  const h = new GossipHealth(
+    { gossipPeers: async () => ['P'], problem: () => undefined, meshGap: () => gap, reopen: async () => void repairs.push('reopen'), reconnect: async () => void repairs.push('reconnect') },
+    { clock: () => now, log, onRepair: (a) => repairs.push(a), options: { meshGapAfterMs: 30_000 } },
+  );
+  await h.check();
+  now = 29_999;
+  await h.check();
+  assert.deepEqual(lines, [], 'not before meshGapAfterMs');
+  now = 30_000;
+  await h.check();
+  assert.equal(lines.length, 1);
+  assert.equal(line(0).level, 'info');
+  assert.match(line(0).msg, /prune backoff/);
+  assert.deepEqual(line(0).fields, { peer: 'P', outMs: 30_000, backoffMs: 55_000, score: 0 });
+  now = 90_000;
+  await h.check();
+  assert.equal(lines.length, 1, 'said once');
+  gap = undefined;
+  await h.check();
+  assert.match(line(1).msg, /in this node's gossip mesh again/);
+  // out again, this time for a negative score: a warning, which names it
+  gap = { backoffMs: 0, score: -12.346 };
+  await h.check();
+  now = 130_000;
+  await h.check();
+  assert.equal(line(2).level, 'warn');
+  assert.match(line(2).msg, /score is below 0/);
+  assert.equal(line(2).fields.score, -12.35);
+  assert.deepEqual(repairs, [], 'nothing is repaired: the backoff is the protocol, a score decays');
 });
 
 test('refused connections are all counted; the log is rate-limited per peer with a suppressed count', () => {

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { createNetwork, type Network } from '../../../src/net/node.js';
 import { shardOf } from '../../../src/net/topics.js';
 import { Ed25519Signer } from '../../../src/records/index.js';
-import { gossipLinks } from '../../../src/net/link-hosts.js';
+import { gossipHost, gossipLinks } from '../../../src/net/link-hosts.js';
 
 async function waitFor(cond: () => boolean, ms = 20_000): Promise<void> {
   const end = Date.now() + ms;
@@ -42,6 +42,36 @@ test('gossip view: a peer subscribed to the job topic of its market shows under 
     assert.deepEqual(buyer.gossip().peerLink.get(pid), { out: true, in: true, backoffMs: 0 }, 'both gossip streams, no prune backoff');
   } finally {
     for (const n of nets) await n.stop();
+  }
+});
+
+test('mesh gap: a subscribed peer that a prune backoff keeps out of the mesh is named with the backoff; none while it is in the mesh', async () => {
+  const base = { listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, connectivity: { minPeers: 0 }, verifyThreads: 0, gossip: { heartbeatInterval: 200 } };
+  const provider = await createNetwork({ ...base, signer: Ed25519Signer.generate(), topics: ['advert', 'job'], shards: [shardOf('builtin.sha256')] });
+  const buyer = await createNetwork({ ...base, signer: Ed25519Signer.generate(), topics: ['advert', 'job', 'offer'] });
+  try {
+    await provider.start();
+    await buyer.start();
+    await buyer.dial(provider.addrs()[0]!);
+    const pid = provider.peerId.toString();
+    await waitFor(() => buyer.gossip().kinds.job?.mesh === 1 && buyer.gossip().kinds.advert?.mesh === 1);
+    const health = gossipHost(buyer.libp2p, buyer.overlay).health;
+    assert.equal(health.meshGap!(pid), undefined, 'in the mesh');
+    // The provider leaves its topics and joins them again at once: leaving sends the buyer a PRUNE with a backoff, so
+    // the buyer may not graft it back until the backoff ends (and answers a GRAFT before then with another PRUNE).
+    const ps = provider.libp2p.services.pubsub;
+    const topics = ps.getTopics();
+    for (const t of topics) ps.unsubscribe(t);
+    await waitFor(() => !buyer.gossip().peerKinds.get(pid)?.length);
+    for (const t of topics) ps.subscribe(t);
+    await waitFor(() => (health.meshGap!(pid)?.backoffMs ?? 0) > 0);
+    const gap = health.meshGap!(pid)!;
+    assert.ok(gap.backoffMs > 0 && gap.backoffMs <= 60_000, `backoff ${gap.backoffMs} ms`);
+    assert.deepEqual(buyer.gossip().peerMesh.get(pid) ?? [], [], 'subscribed again, in no mesh');
+    assert.deepEqual(buyer.gossip().peerKinds.get(pid), ['advert', 'job']);
+  } finally {
+    await provider.stop();
+    await buyer.stop();
   }
 });
 
