@@ -359,7 +359,7 @@ export class MarketService implements BuyerMarket {
     let eligible = false;
     for (const v of judgeAll(prepareJob(job), this.adverts, this.book, now, this.o.skewMs)) {
       if (v.eligible) eligible = true;
-      else if (v.offer === undefined && v.provider !== self && this.adverts.entryOf(v.provider) !== self && v.failures.every((f) => f.code === REASON.OFFER_MISSING)) return false;
+      else if (v.offer === undefined && v.provider !== self && v.failures.every((f) => f.code === REASON.OFFER_MISSING)) return false;
     }
     return eligible;
   }

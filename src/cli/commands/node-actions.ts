@@ -532,7 +532,7 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
     process.on('SIGINT', onInt);
     try {
       d = await oneShotNode(dataDir, f, ['buyer']);
-      if (gone.signal.aborted) throw ctrlCAnswer(heard, 'here');
+      // (returns at once after a Ctrl-C during the start)
       await waitForMarket(d, Number(f.wait), gone.signal);
       if (gone.signal.aborted) throw ctrlCAnswer(heard, 'here');
       const onEvent = (e: BuyerEvent) => {

@@ -172,17 +172,15 @@ export function registerBuy(train: Command): void {
           const rel = await release(receipts);
           Object.assign(report, { admission, released: rel.released });
         }
+        if (stopped) report.interrupted = true;
+        if (f.out) writeOutput(f.out + '.result.json', JSON.stringify(report, null, 2) + '\n');
+        if (f.json) outJson(report);
         if (stopped) {
-          report.interrupted = true;
-          if (f.out) writeOutput(f.out + '.result.json', JSON.stringify(report, null, 2) + '\n');
-          if (f.json) outJson(report);
           // of the member jobs in flight at the Ctrl-C, those whose provider was selected (a finished one was selected too)
           const committed = results.filter((r, i) => r.status === 'interrupted' && selected.has(i)).length;
           throw gangInterrupted(report, committed, f.out ? `${f.out}.result.json` : undefined);
         }
-        if (f.out) writeOutput(f.out + '.result.json', JSON.stringify(report, null, 2) + '\n');
-        if (f.json) outJson(report);
-        else {
+        if (!f.json) {
           for (const m of report.members) out(`member ${m.did}: ${m.status}${m.receipt ? `, receipt ${m.receipt}` : ''}${m.energy ? `, energy ${m.energy.uj} µJ (${m.energy.grade})` : ''}${m.weights ? `, weights ${m.weights}` : ''}${m.problem ? ` ✘ ${m.problem}` : ''}`);
           if (report.ok) out(`weights ${report.weights!} (all ${report.members.length} members agree${report.reference ? ', and the single-process run reaches the same' : ''})`);
         }
