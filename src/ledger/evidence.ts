@@ -11,8 +11,9 @@ import { C0Error } from '../errors.js';
 import { registerKind } from '../records/envelope.js';
 import type { Schema } from '../records/schema.js';
 import { verifyEvidence } from './attest.js';
+import { EVIDENCE_TYPE } from './kind-names.js';
 
-export const EVIDENCE_TYPE = 'pool-evidence/1';
+export { EVIDENCE_TYPE };
 
 export interface EquivocationEvidence {
   steward: string;

@@ -2,16 +2,16 @@
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import { SCHEMAS } from '../../records/kinds.js';
-import { POOL_TYPE, WITNESS_TYPE } from '../../ledger/kind-names.js';
+import { EVIDENCE_TYPE, POOL_TYPE, WITNESS_TYPE } from '../../ledger/kind-names.js';
 import { NegativeAnswer, jsonReplacer, out, outJson, readInput, writeOutput } from '../context.js';
 import { globals } from './index.js';
 
 /**
  * The content types the CLI knows (knownTypes() once ../record-kinds.ts has loaded: the envelope's SCHEMAS and the
- * ledger's two), named without loading the envelope code for every command's help. A unit test holds them equal.
+ * ledger's three), named without loading the envelope code for every command's help. A unit test holds them equal.
  */
 export function typeNames(): string[] {
-  return [...Object.keys(SCHEMAS), POOL_TYPE, WITNESS_TYPE].sort();
+  return [...Object.keys(SCHEMAS), POOL_TYPE, WITNESS_TYPE, EVIDENCE_TYPE].sort();
 }
 
 export function register(program: Command): void {

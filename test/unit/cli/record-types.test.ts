@@ -7,4 +7,5 @@ import { knownTypes } from '../../../src/cli/record-kinds.js';
 test('the help’s type names are the kinds the CLI’s record commands know', () => {
   assert.deepEqual(typeNames(), knownTypes());
   assert.ok(knownTypes().includes('pool/1') && knownTypes().includes('c0mpute.offer/1'));
+  assert.ok(knownTypes().includes('pool-evidence/1'), 'what `witness evidence --out` writes');
 });

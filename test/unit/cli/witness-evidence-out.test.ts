@@ -1,7 +1,7 @@
 /**
  * `c0mpute witness evidence <did> --out DIR`: a DIR that cannot be made (a file there, a path through a file) is
  * refused as every other `--out` is, OUTPUT_UNWRITABLE (exit 3), before the daemon is asked: not an internal error
- * (exit 70, "this is a bug").
+ * (exit 70, "this is a bug"). What it writes, pool-evidence/1 records, is what `record verify` checks.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,15 +9,16 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Ed25519Signer, didFromPublicKey } from '../../../src/records/index.js';
+import { Ed25519Signer, didFromPublicKey, seal } from '../../../src/records/index.js';
+import { EVIDENCE_TYPE, sealEntries, verifyEquivocation, type EquivocationEvidence } from '../../../src/ledger/index.js';
 import { EXIT } from '../../../src/cli/context.js';
-import { tempDir } from '../ledger/helpers.js';
+import { admitted, steward as stewardKey, tempDir } from '../ledger/helpers.js';
 
 const bin = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
 
-function c0(home: string, ...args: string[]): { code: number; stderr: string } {
+function c0(home: string, ...args: string[]): { code: number; stdout: string; stderr: string } {
   const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', env: { ...process.env, C0MPUTE_HOME: home } });
-  return { code: r.status ?? -1, stderr: r.stderr };
+  return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
 describe('witness evidence --out', () => {
@@ -40,6 +41,29 @@ describe('witness evidence --out', () => {
       const r = c0(t.dir, '--data-dir', join(t.dir, 'data'), 'witness', 'evidence', steward, '--out', made);
       assert.doesNotMatch(r.stderr, /OUTPUT_UNWRITABLE/);
       assert.ok(existsSync(made));
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it('a pool-evidence/1 record, as it writes them, is checked by `record verify` and shown by `record inspect`', () => {
+    const t = tempDir('c0-witness-out-');
+    try {
+      const held = sealEntries([admitted('r1'), admitted('r2')], stewardKey);
+      const forked = sealEntries([admitted('r1'), admitted('r2-other')], stewardKey);
+      const v = verifyEquivocation(held[1]!.bytes, forked[1]!.bytes);
+      const rec: EquivocationEvidence = { steward: v.steward, seq: v.seq, held: held[1]!.bytes, conflicting: forked[1]!.bytes, observedAt: 1_800_000_000_000 };
+      const file = join(t.dir, 'evidence-1-0.rec');
+      writeFileSync(file, seal(EVIDENCE_TYPE, rec as never, Ed25519Signer.generate()).bytes);
+      for (const args of [['record', 'verify', file], ['record', 'verify', file, '--type', EVIDENCE_TYPE]]) {
+        const r = c0(t.dir, ...args);
+        assert.equal(r.code, 0, r.stdout + r.stderr);
+        assert.match(r.stdout, /^valid pool-evidence\/1 signed by did:key:/);
+      }
+      const shown = c0(t.dir, 'record', 'inspect', file);
+      assert.equal(shown.code, 0, shown.stderr);
+      assert.match(shown.stdout, /valid\s+yes/);
+      assert.match(c0(t.dir, 'record', 'verify', '--help').stdout, /pool-evidence\/1/, 'the help names it');
     } finally {
       t.cleanup();
     }
