@@ -101,17 +101,22 @@ test('the stop during the offer window ends the run at once, interrupted, before
 
 test('interrupt waits for the runs it broke off, and no longer than its bound', async () => {
   // a run whose exchange ignores the abort: the stop does not wait for it past the bound
+  let release!: () => void;
   const r = rig({
     exec: async function* () {
       yield { t: 'accepted', startedAt: NOW };
-      await new Promise(() => {});
+      await new Promise<void>((resolve) => (release = resolve));
     },
   });
   let accepted!: () => void;
   const seen = new Promise<void>((resolve) => (accepted = resolve));
-  void r.buyer.run(spec, (e) => e.e === 'accepted' && accepted());
+  const run = r.buyer.run(spec, (e) => e.e === 'accepted' && accepted());
   await seen;
   await r.buyer.interrupt(50); // resolves: the bound, not the run, ended the wait
+  // the exchange ends after all: the attempt ends and clears its timers (its quote's overrun, 2 min), which would
+  // otherwise hold this test's process open until they fire
+  release();
+  await run;
 });
 
 test('a stream that broke while this process did not run past STALL_MS is no non-delivery (BUYER_STALLED); a short freeze is', async () => {
