@@ -3,6 +3,8 @@
  * MaxListenersExceededWarning on purpose), and the LengthPrefixedDecoder fix (libp2p-patches.ts): the same frames and the
  * same errors as @libp2p/utils' own decoder, without calling the length
  * decoder on an empty buffer (where it throws a fresh RangeError per read).
+ *
+ * @own-process: the unpatched halves need modules no other test file has patched (scripts/run-tests.mjs).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

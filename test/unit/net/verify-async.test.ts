@@ -6,6 +6,10 @@
  * the threads in chunks, verdicts identical to the inline path, a bounded lead,
  * a stalled or crashed thread's batch finished on the event loop, a dead
  * thread replaced).
+ *
+ * @own-process: the pool's verdicts are compared with the inline path's, and both read the process's DID cache,
+ * which other files fill (a refused key cached answers ENVELOPE_BAD_SIGNER before a precheck could say
+ * ENVELOPE_BAD_SIGNATURE; a fresh thread has no cache). scripts/run-tests.mjs runs it alone.
  */
 import '../../../src/polyfill.js';
 import { test } from 'node:test';

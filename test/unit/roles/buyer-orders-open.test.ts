@@ -8,6 +8,8 @@
  * test: libsodium's (sodium-native's exported function) and node:crypto's
  * `verify` (syncBuiltinESMExports updates the binding ed25519.ts imports), per
  * claim signature.
+ *
+ * @own-process: the verifies are wrapped from the module's load to the end of the run (scripts/run-tests.mjs).
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';

@@ -7,6 +7,8 @@
  * worker on a one-member run (no peers to reach: the ring of one sends
  * nothing), its network a stub; writes of status.json counted through
  * node:fs (syncBuiltinESMExports updates the binding worker.ts imports).
+ *
+ * @own-process: node:fs is wrapped from the module's load to the end of the run (scripts/run-tests.mjs).
  */
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
