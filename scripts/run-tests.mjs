@@ -70,6 +70,8 @@ if (files.length === 0) {
 const together = isolated || filters.length ? [] : files.filter((f) => relative(testRoot, f).startsWith('unit') && !ownProcess(f));
 const alone = files.filter((f) => !together.includes(f));
 
+/** The header of each unit batch that failed, named again after the totals. */
+const failedBatches = [];
 const COUNTS = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'];
 const total = Object.fromEntries(COUNTS.map((k) => [k, 0]));
 const SUMMARY = new RegExp(`^ℹ (${COUNTS.join('|')}) (\\d+)$`);
@@ -101,6 +103,7 @@ function runBatch(batch, n, of) {
       const body = tally(Buffer.concat(chunks).toString('utf8')).trimEnd();
       const why = signal ? `✖ the batch was ended by ${signal}${signal === 'SIGKILL' ? ` after ${BATCH_TIMEOUT_MS / 60_000} min` : ''}` : failed ? `✖ the batch exited ${code}` : '';
       process.stdout.write(`${head}\n${body}\n${why ? why + '\n' : ''}`);
+      if (failed) failedBatches.push(`${head}${why ? ` (${why.slice(2)})` : ''}`);
       resolve(failed);
     });
   });
@@ -147,5 +150,6 @@ const processes = Math.ceil(together.length / BATCH_FILES);
 console.log(`ℹ ${files.length} files: ${together.length ? `${together.length} unit files in ${processes} processes, ` : ''}${alone.length} in a process of their own`);
 for (const k of COUNTS) console.log(`ℹ ${k} ${total[k]}`);
 console.log(`ℹ duration_ms ${Date.now() - started}`);
+for (const b of failedBatches) console.log(`✖ failed in ${b.slice(2)}`);
 if (failed && total.fail === 0) console.log('✖ a test process failed without a failing test: see its output above');
 process.exit(failed ? 1 : 0);
