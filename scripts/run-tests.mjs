@@ -147,7 +147,7 @@ let failed = false;
 if (together.length) failed = (await runTogether()) || failed;
 if (alone.length) failed = (await runAlone()) || failed;
 const processes = Math.ceil(together.length / BATCH_FILES);
-console.log(`ℹ ${files.length} files: ${together.length ? `${together.length} unit files in ${processes} processes, ` : ''}${alone.length} in a process of their own`);
+console.log(`ℹ ${files.length} files: ${together.length ? `${together.length} unit files in ${processes} process${processes === 1 ? '' : 'es'}, ` : ''}${alone.length} in a process of their own`);
 for (const k of COUNTS) console.log(`ℹ ${k} ${total[k]}`);
 console.log(`ℹ duration_ms ${Date.now() - started}`);
 for (const b of failedBatches) console.log(`✖ failed in ${b.slice(2)}`);
