@@ -4,6 +4,7 @@ import { out } from './context.js';
 import { DEFAULT_LIST_LIMIT, moreProviders, num, pickShown } from './summary.js';
 import { short, shortAddr } from './short.js';
 import { printable } from '../util/text.js';
+import { windowEndText } from '../util/window-end.js';
 
 // Light, for commands that print names without rendering events.
 export { short, shortAddr };
@@ -39,12 +40,6 @@ interface Explanation {
   providers: Verdict[];
   expired: string[];
 }
-
-/** Why the offer window ended, after "collected N offer(s) in T ms" (the run's `collected` event; the window's end says nothing). */
-const WINDOW_END: Record<string, string> = {
-  enough: ': enough offers (buyer.enoughOffers)',
-  'all-quoted': ': every provider that could win has quoted',
-};
 
 export function renderEvent(ev: WireEvent, names: (did: string) => string = short, write: (s: string) => void = out, opts: RenderOptions = {}): void {
   const limit = opts.limit ?? DEFAULT_LIST_LIMIT;
@@ -88,7 +83,7 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
       break;
     }
     case 'collected':
-      print(`▸ collected ${String(ev.offers)} offer(s) in ${String(ev.waitedMs)} ms${WINDOW_END[String(ev.ended)] ?? ''}`);
+      print(`▸ collected ${String(ev.offers)} offer(s) in ${String(ev.waitedMs)} ms${windowEndText(ev.ended)}`);
       break;
     case 'decision': {
       const d = ev.decision as { result: { ok: boolean; ranked: Ranked[]; why?: string; ineligible: Verdict[]; explanation?: Explanation }; market?: Explanation };

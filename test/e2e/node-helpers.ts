@@ -393,6 +393,11 @@ export interface AdvertView extends Wire<{ seq: number; hardware: { cpuCores: nu
 
 export type { Figures } from '../../src/reputation/derive.js';
 
+/** A peer's gossip link as one node sees it: score, streams and prune backoff (what decides whether it is grafted). */
+function linkText(v: PeerView): string {
+  return `score ${v.score.toFixed(2)}, streams ${v.streams ? `out ${v.streams.out} in ${v.streams.in}` : 'none'}, backoff ${v.backoffMs ?? 0} ms`;
+}
+
 /**
  * Wait until `n` knows at least `count` live adverts, has every peer in `peers` connected, and a job it publishes now
  * reaches them: each of `peers` has its gossip subscriptions heard by `n` (on `job` for one that signs an advert `n`
@@ -405,11 +410,6 @@ export type { Figures } from '../../src/reputation/derive.js';
  * silently; the mesh takes only peers it has a stream to. Gossipsub sends a node's subscriptions in one message when
  * its stream opens, so one kind heard means all of them.
  */
-/** A peer's gossip link as one node sees it: score, streams and prune backoff (what decides whether it is grafted). */
-function linkText(v: PeerView): string {
-  return `score ${v.score.toFixed(2)}, streams ${v.streams ? `out ${v.streams.out} in ${v.streams.in}` : 'none'}, backoff ${v.backoffMs ?? 0} ms`;
-}
-
 export async function waitForMarket(n: { api: Api; name?: string }, count: number, peers: Array<string | { did: string; api: Api; name?: string }> = []): Promise<void> {
   const dids = peers.map((x) => (typeof x === 'string' ? x : x.did));
   const nodes = peers.filter((x): x is { did: string; api: Api; name?: string } => typeof x !== 'string');

@@ -7,6 +7,7 @@
 import { Component } from 'preact';
 import { ago, fmtDuration, looksLikeDid, money, overlayQuery, peer, shortDid, useFeed, useJson, useLiveVersion, useRunEvents } from '../lib.js';
 import { RUN_LOG_EVENTS } from '../../src/util/run-log.js';
+import { windowEndText } from '../../src/util/window-end.js';
 import { AddrLink, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
 
 interface JobsData {
@@ -366,7 +367,7 @@ export function narrate(e: Ev): string {
     case 'offer':
       return `offer ${s(e.count)} from ${did((e.offer as { signer?: string })?.signer)}`;
     case 'collected':
-      return `collected ${s(e.offers)} offers in ${fmtDuration(Number(e.waitedMs))}${e.ended === 'all-quoted' ? ': every provider that could win has quoted' : e.ended === 'enough' ? ': enough offers' : ''}`;
+      return `collected ${s(e.offers)} offers in ${fmtDuration(Number(e.waitedMs))}${windowEndText(e.ended)}`;
     case 'decision':
       return `decided by policy ${s(e.policy)}`;
     case 'selection':
