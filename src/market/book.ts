@@ -24,7 +24,9 @@
  *
  * Persistence: with a store, every change is one synced LevelDB batch
  * (`job!provider!offer` → envelope bytes) written before `add` resolves, and
- * `OfferBook.open` rebuilds the same book, dropping what expired meanwhile.
+ * `OfferBook.open` rebuilds the same book, dropping what expired meanwhile
+ * (and taking back every offer it had accepted, past MAX_STANDBY where a
+ * `refile` left a slot so).
  */
 import { C0Error } from '../errors.js';
 import { T, type Job, type Offer } from '../records/kinds.js';
@@ -161,7 +163,9 @@ export class OfferBook {
         stale.push(key);
         continue;
       }
-      const r = book.#insert(o, now);
+      // what the book accepted comes back whole: a slot a refile took past MAX_STANDBY reopens past it (the bound
+      // refuses new offers, never one already accepted), or selection after a restart would differ from before
+      const r = book.#insert(o, now, false);
       for (const k of r.removed) stale.push(keyOf(k));
       if (r.status === 'expired' || r.status === 'dominated' || r.status === 'duplicate') stale.push(key);
     }
@@ -198,7 +202,8 @@ export class OfferBook {
     return { changed: r.changed, status: r.status };
   }
 
-  #insert(offer: Opened<Offer>, now: number): AddResult & { removed: Opened<Offer>[]; provider: string } {
+  /** File one offer; `bounded` false (reopening) takes it past MAX_STANDBY, as a refile may have left its slot. */
+  #insert(offer: Opened<Offer>, now: number, bounded = true): AddResult & { removed: Opened<Offer>[]; provider: string } {
     if (!offer || offer.type !== T.offer || typeof offer.address !== 'string' || !offer.record) {
       throw new C0Error('BOOK_NOT_AN_OFFER', `the offer book takes ${T.offer} records, got ${String(offer?.type)}`, { field: 'offer' });
     }
@@ -223,7 +228,7 @@ export class OfferBook {
     const kept: Opened<Offer>[] = [];
     const evicted: Opened<Offer>[] = [];
     for (const e of live) (dominates(offer, e) ? evicted : kept).push(e);
-    if (kept.length >= MAX_STANDBY) {
+    if (bounded && kept.length >= MAX_STANDBY) {
       // The bound is a refusal, never a silent trim: an offer the book accepted stays until it
       // expires or is dominated, so selection over the book equals selection over the offers it
       // accepted (docs/market.md, "The offer book's bound").

@@ -6,9 +6,12 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { seal, T, type Advert, type Opened } from '../../../src/records/index.js';
-import { AdvertIndex, OfferBook, explainMarket, select } from '../../../src/market/index.js';
-import type { Sub } from '../../../src/store/db.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { seal, T, type Advert, type Offer, type Opened } from '../../../src/records/index.js';
+import { AdvertIndex, MAX_STANDBY, OfferBook, explainMarket, select } from '../../../src/market/index.js';
+import { closeDb, openDb, type Sub } from '../../../src/store/db.js';
 import { market } from '../../../src/node/control.js';
 import type { OverlayNode } from '../../../src/node/overlay.js';
 import { NOW, P, advert, job, offer, type Party } from './fixtures.js';
@@ -175,4 +178,43 @@ test('an insert whose write fails after a refile moved it is taken back from the
   assert.deepEqual(book.snapshot(NOW), []);
   assert.deepEqual(book.candidates(J.address, 'USD', NOW), []);
   assert.equal(book.size, 0);
+});
+
+test('a pool slot a refile took past MAX_STANDBY reopens as it was: every offer the book accepted is loaded, so selection after a restart equals selection before', async () => {
+  const a0 = pooled(M[0]!);
+  const a1 = pooled(M[1]!);
+  // six offers from each member, none dominating another (the cheaper expires sooner), interleaved in price
+  const mine = (p: Party, a: Opened<Advert>, at: number): Opened<Offer>[] =>
+    Array.from({ length: 6 }, (_, i) => offer(p, J, a, { amount: (0.4 + 0.02 * i + at).toFixed(3), expiresAt: NOW + 10_000 * (i + 1) + at * 100_000 }));
+  const o0 = mine(M[0]!, a0, 0);
+  const o1 = mine(M[1]!, a1, 0.01);
+  const dir = mkdtempSync(join(tmpdir(), 'c0-pool-book-'));
+  try {
+    let db = await openDb(dir);
+    const idx = new AdvertIndex([a1]);
+    const book = await OfferBook.open(db, NOW, 'offers', (o) => idx.providerFor(o), (o) => idx.settled(o));
+    // a0 not held yet: member 0's offers fill its own slot, member 1's the pool's, each within the bound
+    for (const o of [...o0, ...o1]) assert.notEqual((await book.add(o, NOW)).status, 'refused');
+    idx.add(a0);
+    assert.equal(book.refile([a0.address]), 6);
+    assert.equal(book.size, 12, 'the refile refuses nothing: the pool slot holds twelve');
+    assert.ok(12 > MAX_STANDBY);
+    const times = [NOW, NOW + 15_000, NOW + 35_000, NOW + 55_000];
+    const before = times.map((t) => book.snapshot(t));
+    await closeDb(db);
+    // restarted: the advert index holds both members' adverts before the book opens (as the node opens them)
+    db = await openDb(dir);
+    const again = await OfferBook.open(db, NOW, 'offers', (o) => idx.providerFor(o), (o) => idx.settled(o));
+    assert.equal(again.size, 12);
+    assert.deepEqual(times.map((t) => again.snapshot(t)), before);
+    // the bound still refuses a further offer that dominates none of them
+    assert.equal((await again.add(offer(M[1]!, J, a1, { amount: '0.9', expiresAt: NOW + 100_000 }), NOW)).status, 'refused');
+    await closeDb(db);
+    // and a second restart keeps them all too
+    db = await openDb(dir);
+    assert.equal((await OfferBook.open(db, NOW, 'offers', (o) => idx.providerFor(o), (o) => idx.settled(o))).size, 12);
+    await closeDb(db);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
