@@ -388,7 +388,11 @@ export class MarketService implements BuyerMarket {
     // reputation as of the decision, by the rule its audit uses: evidence dated later (a provider's clock ahead) does not count yet
     const result: SelectResult = select({ job, adverts: this.adverts, offers, policy, reputation: this.reputationAsOf(now), now, skewMs: this.o.skewMs });
     const ranked: RankedCandidate[] = result.ok
-      ? result.ranked.map((r) => ({ provider: r.provider, offer: this.book.get(r.offer)!, total: r.total, scores: { ...r.scores } }))
+      ? result.ranked.map((r) => {
+          const offer = this.book.get(r.offer)!;
+          const entry = this.adverts.providerFor(offer);
+          return { provider: r.provider, offer, ...(entry !== r.provider ? { entry } : {}), total: r.total, scores: { ...r.scores } };
+        })
       : [];
     return { result, ranked, market: explainMarket({ job, adverts: this.adverts, offers: this.book, now, skewMs: this.o.skewMs }) };
   }

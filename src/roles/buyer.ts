@@ -275,6 +275,11 @@ class ProgressGate {
 export interface RankedCandidate {
   provider: string;
   offer: Opened<Offer>;
+  /**
+   * The market entry the offer stood for when it was ranked, where that is not `provider`: a pool's DID for a member's
+   * offer citing a pooled advert. A failover leaves it out with the provider, though the member may leave the pool.
+   */
+  entry?: string;
   total: number;
   scores: Record<string, number>;
 }
@@ -785,6 +790,15 @@ export class Buyer {
     // ranking, which a recomputation need not give), or on a managed overlay the
     // steward's choice. The first decision is what the result reports.
     const tried = new Set<string>();
+    // The entries the offers tried stood for (a pool, for a member's offer: RankedCandidate.entry), left out of the
+    // decisions with them: a member that left its pool after its attempt (its latest advert a plain one) no longer
+    // stands for the pool, and the pool's slot can show another member's offer by then (docs/pools.md "Failover and
+    // epoch changes").
+    const stoodFor = new Set<string>();
+    const tryOut = (c: RankedCandidate): void => {
+      tried.add(c.provider);
+      if (c.entry !== undefined && c.entry !== c.provider) stoodFor.add(c.entry);
+    };
     // Providers dialled ahead of their selection: undefined once connected, else why not (DIAL_AHEAD).
     const dials = new Map<string, Promise<string | undefined>>();
     // Those dials once settled (the same answers), read without waiting: a provider reached is one connected now or
@@ -867,7 +881,8 @@ export class Buyer {
       } else {
         // a provider set aside as not reached whose dial succeeded since is back in the decision
         for (const d of unsure) if (reached(d)) unsure.delete(d);
-        const excluded = deferred.size === 0 && capped.size === 0 && unsure.size === 0 ? tried : new Set([...tried, ...leftOut()]);
+        const outNow = new Set([...stoodFor, ...leftOut()]);
+        const excluded = outNow.size === 0 ? tried : new Set([...tried, ...outNow]);
         const current = excluded.size === 0 ? decision : await this.d.market.decide(job, policy, now, excluded);
         latest = current.ranked;
         pick = current.ranked[0];
@@ -918,7 +933,7 @@ export class Buyer {
         }
         if (now > pick.offer.record.startBy) {
           result.attempts.push({ provider: pick.provider, outcome: 'offer lapsed' });
-          tried.add(pick.provider);
+          tryOut(pick);
           continue;
         }
         if (lookUp && (noAddress.has(pick.provider) || !(await this.#addressKnown(pick.provider)))) {
@@ -989,14 +1004,14 @@ export class Buyer {
           if (failed !== undefined) {
             log.info({ provider: pick.provider, job: job.address, err: failed }, 'the winner could not be dialled: left out of the decision, which is taken again');
             result.attempts.push({ provider: pick.provider, outcome: `not reached, not selected: ${failed}` });
-            tried.add(pick.provider);
+            tryOut(pick);
             unreached++;
             continue;
           }
           // the dial took its time: an offer that lapsed meanwhile is not selected
           if (clock() > pick.offer.record.startBy) {
             result.attempts.push({ provider: pick.provider, outcome: 'offer lapsed' });
-            tried.add(pick.provider);
+            tryOut(pick);
             continue;
           }
         }
@@ -1009,7 +1024,7 @@ export class Buyer {
         selection = this.d.market.signSelection(job, current, pick, now);
       }
       const attemptNo = ++selections;
-      tried.add(pick.provider);
+      tryOut(pick);
       await this.d.publish('selection', selection).catch(() => {});
       await this.d.store(selection);
       onEvent({ e: 'selection', selection, winner: pick, attempt: attemptNo });
