@@ -187,6 +187,26 @@ export function buyerSeesMarket(v: BuyerView, want: number, since: number): bool
   return heard.size >= want;
 }
 
+/** What `jobsReachProviders` reads: each node's `/v1/status` gossip counts, and the buyer's `/v1/peers`. */
+export interface JobMeshView {
+  buyer: { status: { gossip?: Record<string, { peers: number; mesh: number }> }; peers: Array<{ did?: string; topics: string[] }> };
+  providers: Array<{ did: string; status: { gossip?: Record<string, { peers: number; mesh: number }> } }>;
+}
+
+/**
+ * Whether a job the buyer publishes now reaches every provider by gossip: the buyer knows a subscriber of the job
+ * topic to publish to, and each provider either has a mesh peer on it (a copy is forwarded to it) or is a subscriber
+ * the buyer itself knows (it publishes to it). A provider with neither hears the job only from a later gossip round.
+ */
+export function jobsReachProviders(v: JobMeshView): boolean {
+  if ((v.buyer.status.gossip?.job?.peers ?? 0) < 1) return false;
+  const direct = new Set(v.buyer.peers.filter((p) => p.did !== undefined && p.topics.includes('job')).map((p) => p.did!));
+  return v.providers.every((p) => (p.status.gossip?.job?.mesh ?? 0) >= 1 || direct.has(p.did));
+}
+
+/** How long the devnet waits for the job topic's mesh before it posts the first job anyway (the buyer's asks cover a straggler). */
+export const JOB_MESH_WAIT_MS = 10_000;
+
 /**
  * The key in `dir`: the one stored there (a devnet run again on the same `--dir` keeps its nodes' and its pool's
  * keys, and so whatever they signed and stored), else a new one. Devnet keys are not encrypted.
@@ -340,9 +360,12 @@ export class Devnet {
     p('▸ waiting for the buyer to see the market…');
     const t0 = Date.now();
     await this.waitForMarket('the buyer', api, this.o.providers);
-    // Providers must also hear the buyer's job topic through the mesh.
-    await sleep(1000);
     p(`  market visible after ${Date.now() - t0} ms: ${this.o.providers} live adverts`);
+    // Providers must also hear the buyer's jobs: the job topic's mesh formed (it takes a heartbeat or two after the
+    // adverts arrive). Waited for, not slept on; past JOB_MESH_WAIT_MS the run goes on, as a buyer's node would.
+    const t1 = Date.now();
+    const reach = await this.waitForJobMesh(apis.slice(0, -1), api);
+    p(reach ? `  job topic meshed after ${Date.now() - t1} ms` : `  job topic not meshed at every provider after ${JOB_MESH_WAIT_MS} ms: going on (a provider left out is asked for its offer)`);
     return { buyer, api };
   }
 
@@ -359,6 +382,28 @@ export class Devnet {
       };
       return buyerSeesMarket(v, want, this.startedAt) && also(v) ? v : undefined;
     });
+  }
+
+  /** Wait, at most JOB_MESH_WAIT_MS, until a job the buyer publishes reaches every provider (`jobsReachProviders`). */
+  async waitForJobMesh(providers: Array<{ api: string; token: string }>, buyer: { api: string; token: string }): Promise<boolean> {
+    const dids = this.nodes.slice(0, providers.length).map((n) => n.did);
+    const view = async (): Promise<JobMeshView> => ({
+      buyer: {
+        status: (await apiCall(buyer.api, buyer.token, 'GET', '/v1/status')) as JobMeshView['buyer']['status'],
+        peers: ((await apiCall(buyer.api, buyer.token, 'GET', '/v1/peers')) as { peers: JobMeshView['buyer']['peers'] }).peers,
+      },
+      providers: await Promise.all(providers.map(async (a, i) => ({ did: dids[i]!, status: (await apiCall(a.api, a.token, 'GET', '/v1/status')) as JobMeshView['providers'][number]['status'] }))),
+    });
+    try {
+      await waitFor('the job topic to mesh', JOB_MESH_WAIT_MS, async () => {
+        for (const n of this.nodes) this.assertRunning(n, 'before the job topic meshed');
+        return jobsReachProviders(await view()) ? true : undefined;
+      });
+      return true;
+    } catch (e) {
+      if (e instanceof C0Error && e.code === 'DEVNET_TIMEOUT') return false;
+      throw e;
+    }
   }
 
   async runJob(api: { api: string; token: string }, spec: Record<string, unknown>, render: (ev: WireEvent) => void): Promise<Record<string, unknown>> {

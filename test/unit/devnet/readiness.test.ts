@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { buyerSeesMarket, type BuyerView } from '../../../src/devnet/devnet.js';
+import { buyerSeesMarket, jobsReachProviders, type BuyerView, type JobMeshView } from '../../../src/devnet/devnet.js';
 
 const START = 1_700_000_000_000;
 const advert = (provider: string, issuedAt: number, live = true) => ({ provider, live, record: { issuedAt } });
@@ -38,4 +38,25 @@ test('fresh adverts but no peer connected now: not ready', () => {
 test('an expired advert does not count, fresh or not', () => {
   const ads = [advert('atlas', START + 1), advert('bantam', START + 2), advert('corvid', START + 3, false)];
   assert.equal(buyerSeesMarket(view(1, ads), 3, START), false);
+});
+
+// Then the job topic (jobsReachProviders): a provider hears the first job by gossip only once it has a mesh peer on the
+// job topic or is a subscriber the buyer publishes to itself. The devnet slept a second for this; on a busy machine a
+// provider could still be outside the mesh when the job went out, and quoted on the next job only.
+const gossip = (peers: number, mesh: number) => ({ gossip: { job: { peers, mesh }, advert: { peers: 3, mesh: 3 } } });
+const meshView = (buyerJobPeers: number, direct: string[], providers: Array<[string, number]>): JobMeshView => ({
+  buyer: { status: gossip(buyerJobPeers, 0), peers: [...direct.map((did) => ({ did, topics: ['advert', 'job'] })), { did: 'corvid', topics: ['advert'] }] },
+  providers: providers.map(([did, mesh]) => ({ did, status: gossip(2, mesh) })),
+});
+
+test('the job topic: every provider meshed on it, or published to by the buyer itself, and the buyer knows a subscriber', () => {
+  assert.equal(jobsReachProviders(meshView(1, ['atlas'], [['atlas', 1], ['bantam', 1], ['corvid', 2]])), true);
+  // corvid has no mesh peer on the job topic, and the buyer knows it only on the advert topic: not yet
+  assert.equal(jobsReachProviders(meshView(1, ['atlas'], [['atlas', 1], ['bantam', 1], ['corvid', 0]])), false);
+  // no mesh peer, but the buyer publishes to it directly: it hears the job
+  assert.equal(jobsReachProviders(meshView(2, ['atlas', 'bantam'], [['atlas', 0], ['bantam', 0]])), true);
+  // every provider meshed, but the buyer knows no subscriber of the job topic to publish to
+  assert.equal(jobsReachProviders(meshView(0, [], [['atlas', 1], ['bantam', 1]])), false);
+  // a node whose status has no job topic at all (it did not join it) is not meshed on it
+  assert.equal(jobsReachProviders({ buyer: { status: gossip(1, 0), peers: [] }, providers: [{ did: 'atlas', status: {} }] }), false);
 });
