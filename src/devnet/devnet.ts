@@ -207,6 +207,11 @@ export function jobsReachProviders(v: JobMeshView): boolean {
 /** How long the devnet waits for the job topic's mesh before it posts the first job anyway (the buyer's asks cover a straggler). */
 export const JOB_MESH_WAIT_MS = 10_000;
 
+/** The devnet's line for that wait. */
+export function jobMeshLine(reached: boolean, ms: number): string {
+  return reached ? `  job topic meshed after ${ms} ms` : `  job topic not meshed at every provider after ${JOB_MESH_WAIT_MS} ms: going on (a provider left out is asked for its offer)`;
+}
+
 /**
  * The key in `dir`: the one stored there (a devnet run again on the same `--dir` keeps its nodes' and its pool's
  * keys, and so whatever they signed and stored), else a new one. Devnet keys are not encrypted.
@@ -364,8 +369,8 @@ export class Devnet {
     // Providers must also hear the buyer's jobs: the job topic's mesh formed (it takes a heartbeat or two after the
     // adverts arrive). Waited for, not slept on; past JOB_MESH_WAIT_MS the run goes on, as a buyer's node would.
     const t1 = Date.now();
-    const reach = await this.waitForJobMesh(apis.slice(0, -1), api);
-    p(reach ? `  job topic meshed after ${Date.now() - t1} ms` : `  job topic not meshed at every provider after ${JOB_MESH_WAIT_MS} ms: going on (a provider left out is asked for its offer)`);
+    const reach = await this.waitForJobMesh(this.nodes.slice(0, -1).map((n, i) => ({ did: n.did, api: apis[i]! })), api);
+    p(jobMeshLine(reach, Date.now() - t1));
     return { buyer, api };
   }
 
@@ -385,14 +390,13 @@ export class Devnet {
   }
 
   /** Wait, at most JOB_MESH_WAIT_MS, until a job the buyer publishes reaches every provider (`jobsReachProviders`). */
-  async waitForJobMesh(providers: Array<{ api: string; token: string }>, buyer: { api: string; token: string }): Promise<boolean> {
-    const dids = this.nodes.slice(0, providers.length).map((n) => n.did);
+  async waitForJobMesh(providers: Array<{ did: string; api: { api: string; token: string } }>, buyer: { api: string; token: string }): Promise<boolean> {
     const view = async (): Promise<JobMeshView> => ({
       buyer: {
         status: (await apiCall(buyer.api, buyer.token, 'GET', '/v1/status')) as JobMeshView['buyer']['status'],
         peers: ((await apiCall(buyer.api, buyer.token, 'GET', '/v1/peers')) as { peers: JobMeshView['buyer']['peers'] }).peers,
       },
-      providers: await Promise.all(providers.map(async (a, i) => ({ did: dids[i]!, status: (await apiCall(a.api, a.token, 'GET', '/v1/status')) as JobMeshView['providers'][number]['status'] }))),
+      providers: await Promise.all(providers.map(async ({ did, api: a }) => ({ did, status: (await apiCall(a.api, a.token, 'GET', '/v1/status')) as JobMeshView['providers'][number]['status'] }))),
     });
     try {
       await waitFor('the job topic to mesh', JOB_MESH_WAIT_MS, async () => {

@@ -22,7 +22,7 @@ import { formatMoney, type Money } from '../records/money.js';
 import { runBatch, type BatchRunEvent, type BatchRunSummary } from '../matching/batch-run.js';
 import type { Batch, BatchPlan } from '../matching/batch-plan.js';
 import { apiBatchPorts, batchLines } from '../node/batch-client.js';
-import { freePort, waitFor, type Devnet } from './devnet.js';
+import { freePort, jobMeshLine, waitFor, type Devnet } from './devnet.js';
 
 type Api = { api: string; token: string };
 
@@ -95,8 +95,10 @@ export async function runOrdersScenario(net: Devnet, render: (label: string, ev:
     const m = (await apiCall(api.api, api.token, 'GET', '/v1/market')) as { presence: { live: number; freeSlots: number; providers: Array<{ did: string; freeSlots: number; workloads: string[]; liveUntil: number }> } };
     return m.presence.live >= ORDER_PROVIDERS.length && m.presence.freeSlots >= 6 ? m : undefined;
   });
-  await new Promise((r) => setTimeout(r, 1000)); // one gossip heartbeat for the job topic's mesh
   print(`presence  ${market.presence.live} providers live, ${market.presence.freeSlots} free slots (seen after ${Date.now() - t0} ms)`);
+  // the job topic's mesh to every provider, before the first job (DevNet.waitForJobMesh)
+  const t1 = Date.now();
+  print(jobMeshLine(await net.waitForJobMesh(net.nodes.filter((n) => n.role === 'provider').map((n) => ({ did: n.did, api: apis[n.name]! })), api), Date.now() - t1).trimStart());
   for (const p of [...market.presence.providers].sort((a, b) => names(a.did).localeCompare(names(b.did)))) {
     print(`  ${names(p.did).padEnd(6)} ${p.freeSlots} free slots, ${p.workloads.join(', ')}, live for ${Math.max(0, Math.round((p.liveUntil - Date.now()) / 1000))} s more unless renewed`);
   }

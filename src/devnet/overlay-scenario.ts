@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import { apiCall } from '../node/api.js';
 import type { WireEvent } from '../node/events.js';
-import { devnetIdentity, freePort, waitFor, type Devnet } from './devnet.js';
+import { devnetIdentity, freePort, jobMeshLine, waitFor, type Devnet } from './devnet.js';
 
 export const OVERLAY = 'acme';
 
@@ -95,7 +95,12 @@ export async function runOverlayScenario(net: Devnet, render: (label: string, ev
   for (const b of ['alpha', 'beta']) {
     await net.waitForMarket(b, apis[b]!, 2);
   }
-  await new Promise((r) => setTimeout(r, 1000));
+  // and for the job topic's mesh to reach both providers from each buyer (DevNet.waitForJobMesh)
+  const providers = net.nodes.filter((n) => n.role === 'provider').map((n) => ({ did: n.did, api: apis[n.name]! }));
+  for (const b of ['alpha', 'beta']) {
+    const t = Date.now();
+    print(jobMeshLine(await net.waitForJobMesh(providers, apis[b]!), Date.now() - t).replace('job topic', `${b}: job topic`));
+  }
 
   const job = (label: string, entitlement: string, uj: number, rounds: number) => ({
     label,
