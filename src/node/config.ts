@@ -661,14 +661,19 @@ function isObj(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-/** Deep merge: objects merge, everything else (arrays included) replaces. */
+/**
+ * Deep merge: objects merge, everything else (arrays included) replaces. Each key is defined as an own property, never
+ * assigned: a file's `__proto__:` key (YAML gives it as an own key) assigned would set the merged object's prototype,
+ * so the schema's unknown-key check never saw it and a mapping there read as top-level settings.
+ */
 export function mergeLayers(...layers: unknown[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const l of layers) {
     if (!isObj(l)) continue;
     for (const [k, v] of Object.entries(l)) {
       if (v === undefined) continue;
-      out[k] = isObj(v) && isObj(out[k]) ? mergeLayers(out[k], v) : v;
+      const prev = Object.prototype.hasOwnProperty.call(out, k) ? out[k] : undefined;
+      Object.defineProperty(out, k, { value: isObj(v) && isObj(prev) ? mergeLayers(prev, v) : v, enumerable: true, writable: true, configurable: true });
     }
   }
   return out;

@@ -253,6 +253,27 @@ describe('config', () => {
     assert.equal(e.field, 'api');
   });
 
+  test('a `__proto__` key is an unknown key like any other, at the top and nested: never read as the settings it holds', () => {
+    // merged by assignment, a top-level `__proto__:` set the prototype of the merged settings: a mapping there read as
+    // top-level settings (the API moved to the port it named) and a scalar was dropped without a word
+    for (const [text, field] of [
+      ["__proto__: { api: { listen: '127.0.0.1:17104' } }\n", ''],
+      ['__proto__: { roles: [provider] }\n', ''],
+      ['__proto__: 5\n', ''],
+      ['buyer: { __proto__: { policy: cheapest } }\n', 'buyer'],
+    ] as const) {
+      const e = err(() => loadConfig({ file: file(text) }));
+      assert.equal(e.code, 'CONFIG_INVALID', text);
+      assert.equal(e.field, field, text);
+      assert.match(e.message, /Unrecognized key: "__proto__"/);
+    }
+    // and the merge keeps such a key as an own key, whichever layer it comes from
+    const m = mergeLayers(JSON.parse('{"__proto__": {"roles": ["provider"]}}'), { log: { level: 'warn' } });
+    assert.equal(Object.getPrototypeOf(m), Object.prototype);
+    assert.deepEqual(Object.keys(m), ['__proto__', 'log']);
+    assert.equal((m as { roles?: unknown }).roles, undefined);
+  });
+
   test('a missing file is CONFIG_UNREADABLE; bad YAML is CONFIG_NOT_YAML; an empty file is all defaults', () => {
     assert.equal(err(() => loadConfig({ file: join(dir, 'missing.yaml') })).code, 'CONFIG_UNREADABLE');
     assert.equal(err(() => loadConfig({ file: dir })).code, 'CONFIG_UNREADABLE');
