@@ -13,7 +13,6 @@
  * accepts and ignores them, so one file serves both.
  */
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { C0Error } from '../errors.js';
 import { parseMoney } from '../records/money.js';
@@ -21,6 +20,7 @@ import { batchFieldError, parseBatch } from '../matching/batch-input.js';
 import type { Batch } from '../matching/batch-plan.js';
 import type { LineRecipe } from '../node/batch-client.js';
 import { parseDuration } from '../node/jobfile.js';
+import { parsePlainYaml } from '../util/yaml.js';
 
 const duration = z.union([z.number().int().positive(), z.string().regex(/^[0-9]+(ms|s|m|h)$/, 'like 90s, 5m, 1h or milliseconds')]);
 const amount = z.union([z.string(), z.number().nonnegative()]).transform((v) => String(v));
@@ -88,7 +88,7 @@ function parseBatchFile(path: string): { batch: Batch; file: z.infer<typeof file
   }
   let raw: unknown;
   try {
-    raw = parseYaml(text);
+    raw = parsePlainYaml(text);
   } catch (e) {
     // (the yaml parser's errors carry a `code` too, so reading and parsing are told apart by where they fail)
     throw new C0Error('BATCH_FILE_NOT_YAML', `${path} is not valid YAML: ${(e as Error).message}`);

@@ -3,18 +3,18 @@
  * `members: [{did, weight, hardware: {cpuCores, memoryMiB, gpus?}}]`, in DID order once read. Its own module, loaded
  * when that command runs, so the CLI's start does not load the YAML parser (test/e2e/cli-lazy.test.ts).
  */
-import { parse as parseYaml } from 'yaml';
 import { C0Error } from '../errors.js';
 import { compareDids } from '../records/did.js';
 import type { PoolMember } from '../records/kinds.js';
 import { readInput } from './context.js';
+import { parsePlainYaml } from '../util/yaml.js';
 
 export function readMembers(path: string): PoolMember[] {
   const shape = '`members: [{did, weight, hardware: {cpuCores, memoryMiB, gpus?}}]`';
   const text = Buffer.from(readInput(path)).toString('utf8');
   let doc: { members?: unknown } | null;
   try {
-    doc = parseYaml(text) as { members?: unknown } | null;
+    doc = parsePlainYaml(text) as { members?: unknown } | null;
   } catch (e) {
     throw new C0Error('POOL_MEMBERS_FILE_INVALID', `${path} is not valid YAML: ${(e as Error).message.split('\n')[0]!.replace(/:$/, '')}`, { field: 'members' });
   }

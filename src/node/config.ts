@@ -8,7 +8,6 @@ import { existsSync, lstatSync, readlinkSync } from 'node:fs';
 import { readRegularFile } from '../util/bounded-read.js';
 import { isIPv6 } from 'node:net';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { multiaddr } from '@multiformats/multiaddr';
 import { peerIdFromString } from '@libp2p/peer-id';
@@ -27,6 +26,7 @@ import { QUOTED_JOB_DEFAULTS } from '../store/records.js';
 import { TRAIL_KEPT_BYTES, TRAIL_KEPT_ENTRIES } from '../pools/trail.js';
 import { ROLE_NAMES, type Role } from './role-names.js';
 import { EXEC_MAX_OUTPUT_BYTES, PROVIDER_MAX_INPUT_BYTES } from '../roles/exec-protocol.js';
+import { parsePlainYaml, YamlValueError } from '../util/yaml.js';
 
 const money = z.object({ amount: z.string().regex(AMOUNT_RE, 'a plain decimal like "0.042"'), currency: z.string().regex(CURRENCY_RE, 'an upper-case currency code') }).strict();
 
@@ -538,8 +538,10 @@ export function readConfigFile(path: string): unknown {
     throw new C0Error('CONFIG_UNREADABLE', `cannot read config ${path}: ${(e as NodeJS.ErrnoException).code === 'ENOENT' ? missingWhy(path) : (e as Error).message}`);
   }
   try {
-    return parseYaml(text) ?? {};
+    return parsePlainYaml(text) ?? {};
   } catch (e) {
+    // a tagged value (!!binary, !!set, …) or an unknown tag: valid YAML, but no setting takes it
+    if (e instanceof YamlValueError) throw new C0Error('CONFIG_INVALID', `${path}: ${e.message}`, { field: e.path });
     throw new C0Error('CONFIG_NOT_YAML', `${path} is not valid YAML: ${(e as Error).message}`);
   }
 }

@@ -8,7 +8,6 @@
  * (`POST /v1/console/run` sends the text), so the daemon does not depend on src/cli.
  */
 import { dirname, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { C0Error } from '../errors.js';
 import { GRADES, POLICIES, WORKLOAD_RE } from '../records/kinds.js';
@@ -17,6 +16,7 @@ import { configError } from './config.js';
 import { readInputFile } from './job-input.js';
 import { checkJobDeadlineMs } from '../records/freshness.js';
 import { requirementsSchema } from '../matching/batch-input.js';
+import { parsePlainYaml } from '../util/yaml.js';
 
 const duration = z.union([z.number().int().positive(), z.string().regex(/^[0-9]*[1-9][0-9]*(ms|s|m|h)$/, 'a positive duration like 90s, 5m, 1h or milliseconds')]);
 
@@ -96,7 +96,7 @@ export interface JobFileOptions {
 export function parseJobFileText(text: string, path: string, opts: JobFileOptions & { files?: boolean } = {}): Record<string, unknown> {
   let raw: unknown;
   try {
-    raw = parseYaml(text);
+    raw = parsePlainYaml(text);
   } catch (e) {
     throw new C0Error('JOB_FILE_NOT_YAML', `${path} is not valid YAML: ${(e as Error).message}`);
   }

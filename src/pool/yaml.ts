@@ -7,12 +7,12 @@
  * claim.yaml:  {id, entitlement, class?, gang_size, devices_per_member,
  *               estimate: {uj, grade} | "derive", required_evidence?}
  */
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { C0Error } from '../errors.js';
 import { GRADES } from './grades.js';
 import { buildTree, type Entitlement, type Tree } from './tree.js';
 import { checkClaim, type Claim } from './admission.js';
+import { parsePlainYaml } from '../util/yaml.js';
 
 export const YAML_ERR = {
   SYNTAX: 'POOL_YAML_SYNTAX',
@@ -78,7 +78,7 @@ function zodFail(code: string, what: string, err: z.ZodError): never {
 
 function parseText(text: string, what: string): unknown {
   try {
-    return parseYaml(text);
+    return parsePlainYaml(text);
   } catch (e) {
     throw new C0Error(YAML_ERR.SYNTAX, `${what}: not valid YAML: ${(e as Error).message.split('\n')[0]}`);
   }

@@ -7,7 +7,8 @@
  * the single-process run of the same spec reaches (when given). Pure
  * functions; the CLI drives the daemon's routes with them.
  */
-import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
+import { stringify as stringifyYaml } from 'yaml';
+import { parsePlainYaml } from '../../util/yaml.js';
 import { C0Error } from '../../errors.js';
 import { hashHex } from '../../records/address.js';
 
@@ -41,7 +42,7 @@ export function pickMembers(adverts: MarketAdvert[], workload: string, n: number
 export function withMembers(yamlText: string, dids: string[]): string {
   let y: unknown;
   try {
-    y = parseYaml(yamlText);
+    y = parsePlainYaml(yamlText);
   } catch (e) {
     throw new C0Error('TRAIN_RUN_FILE', `run.yaml: ${(e as Error).message}`);
   }

@@ -6,7 +6,6 @@
  * the field named.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { C0Error } from '../../errors.js';
 import type { Signer } from '../../records/ed25519.js';
@@ -15,6 +14,7 @@ import { iris } from '../../training/data.js';
 import { accuracy, initWeights, weightsBytes } from '../../training/model.js';
 import { addressOf, referenceRun } from '../../training/engine.js';
 import { TRAIN_T, type TrainRun } from '../../training/record-kinds.js';
+import { parsePlainYaml } from '../../util/yaml.js';
 
 const runYaml = z
   .object({
@@ -41,7 +41,7 @@ export interface RunBundle {
 export function buildRun(yamlText: string, signer: Signer, now: number): { bundle: RunBundle; json: string } {
   let raw: unknown;
   try {
-    raw = parseYaml(yamlText);
+    raw = parsePlainYaml(yamlText);
   } catch (e) {
     throw new C0Error('TRAIN_RUN_FILE', `run file is not YAML: ${(e as Error).message}`);
   }
