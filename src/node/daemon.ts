@@ -37,6 +37,8 @@ export interface DaemonOptions {
   extraRoutes?: (d: Daemon) => Route[];
   /** Called at named failpoints (docs/pools.md "Failure modes, tested"); only the CLI sets it, from C0MPUTE_FAILPOINT. */
   failpoint?: (name: string) => void;
+  /** A display command's node: no peer dialled or let in, no earlier provider work recovered (OverlayDeps.display). */
+  display?: boolean;
 }
 
 export class Daemon {
@@ -128,7 +130,7 @@ export class Daemon {
     this.#watchStore(this.db);
     for (const n of networksOf(config)) {
       const { roles, ...network } = n;
-      const o = await OverlayNode.start({ dataDir, db: this.db, identity, config, network, roles, clock: this.clock, log: this.log, ...(this.opts.failpoint ? { failpoint: this.opts.failpoint } : {}) });
+      const o = await OverlayNode.start({ dataDir, db: this.db, identity, config, network, roles, clock: this.clock, log: this.log, ...(this.opts.failpoint ? { failpoint: this.opts.failpoint } : {}), ...(this.opts.display ? { display: true } : {}) });
       this.overlays.set(o.name, o);
       this.#stops.push(() => o.stop());
       for (const setup of this.opts.roleSetups ?? []) await setup(o, this);

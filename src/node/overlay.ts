@@ -75,6 +75,12 @@ export interface OverlayDeps {
   log: Logger;
   /** Called at named failpoints (tests; set by the CLI from C0MPUTE_FAILPOINT). */
   failpoint?: (name: string) => void;
+  /**
+   * A display command's node (an offline `jobs`, `reputation`): it reads what is held and acts on nothing. No peer is
+   * dialled or let in (remembered ones included, and the peers file is neither read nor written), and an earlier run's
+   * provider work is not recovered here (that ends processes and signs receipts: the next `start` does it, and says so).
+   */
+  display?: boolean;
 }
 
 /**
@@ -324,7 +330,7 @@ export class OverlayNode {
       ...(nc.verifyThreads === undefined ? {} : { verifyThreads: nc.verifyThreads }),
       abuse: { ...(nc.abuse ?? {}), reports: this.abuseReports },
       ...(nc.recordsServe ? { recordsServe: nc.recordsServe } : {}),
-      ...reconnectOptions(nc.reconnect, join(this.d.dataDir, `peers-${this.name}.json`)),
+      ...(this.d.display ? { unreachable: () => true } : reconnectOptions(nc.reconnect, join(this.d.dataDir, `peers-${this.name}.json`))),
       // a provider must be able to hold every input it quotes for (provider.maxInputBytes may exceed the 16 MiB the defaults fit)
       ...(this.roles.includes('provider') && this.d.config.provider ? { directBudget: budgetForInput(this.d.config.provider.maxInputBytes) } : {}),
     });
@@ -407,7 +413,7 @@ export class OverlayNode {
     const providerHooks = { onStop: (stop: () => Promise<void>) => void this.#stops.push(stop), quote: (job: Opened<Job>, opts?: { invited?: boolean }) => this.#quote(job, opts), countJob: (outcome: string) => void this.#jobs.inc({ role: 'provider', outcome }) };
     if (this.roles.includes('provider')) await setupProvider(this, providerHooks);
     // Without the role: what an earlier run left of its work is still recovered and delivered (docs/node.md "Changing roles").
-    const leftovers = this.roles.includes('provider') ? undefined : await providerLeftovers(this, providerHooks);
+    const leftovers = this.roles.includes('provider') || this.d.display ? undefined : await providerLeftovers(this, providerHooks);
     if (!this.poolMember) this.#poolHistory = await poolHistoryLeftovers(this);
     if (this.roles.includes('buyer')) this.buyer = this.#buyerSide.createBuyer();
     this.orders = await wireOrders(this, { claimMode: this.d.config.provider?.claimMode ?? 'leased', skewMs: nc.clockSkewMs });

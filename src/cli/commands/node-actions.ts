@@ -618,7 +618,13 @@ export function keepEverything(config: NodeConfig): void {
   config.witnessRecords = { ...config.witnessRecords, maxEvidence: all, maxReceipts: all, maxWitnesses: all };
 }
 
-/** Open the node's stores without networking (for offline jobs/reputation), with the config the daemon last ran with. */
+/**
+ * Open the node's stores without networking (for offline jobs/reputation), with the config the daemon last ran with:
+ * a display node (DaemonOptions.display) dials no one, lets no one in and recovers no earlier provider work. Until
+ * session 48 it dialled the peers remembered in peers-<overlay>.json (took receipts off the network, left its own
+ * passing address in the providers' memory) and, on a crashed provider's data directory, ended the leftover processes
+ * and signed their failed receipts, silently, so the next start never said it had.
+ */
 export async function offlineNode(dataDir: string): Promise<Daemon> {
   const config = nodeConfig(dataDir, {}, undefined, 'display', undefined, (m) => process.stderr.write(`warning CONFIG_MISSING: ${m}\n`));
   keepEverything(config);
@@ -630,5 +636,5 @@ export async function offlineNode(dataDir: string): Promise<Daemon> {
   const identity = await loadNodeIdentity(dataDir);
   bindIdentity(dataDir, identity.did);
   const { Daemon } = await import('../../node/daemon.js');
-  return Daemon.start({ dataDir, config, identity, log, advertise: false, api: false });
+  return Daemon.start({ dataDir, config, identity, log, advertise: false, api: false, display: true });
 }
