@@ -18,7 +18,7 @@
  * usage book (src/pool/usage.ts), nothing per entry: an older entry's address
  * is read from `entries` when asked (addressAt; a witness receipt's check).
  */
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import { openDb, closeDb, sub, onReopen, STORE_REOPEN_REFUSED, type Db, type Sub } from '../store/db.js';
@@ -45,6 +45,7 @@ export const LEDGER_ERR = {
   NOT_EMPTY: 'LEDGER_NOT_EMPTY',
   CLOSED: 'LEDGER_CLOSED',
   NOT_FOUND: 'LEDGER_NOT_FOUND',
+  IMPORT_NOT_EMPTY: 'LEDGER_IMPORT_NOT_EMPTY',
 } as const;
 
 export const seqKey = (n: number): string => String(n).padStart(16, '0');
@@ -426,8 +427,32 @@ export class Ledger {
   }
 }
 
-/** Write verified entries and receipts into an empty ledger directory (import). */
+/**
+ * An import's target is a missing directory (openDb makes it) or an empty one: LEDGER_IMPORT_NOT_EMPTY otherwise, with
+ * nothing opened. The check after opening (a stored head: LEDGER_NOT_EMPTY) was the only one, and it let an import
+ * write a foreign ledger's entries into a node's own database (`<data-dir>/db`, whose `meta`/`entries` sublevels no
+ * ledger had used yet), or LevelDB's files into the data directory itself. A path that cannot be read is left to
+ * openDb, which says why (STORE_OPEN_FAILED).
+ */
+export function assertImportTarget(dir: string): void {
+  let names: string[];
+  try {
+    if (!statSync(dir).isDirectory()) throw new C0Error(LEDGER_ERR.IMPORT_NOT_EMPTY, `${dir} is a file, not a directory: ledger import writes into a new or empty directory; name one`, { field: 'dir' });
+    names = readdirSync(dir);
+  } catch (e) {
+    if (e instanceof C0Error) throw e;
+    return;
+  }
+  if (names.length === 0) return;
+  const shown = names.slice(0, 4).join(', ') + (names.length > 4 ? ', …' : '');
+  throw new C0Error(LEDGER_ERR.IMPORT_NOT_EMPTY, `${dir} is not empty (it holds ${shown}); nothing was written: ledger import writes into a new or empty directory, never beside other files (a node's database, a data directory); name one`, {
+    field: 'dir',
+  });
+}
+
+/** Write verified entries and receipts into a new or empty ledger directory (import; assertImportTarget). */
 export async function writeLedgerDir(dir: string, raw: RawLedger): Promise<ReplayResult> {
+  assertImportTarget(dir);
   const r = replay(raw.entries);
   if (!r.ok) {
     const p = r.problem!;
@@ -438,6 +463,7 @@ export async function writeLedgerDir(dir: string, raw: RawLedger): Promise<Repla
     const entries = sub(db, 'entries');
     const meta = sub(db, 'meta');
     const receipts = sub(db, 'receipts');
+    // filled between the check above and the open (another process)
     if ((await meta.get('head')) !== undefined) throw new C0Error(LEDGER_ERR.NOT_EMPTY, `${dir} already holds a ledger`);
     const ops: unknown[] = raw.entries.map((b, i) => ({ type: 'put', sublevel: entries, key: seqKey(i), value: b }));
     // every receipt is kept as given (a mismatching one is evidence); `verify` grades them

@@ -1,7 +1,7 @@
 /** `c0mpute ledger …` and `c0mpute pool check` as child processes on real directories. */
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ed25519Signer, didFromPublicKey } from '../../src/records/index.js';
 import { openDb, closeDb, sub } from '../../src/store/db.js';
@@ -220,6 +220,46 @@ describe('c0mpute ledger', { concurrency: 4 }, () => {
     assert.match(s.stdout, /^#0 .*Admitted claim=n1/m);
     assert.match(s.stdout, /^problem: LEDGER_HEAD_MISMATCH/m);
     assert.equal((await c0('ledger', 'show', d, '--json')).code, 1);
+  });
+
+  it("import refuses a target that is not a new or empty directory (a node's own database, its data directory, a file): LEDGER_IMPORT_NOT_EMPTY, exit 3, nothing written", async () => {
+    const file = join(t.dir, 'foreign.cbor');
+    writeLedgerFile(file, { entries: sealEntries([admitted('f1'), admitted('f2')], Ed25519Signer.generate()).map((e) => e.bytes), receipts: [] });
+    // a real node: `init`, then `jobs` opens (and so makes) its database <data-dir>/db
+    const node = join(t.dir, 'node');
+    assert.equal((await c0('--data-dir', node, 'init', '--no-passphrase')).code, 0);
+    const j = await c0('--data-dir', node, 'jobs');
+    assert.equal(j.code, 0, j.stderr);
+    const db = join(node, 'db');
+    assert.ok(existsSync(join(db, 'CURRENT')));
+    const listing = (d: string) => readdirSync(d).sort().map((n) => (n === 'LOG' || n === 'LOCK' ? n : `${n}:${readFileSync(join(d, n)).toString('hex')}`));
+    const dbBefore = listing(db);
+    const nodeBefore = readdirSync(node).sort();
+    const plain = join(t.dir, 'plain-file');
+    writeFileSync(plain, 'x');
+    for (const [target, what] of [
+      [db, /is not empty \(it holds .*CURRENT/],
+      [node, /is not empty \(it holds /],
+      [plain, /is a file, not a directory/],
+    ] as const) {
+      const r = await c0('ledger', 'import', file, target);
+      assert.equal(r.code, 3, `${target}: ${r.stdout}${r.stderr}`);
+      assert.match(r.stderr, /^error LEDGER_IMPORT_NOT_EMPTY: /);
+      assert.match(r.stderr, what);
+      assert.doesNotMatch(r.stdout, /imported/);
+    }
+    assert.deepEqual(listing(db), dbBefore, "the node's database is untouched");
+    assert.deepEqual(readdirSync(node).sort(), nodeBefore, 'no LevelDB files in the data directory');
+    assert.equal(readFileSync(plain, 'utf8'), 'x');
+    // an existing empty directory is used
+    const empty = join(t.dir, 'empty-target');
+    mkdirSync(empty);
+    const ok = await c0('ledger', 'import', file, empty);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.match(ok.stdout, /^imported 2 entries/);
+    const v = await c0('ledger', 'verify', empty);
+    assert.equal(v.code, 0, v.stdout);
+    assert.match(v.stdout, /length\s+2/);
   });
 
   it('a missing path is an operator error (exit 3)', async () => {

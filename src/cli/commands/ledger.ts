@@ -130,11 +130,13 @@ export function register(program: Command): void {
   led
     .command('import')
     .argument('<file>', 'exported ledger file')
-    .argument('<dir>', 'an empty ledger directory')
+    .argument('<dir>', 'a new or empty directory for the ledger')
     .option('--witness <did>', WITNESS_HELP, collectWitness, [])
-    .description('verify an exported ledger and write it into an empty directory')
+    .description('verify an exported ledger and write it into a new or empty directory (anything else is refused)')
     .action(async (file: string, dir: string, opts: { witness: string[] }) => {
-      const [{ readLedgerFile }, { assertVerified, verifyLedger }, { writeLedgerDir }] = await Promise.all([import('../../ledger/file.js'), import('../../ledger/verify.js'), import('../../ledger/store.js')]);
+      const [{ readLedgerFile }, { assertVerified, verifyLedger }, { assertImportTarget, writeLedgerDir }] = await Promise.all([import('../../ledger/file.js'), import('../../ledger/verify.js'), import('../../ledger/store.js')]);
+      // a target in use is refused before the file is read and verified (which may take long), not after
+      assertImportTarget(dir);
       const raw = readLedgerFile(file);
       // the file's own witness receipts (of the named witnesses, if any) must not contradict it (a rewritten or re-signed history)
       assertVerified(verifyLedger(raw, verifyOptions(opts)), `refusing to import ${file}`);

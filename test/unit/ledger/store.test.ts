@@ -207,7 +207,7 @@ describe('Ledger on LevelDB', () => {
       const l2 = await Ledger.open(u.dir, { signer: steward });
       assert.deepEqual(l2.head(), { length: 5, head: r.head });
       await l2.close();
-      await rejects(writeLedgerDir(u.dir, file), 'LEDGER_NOT_EMPTY');
+      await rejects(writeLedgerDir(u.dir, file), 'LEDGER_IMPORT_NOT_EMPTY');
       assert.equal((() => { try { decodeLedgerFile(encodeCanonical({ format: 'x' })); } catch (e) { return (e as C0Error).code; } return undefined; })(), 'LEDGER_FILE_MALFORMED');
     } finally {
       t.cleanup();
