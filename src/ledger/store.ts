@@ -138,11 +138,42 @@ function decodeMeta(b: Uint8Array | undefined): RawLedger['meta'] {
 }
 
 /** Read a ledger directory's raw contents without verifying anything (for `ledger verify`). */
+const LEDGER_SUBLEVELS = ['entries', 'meta', 'receipts'] as const;
+
+/**
+ * The names of up to 4 sublevels (or `a key outside any sublevel`) that a ledger's database does not have: one key
+ * looked up in each gap between the ledger's own key ranges, so a long ledger's entries are not read for it.
+ */
+async function otherSublevels(db: Db): Promise<string[]> {
+  // a sublevel `name` holds the keys from `!name!` up to (not including) `!name"`, '"' being the code point after '!'
+  const bounds = LEDGER_SUBLEVELS.map((n) => [`!${n}!`, `!${n}"`] as const);
+  const gaps: Array<{ gte?: string; lt?: string }> = [{ lt: bounds[0]![0] }];
+  for (let i = 0; i < bounds.length; i++) gaps.push({ gte: bounds[i]![1], ...(i + 1 < bounds.length ? { lt: bounds[i + 1]![0] } : {}) });
+  const found = new Set<string>();
+  for (const range of gaps) {
+    for await (const k of db.keys({ ...range, limit: 4 })) {
+      const m = /^!([^!]*)!/.exec(k);
+      found.add(m ? m[1]! : 'a key outside any sublevel');
+    }
+  }
+  return [...found].slice(0, 4);
+}
+
 export async function readLedgerDir(dir: string): Promise<RawLedger> {
   // never create a database where none is: reading is not writing
   if (!existsSync(join(dir, 'CURRENT'))) throw new C0Error(LEDGER_ERR.NOT_FOUND, `${dir} is not a ledger directory (no LevelDB database there)`);
   const db = await openDb(dir);
   try {
+    // A node's own database (`<data-dir>/db`) holds no ledger entries either, and read as a ledger it was an empty one
+    // that verifies (`ledger verify` exit 0, `problem none`): the wrong directory given reads as a good answer. A
+    // ledger's database holds its three sublevels and nothing else; an empty one (a steward's before its first
+    // admission) is still a ledger, of length 0.
+    const other = await otherSublevels(db);
+    if (other.length) {
+      throw new C0Error(LEDGER_ERR.NOT_FOUND, `${dir} is not a ledger directory: its database holds other data (${other.join(', ')}), as a node's own database does; a steward's ledger is <data-dir>/steward/<overlay>/ledger`, {
+        detail: { other },
+      });
+    }
     const entries = await readAll(sub(db, 'entries'));
     const receipts = await readAll(sub(db, 'receipts'));
     // a missing head reads as the empty ledger's, exactly as Ledger.open reads it; an unreadable one is reported

@@ -262,6 +262,25 @@ describe('c0mpute ledger', { concurrency: 4 }, () => {
     assert.match(v.stdout, /length\s+2/);
   });
 
+  it("verify: an empty ledger verifies (length 0, exit 0); a node's own database is not a ledger (LEDGER_NOT_FOUND, exit 3)", async () => {
+    // a steward's ledger before its first admission: opened, nothing appended
+    const empty = join(t.dir, 'empty-ledger');
+    await (await Ledger.open(empty, { signer: steward })).close();
+    const e = await c0('ledger', 'verify', empty);
+    assert.equal(e.code, 0, e.stdout + e.stderr);
+    assert.match(e.stdout, /length\s+0/);
+    assert.match(e.stdout, /problem\s+none/);
+    const node = join(t.dir, 'node-verify');
+    assert.equal((await c0('--data-dir', node, 'init', '--no-passphrase')).code, 0);
+    assert.equal((await c0('--data-dir', node, 'jobs')).code, 0);
+    for (const cmd of ['verify', 'show']) {
+      const r = await c0('ledger', cmd, join(node, 'db'));
+      assert.equal(r.code, 3, `${cmd}: ${r.stdout}${r.stderr}`);
+      assert.match(r.stderr, /^error LEDGER_NOT_FOUND: .* is not a ledger directory: its database holds other data \(/);
+      assert.doesNotMatch(r.stdout, /problem\s+none/);
+    }
+  });
+
   it('a missing path is an operator error (exit 3)', async () => {
     const r = await c0('ledger', 'verify', join(t.dir, 'nope'));
     assert.equal(r.code, 3);
