@@ -201,6 +201,21 @@ describe('c0mpute record', { concurrency: 3 }, () => {
     assert.match(r.out, /^invalid RECORD_WRONG_TYPE: /);
   });
 
+  test('verify --type naming no kind is the command line’s fault, not the record’s: RECORD_UNKNOWN_TYPE, exit 3 (as sign), before the record is read', async () => {
+    const sign = await run(['--data-dir', dir(), 'record', 'sign', '--type', 'c0mpute.offer/1', 'offer.json'], { env });
+    assert.equal(sign.code, 0, sign.stderr);
+    const file = join(tmp, 'unknown-type-offer.cbor');
+    writeFileSync(file, sign.stdout);
+    for (const args of [[file], ['-'], [join(tmp, 'no-such-record.cbor')]]) {
+      const r = await run(['record', 'verify', ...args, '--type', 'nosuch'], { input: sign.stdout });
+      assertOperatorError(r, 'RECORD_UNKNOWN_TYPE');
+      assert.equal(r.out, '', 'no verdict on the record');
+    }
+    const blank = await run(['record', 'verify', file, '--type', ' ']);
+    assert.equal(blank.code, 2, blank.stderr);
+    assert.match(blank.stderr, /^error USAGE_EMPTY_VALUE: --type takes a content type/);
+  });
+
   test('inspect --json: type, signer, address, validity, fields; and the error code of an invalid record', async () => {
     const sign = await run(['--data-dir', dir(), 'record', 'sign', '--type', 'c0mpute.advert/1', 'advert.json'], { env });
     assert.equal(sign.code, 0, sign.stderr);
