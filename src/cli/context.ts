@@ -81,14 +81,26 @@ export function homeDirectory(home: () => string = homedir, userHome: () => stri
   );
 }
 
+/**
+ * A data directory as given, in C0MPUTE_HOME (`source` 'C0MPUTE_HOME') or with --data-dir ('--data-dir'), its leading
+ * `~` expanded. A quoted `~` reaches here unexpanded (C0MPUTE_HOME='~/x', a systemd Environment= or ExecStart= line,
+ * `--data-dir '~/x'`): taken as it reads, the home directory, not a directory named `~` under the current one.
+ * `~name` (another user's home) is DATA_DIR_INVALID: the shell's expansion is not redone here, and taken literally it
+ * made `./~name`. Any other path is returned as given.
+ */
+export function expandDataDir(dir: string, source: 'C0MPUTE_HOME' | '--data-dir', home: () => string = homeDirectory): string {
+  if (dir === '~' || dir.startsWith('~/')) return join(home(), dir.slice(1));
+  if (dir.startsWith('~')) {
+    const given = source === 'C0MPUTE_HOME' ? `C0MPUTE_HOME=${dir.slice(0, 80)}` : `--data-dir ${dir.slice(0, 80)}`;
+    throw new C0Error('DATA_DIR_INVALID', `${given}: another user's home (~name) is not expanded; give the full path`, { field: source === 'C0MPUTE_HOME' ? source : 'dataDir' });
+  }
+  return dir;
+}
+
 export function defaultDataDir(env: NodeJS.ProcessEnv = process.env, home: () => string = homeDirectory): string {
   const dir = env.C0MPUTE_HOME;
   if (!dir) return join(home(), '.c0mpute');
-  // A quoted `~` reaches here unexpanded (C0MPUTE_HOME='~/x', a systemd Environment= line): taken as it reads, the
-  // home directory, not a directory named `~` under the current one.
-  if (dir === '~' || dir.startsWith('~/')) return join(home(), dir.slice(1));
-  if (dir.startsWith('~')) throw new C0Error('DATA_DIR_INVALID', `C0MPUTE_HOME=${dir.slice(0, 80)}: another user's home (~name) is not expanded; give the full path`, { field: 'C0MPUTE_HOME' });
-  return resolve(dir);
+  return resolve(expandDataDir(dir, 'C0MPUTE_HOME', home));
 }
 
 export interface GlobalOpts {

@@ -7,7 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { C0Error } from '../errors.js';
 import { printable } from '../util/text.js';
 import { STORE_CORRUPT, STORE_READ_FAILED, STORE_RECOVERY, readFailedMessage, readFailureIn, tableDamageIn } from '../util/store-damage.js';
-import { EXIT, Interrupted, NegativeAnswer, UsageError, defaultDataDir, nonEmpty } from './context.js';
+import { EXIT, Interrupted, NegativeAnswer, UsageError, defaultDataDir, expandDataDir, nonEmpty } from './context.js';
 import { registerCommands } from './commands/index.js';
 import { setPassphraseFile } from './passphrase.js';
 
@@ -24,7 +24,8 @@ export function buildProgram(): Command {
   program.hook('preAction', (thisCommand, actionCommand) => {
     if (actionCommand.name() === 'help' && actionCommand.parent?.commands.includes(actionCommand)) return; // needs no data directory
     const o = thisCommand.opts<{ dataDir?: string; passphraseFile?: string }>();
-    if (!o.dataDir) thisCommand.setOptionValue('dataDir', defaultDataDir());
+    // --data-dir's `~` is C0MPUTE_HOME's (docs/config.md): before, `--data-dir '~/x'` made ./~/x in the current directory
+    thisCommand.setOptionValue('dataDir', o.dataDir ? expandDataDir(o.dataDir, '--data-dir') : defaultDataDir());
     setPassphraseFile(o.passphraseFile);
   });
   registerCommands(program);

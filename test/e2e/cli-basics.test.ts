@@ -8,7 +8,7 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ed25519Signer } from '../../src/records/index.js';
 import { sealEntries, writeLedgerFile } from '../../src/ledger/index.js';
@@ -119,6 +119,35 @@ describe('init and the key passphrase', { concurrency: true }, () => {
     assert.equal(kdf(join(t.dir, 'envfile')), 'scrypt');
     assert.equal(b.err, '');
     assert.equal(kdf(join(t.dir, 'envvar')), 'scrypt');
+  });
+});
+
+describe("--data-dir with a literal ~ (a quoted argument, a systemd ExecStart= line)", () => {
+  it('is the home directory, as in C0MPUTE_HOME; ~name is DATA_DIR_INVALID (exit 3); nothing is made in the current directory', async () => {
+    const home = join(t.dir, 'tilde-home');
+    const cwd = join(t.dir, 'tilde-cwd');
+    mkdirSync(home);
+    mkdirSync(cwd);
+    const e = env({ HOME: home });
+    delete e.C0MPUTE_HOME;
+    const inCwd = async (args: string[], more: NodeJS.ProcessEnv = {}) => {
+      const r = await spawnCli(args, { cwd, env: { ...e, ...more } });
+      return { ...r, code: r.code ?? -1 };
+    };
+    const made = await inCwd(['--data-dir', '~/x', 'init', '--no-passphrase']);
+    assert.equal(made.code, 0, made.err);
+    assert.ok(existsSync(join(home, 'x', 'identity.key')), 'the key is under $HOME/x');
+    assert.match(made.out, new RegExp(`key file\\s+${join(home, 'x', 'identity.key')}`));
+    // the same directory either way
+    const shown = await inCwd(['keys', 'show'], { C0MPUTE_HOME: '~/x' });
+    assert.equal(shown.code, 0, shown.err);
+    for (const dir of ['~nosuchuser', '~nosuchuser/x']) {
+      const r = await inCwd(['--data-dir', dir, 'init', '--no-passphrase']);
+      assert.equal(r.code, 3, `${dir}: ${r.out}${r.err}`);
+      assert.equal(r.err, `error DATA_DIR_INVALID: --data-dir ${dir}: another user's home (~name) is not expanded; give the full path\n`);
+    }
+    assert.deepEqual(readdirSync(cwd), [], 'nothing made in the current directory');
+    assert.deepEqual(readdirSync(home), ['x']);
   });
 });
 
