@@ -93,6 +93,16 @@ export interface JobFileOptions {
  * `path` names it in errors and anchors `inputFile`; with `files: false`
  * (the console) `inputFile` is refused and the input must be inline.
  */
+/** A job file's `maxPrice` text: MONEY_MALFORMED as parseMoney says it, naming the file and the field as every other job-file error does. */
+function moneyIn(text: string, path: string): ReturnType<typeof parseMoney> {
+  try {
+    return parseMoney(text);
+  } catch (e) {
+    if (e instanceof C0Error) throw new C0Error(e.code, `${path}: maxPrice: ${e.message}`, { field: 'maxPrice' });
+    throw e;
+  }
+}
+
 export function parseJobFileText(text: string, path: string, opts: JobFileOptions & { files?: boolean } = {}): Record<string, unknown> {
   let raw: unknown;
   try {
@@ -127,7 +137,7 @@ export function parseJobFileText(text: string, path: string, opts: JobFileOption
   return {
     workload: j.workload,
     ...(j.params === undefined ? {} : { params: String(j.params) }),
-    maxPrice: typeof j.maxPrice === 'string' ? parseMoney(j.maxPrice) : j.maxPrice,
+    maxPrice: typeof j.maxPrice === 'string' ? moneyIn(j.maxPrice, path) : j.maxPrice,
     deadlineMs,
     ...(timeoutMs === undefined ? {} : { timeoutMs }),
     ...(policy ? { policy } : {}),

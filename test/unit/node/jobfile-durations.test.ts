@@ -58,3 +58,13 @@ test('an order collects no offers: a deadline of a few seconds is taken; under a
   assert.equal(parseJobFileText(file('deadline: 3s\n'), 'job.yaml', { designated: 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK' }).deadlineMs, 3000);
   assert.equal(refusal(() => parseJobFileText(file('deadline: 60\norder: {}\n'), 'job.yaml')).code, 'JOB_DEADLINE_TOO_SOON');
 });
+
+test('a maxPrice without a currency is MONEY_MALFORMED naming the file and the field, as every other job-file error does', () => {
+  const text = 'workload: builtin.sha256\nparams: 10\ninput: hi\nmaxPrice: "0.01"\ndeadline: 60s\n';
+  assert.throws(() => parseJobFileText(text, 'j.yaml'), (e: { code: string; message: string; field?: string }) => {
+    assert.equal(e.code, 'MONEY_MALFORMED');
+    assert.equal(e.field, 'maxPrice');
+    assert.match(e.message, /^j\.yaml: maxPrice: not an amount with a currency: "0\.01"/);
+    return true;
+  });
+});
