@@ -176,7 +176,8 @@ export function register(program: Command): void {
           next = p.next;
         } while (o.all && next !== undefined);
         if (o.json) return outJson({ jobs: list, ...(next !== undefined ? { next } : {}) });
-        if (!list.length) out('no jobs yet');
+        // this lists the jobs the node published: a provider's operator reading "no jobs" after a day of work is told where that is
+        if (!list.length) out('no jobs yet published by this node (the jobs it ran as a provider: the console’s Jobs page, `c0mpute console`)');
         for (const j of list) {
           out(jobsHeadLine(j));
           for (const rc of j.receipts) out(`    ${short(rc.provider)} ${rc.status}${rc.failure ? ` (${rc.failure})` : ''}${rc.acceptance ? `, ${rc.acceptance}` : ''}`);

@@ -111,7 +111,7 @@ describe('what a start records', SIDE_BY_SIDE, () => {
       assert.ok(first.started, first.out);
       const jobs = await c0(d, 'jobs', '--overlay', 'named');
       assert.equal(jobs.code, 0, jobs.out);
-      assert.match(jobs.out, /no jobs yet/);
+      assert.match(jobs.out, /no jobs yet published by this node \(the jobs it ran as a provider: the console’s Jobs page/);
       const rep = await c0(d, 'reputation', '--overlay', 'named', '--json');
       assert.equal(rep.code, 0, rep.out);
       rmSync(cfg);
