@@ -566,8 +566,8 @@ export interface OpenDbOptions {
  */
 const DATA_FILE = /^\d+\.(ldb|sst|log)$/;
 
-/** Who holds the database at `dir` by its holder note, while that process is alive (undefined when nothing is known). */
-function holderOf(dir: string): string | undefined {
+/** The holder note of the database at `dir` while the process it names (not this one) is alive; undefined otherwise. */
+export function dbHolder(dir: string): { pid: number; cmd?: string; since?: number } | undefined {
   try {
     const h = JSON.parse(readFileSync(join(dir, HOLDER), 'utf8')) as { pid?: unknown; cmd?: unknown; since?: unknown };
     if (typeof h.pid !== 'number' || !Number.isSafeInteger(h.pid) || h.pid <= 0 || h.pid === process.pid) return undefined;
@@ -576,11 +576,18 @@ function holderOf(dir: string): string | undefined {
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EPERM') return undefined; // gone: a note left by a crash
     }
-    const cmd = typeof h.cmd === 'string' ? ` (\`${printable(h.cmd.slice(0, 160), true)}\`` + (typeof h.since === 'number' ? `, since ${new Date(h.since).toISOString()}` : '') + ')' : '';
-    return `process ${h.pid}${cmd}`;
+    return { pid: h.pid, ...(typeof h.cmd === 'string' ? { cmd: h.cmd } : {}), ...(typeof h.since === 'number' ? { since: h.since } : {}) };
   } catch {
     return undefined;
   }
+}
+
+/** Who holds the database at `dir` by its holder note, while that process is alive (undefined when nothing is known). */
+function holderOf(dir: string): string | undefined {
+  const h = dbHolder(dir);
+  if (!h) return undefined;
+  const cmd = h.cmd !== undefined ? ` (\`${printable(h.cmd.slice(0, 160), true)}\`` + (h.since !== undefined ? `, since ${new Date(h.since).toISOString()}` : '') + ')' : '';
+  return `process ${h.pid}${cmd}`;
 }
 
 function writeHolder(dir: string): void {

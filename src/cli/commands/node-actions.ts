@@ -339,6 +339,23 @@ export async function init(opts: InitOpts, cmd: Command): Promise<void> {
  */
 const START_STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
+/**
+ * A start that failed on what another start on the same data directory holds (its API port or p2p port, the
+ * database) is DAEMON_RUNNING when that is what happened: two `start`s raced past the daemon.json check, and the
+ * loser said API_LISTEN_FAILED, which sent the operator looking for a foreign program on the port (QA pass, session
+ * 48). Told by the daemon.json written meanwhile, else by the database's holder note naming a live `start`.
+ */
+async function startedAlongside(e: unknown, dataDir: string): Promise<C0Error | undefined> {
+  if (!(e instanceof C0Error) || !['API_LISTEN_FAILED', 'NET_LISTEN_FAILED', 'STORE_LOCKED'].includes(e.code)) return undefined;
+  const running = readDaemonInfo(dataDir);
+  if (running) return new C0Error('DAEMON_RUNNING', `a daemon (pid ${running.pid}) already runs on ${dataDir}: it started while this one was starting (this one's ${e.code})`);
+  const holder = (await import('../../store/db.js')).dbHolder(join(dataDir, 'db'));
+  if (holder?.cmd !== undefined && /(^|\s)start(\s|$)/.test(holder.cmd)) {
+    return new C0Error('DAEMON_RUNNING', `another \`c0mpute start\` (pid ${holder.pid}) holds ${dataDir}: a daemon runs or is starting there (this one's ${e.code})`);
+  }
+  return undefined;
+}
+
 /** `c0mpute start` */
 export async function start(f: StartFlags, cmd: Command): Promise<void> {
   const { dataDir } = globals(cmd);
@@ -397,7 +414,7 @@ export async function start(f: StartFlags, cmd: Command): Promise<void> {
   } catch (e) {
     // the start failed: a signal from now on does what it does by default
     for (const [sig, h] of handlers) process.removeListener(sig, h);
-    throw e;
+    throw (await startedAlongside(e, dataDir)) ?? e;
   }
   const stopped = new Promise<void>((resolve) => {
     let stopping = false;
