@@ -107,6 +107,18 @@ export function allowedMethods(methods: Iterable<string>): string[] {
   return allowed;
 }
 
+/** The first of Host and Authorization a request sends more than once (rawHeaders: name, value, name, value, …). */
+export function repeatedHeader(raw: readonly string[]): string | undefined {
+  const seen = new Set<string>();
+  for (let i = 0; i < raw.length; i += 2) {
+    const n = raw[i]!.toLowerCase();
+    if (n !== 'host' && n !== 'authorization') continue;
+    if (seen.has(n)) return n === 'host' ? 'Host' : 'Authorization';
+    seen.add(n);
+  }
+  return undefined;
+}
+
 export function isLoopback(host: string): boolean {
   return host === 'localhost' || host === '::1' || host === '[::1]' || /^127\./.test(host);
 }
@@ -282,6 +294,10 @@ export async function startApi(opts: ApiOptions): Promise<ApiServer> {
       // as they liked (second-round review of API_MAX_CONNECTIONS); kept alive as asked once the request shows the token
       const keepAlive = res.shouldKeepAlive;
       res.shouldKeepAlive = false;
+      // Node keeps the first of two Host (or Authorization) headers and drops the rest: a proxy or cache in front may
+      // read the other one, so a request with two is refused as RFC 9112 §3.2 asks of Host
+      const twice = repeatedHeader(req.rawHeaders);
+      if (twice) return json(res, 400, { error: { code: 'HEADER_REPEATED', message: `the request has more than one ${twice} header` } });
       const refused = checkBrowserHeaders(req.headers.host, req.headers.origin, policy);
       if (refused) return json(res, 403, { error: { code: refused.code, message: refused.message } });
       // The request target as the path it names: `//v1/status` is that path, not a host `v1`.

@@ -6,6 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { Registry } from 'prom-client';
 import { rawGet } from '../../raw-http.js';
 import { splitHostPort, startApi } from '../../../src/node/api.js';
@@ -107,6 +108,31 @@ test('behind a proxy /metrics needs the token, and a path not in normal form is 
       assert.match(r.body, /PATH_MALFORMED/, path);
     }
     assert.equal((await get('/metrics?x=1', { host: local })).status, 200, 'a query is no part of the path');
+  } finally {
+    await s.close();
+  }
+});
+
+test('a request with two Host (or two Authorization) headers is refused 400 HEADER_REPEATED: Node keeps the first, a proxy may read the other', async () => {
+  const s = await startApi({ listen: '127.0.0.1:0', token: 'tok', routes: [], registry: new Registry(), log: silentLogger() });
+  try {
+    const port = splitHostPort(s.address).port;
+    const local = `127.0.0.1:${port}`;
+    const raw = (headers: string[]): Promise<string> =>
+      new Promise((resolve, reject) => {
+        const c = connect(port, '127.0.0.1');
+        let got = '';
+        c.setEncoding('utf8').on('data', (d: string) => (got += d));
+        c.on('end', () => resolve(got));
+        c.on('error', reject);
+        c.write(`GET /metrics HTTP/1.1\r\n${headers.map((h) => `${h}\r\n`).join('')}Connection: close\r\n\r\n`);
+      });
+    for (const headers of [[`Host: ${local}`, 'Host: evil.example'], [`Host: ${local}`, 'host: evil.example'], [`Host: ${local}`, 'Authorization: Bearer tok', 'Authorization: Bearer other']]) {
+      const r = await raw(headers);
+      assert.match(r, /^HTTP\/1\.1 400 /, headers.join(' | '));
+      assert.match(r, /HEADER_REPEATED/);
+    }
+    assert.match(await raw([`Host: ${local}`, 'Authorization: Bearer tok']), /^HTTP\/1\.1 200 /, 'one of each is served');
   } finally {
     await s.close();
   }
