@@ -17,6 +17,7 @@ import { readInputFile } from './job-input.js';
 import { checkJobDeadlineMs } from '../records/freshness.js';
 import { requirementsSchema } from '../matching/batch-input.js';
 import { parsePlainYaml } from '../util/yaml.js';
+import { parseDid } from '../records/did.js';
 
 const duration = z.union([z.number().int().positive(), z.string().regex(/^[0-9]*[1-9][0-9]*(ms|s|m|h)$/, 'a positive duration like 90s, 5m, 1h or milliseconds')]);
 
@@ -127,6 +128,16 @@ export function parseJobFileText(text: string, path: string, opts: JobFileOption
   checkJobDeadlineMs(deadlineMs, `${path}: deadline ${j.deadline}`);
   const collectWindowMs = opts.collectWindowMs ?? DEFAULT_COLLECT_WINDOW_MS;
   // an order collects no offers: the first valid claim takes it (docs/matching.md), so a few seconds are a real deadline
+  // the file's designated provider is checked here, where the file is named (`market probe` took any text; `run`
+  // refused it later, as JOB_SPEC_INVALID without the file); --designated is checked as a flag
+  const named = j.order?.designated;
+  if (named !== undefined && opts.designated === undefined) {
+    try {
+      parseDid(named);
+    } catch (e) {
+      throw new C0Error('JOB_FILE_INVALID', `${path}: order.designated: ${(e as Error).message}`, { field: 'order.designated' });
+    }
+  }
   const isOrder = orderOf(j.order, opts).order !== undefined;
   const minDeadlineMs = isOrder ? MIN_ORDER_DEADLINE_MS : minJobDeadlineMs(collectWindowMs);
   checkTooShort('deadline', j.deadline, deadlineMs, minDeadlineMs, path, isOrder ? 'an order must leave a provider time to claim it' : `the buyer collects offers for ${collectWindowMs} ms and then needs time to run the job, so it would pass before anyone could run it`, collectWindowMs);

@@ -68,3 +68,17 @@ test('a maxPrice without a currency is MONEY_MALFORMED naming the file and the f
     return true;
   });
 });
+
+test('an order designated to something that is not a did:key is JOB_FILE_INVALID naming the file and order.designated (market probe took it)', () => {
+  for (const d of ['notadid', 'did:key:z6MkBAD', '']) {
+    const text = `workload: builtin.sha256\nparams: 10\ninput: hi\nmaxPrice: "0.01 USD"\ndeadline: 60s\norder: { designated: "${d}" }\n`;
+    assert.throws(() => parseJobFileText(text, 'o.yaml'), (e: { code: string; message: string; field?: string }) => {
+      assert.equal(e.code, 'JOB_FILE_INVALID', d);
+      assert.equal(e.field, 'order.designated');
+      assert.match(e.message, /^o\.yaml: order\.designated: /);
+      return true;
+    });
+  }
+  const ok = parseJobFileText('workload: builtin.sha256\nparams: 10\ninput: hi\nmaxPrice: "0.01 USD"\ndeadline: 60s\norder: { designated: "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK" }\n', 'o.yaml');
+  assert.deepEqual(ok.order, { designated: 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK' });
+});
