@@ -14,6 +14,8 @@ export const TOKEN_FILE = 'api.token';
 export const API_TIMEOUT_S = 10;
 /** The longest `C0MPUTE_API_TIMEOUT` may be, seconds (a day; a timer cannot wait much longer than 24 days anyway). */
 const API_TIMEOUT_MAX_S = 86_400;
+/** The shortest, seconds: less is no wait for a daemon's answer at all. */
+const API_TIMEOUT_MIN_S = 0.1;
 
 export interface ApiCallOptions {
   /** How long to wait, ms (default: `C0MPUTE_API_TIMEOUT`, else API_TIMEOUT_S): for a call its whole answer, for a stream its headers. */
@@ -36,11 +38,12 @@ export interface ApiCallOptions {
  */
 export const STREAM_IDLE_MS = 150_000;
 
-/** The wait for an answer, ms: `C0MPUTE_API_TIMEOUT` (seconds) when set, else API_TIMEOUT_S; a value that is not a number of seconds above 0 is CONFIG_INVALID. */
+/** The wait for an answer, ms: `C0MPUTE_API_TIMEOUT` (seconds) when set, else API_TIMEOUT_S; a value that is not a number of seconds from 0.1 to a day is CONFIG_INVALID. */
 export function apiTimeoutMs(env: string | undefined = process.env.C0MPUTE_API_TIMEOUT): number {
   if (env === undefined || env.trim() === '') return API_TIMEOUT_S * 1000;
   const s = /^\s*[0-9]+(\.[0-9]+)?\s*$/.test(env) ? Number(env) : NaN;
-  if (!(s > 0 && s <= API_TIMEOUT_MAX_S)) throw new C0Error('CONFIG_INVALID', `C0MPUTE_API_TIMEOUT: seconds to wait for the daemon's answer, above 0 and at most ${API_TIMEOUT_MAX_S}, got "${env.slice(0, 40)}"`, { field: 'C0MPUTE_API_TIMEOUT' });
+  // at least a tenth of a second: 0.000001 rounded to a wait of 0 ms, and every command failed at once "did not answer in 0 s"
+  if (!(s >= API_TIMEOUT_MIN_S && s <= API_TIMEOUT_MAX_S)) throw new C0Error('CONFIG_INVALID', `C0MPUTE_API_TIMEOUT: seconds to wait for the daemon's answer, from ${API_TIMEOUT_MIN_S} to ${API_TIMEOUT_MAX_S}, got "${env.slice(0, 40)}"`, { field: 'C0MPUTE_API_TIMEOUT' });
   return Math.round(s * 1000);
 }
 

@@ -139,7 +139,8 @@ test('the work a call names is added to the wait; C0MPUTE_API_TIMEOUT sets the w
   assert.equal(apiTimeoutMs(undefined), API_TIMEOUT_S * 1000);
   assert.equal(apiTimeoutMs(''), API_TIMEOUT_S * 1000);
   assert.equal(apiTimeoutMs('2.5'), 2500);
-  for (const bad of ['0', '-1', 'ten', '1e3', '100000']) assert.throws(() => apiTimeoutMs(bad), { code: 'CONFIG_INVALID', field: 'C0MPUTE_API_TIMEOUT' }, bad);
+  assert.equal(apiTimeoutMs('0.1'), 100);
+  for (const bad of ['0', '-1', 'ten', '1e3', '100000', '0.000001', '0.05']) assert.throws(() => apiTimeoutMs(bad), { code: 'CONFIG_INVALID', field: 'C0MPUTE_API_TIMEOUT' }, bad);
 });
 
 test('a stream that sends nothing, not even its heartbeat, is given up DAEMON_NOT_ANSWERING; one that beats is not', async () => {
