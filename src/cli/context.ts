@@ -244,6 +244,11 @@ export class NegativeAnswer extends Error {
 
 /** An option or argument that must be a DID: a wrong one is a wrong command line (exit 2), with the code `code`. */
 export async function requireDidArg(v: string, what: string, code: string): Promise<void> {
-  const { isDid } = await import('../records/did.js');
-  if (!isDid(v)) throw new UsageError(code, `${what} must be a did:key, got "${String(v).slice(0, 80)}"`, { field: what.replace(/^--/, '') });
+  const { parseDid } = await import('../records/did.js');
+  try {
+    parseDid(v);
+  } catch (e) {
+    // why, too: a did:key that does not decode (a character lost in a copy) is not "not a did:key"
+    throw new UsageError(code, `${what} must be a did:key naming an Ed25519 key, got "${String(v).slice(0, 80)}": ${(e as Error).message}`, { field: what.replace(/^--/, '') });
+  }
 }
