@@ -91,7 +91,8 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
       print(`▸ eligibility of every known provider (policy ${String(ev.policy)}):`);
       const verdicts = d.market?.providers ?? [...r.ranked.map((c) => ({ provider: c.provider, eligible: true, failures: [] })), ...r.ineligible];
       const { shown, hidden } = pickShown(verdicts, limit);
-      for (const v of shown) print(v.eligible ? `  ✔ ${names(v.provider)} eligible` : `  ✘ ${names(v.provider)}: ${v.failures.map((f) => f.message).join('; ')}`);
+      // each reason with its code, as `market probe` and `market explain` name them (ASK_ABOVE_PRICE, OFFER_MISSING, …)
+      for (const v of shown) print(v.eligible ? `  ✔ ${names(v.provider)} eligible` : `  ✘ ${names(v.provider)}: ${v.failures.map((f) => `${f.message} [${f.code}]`).join('; ')}`);
       if (hidden.length) print(`  ${moreProviders(hidden)}`);
       if (d.market && !r.ok) print(`  ${d.market.summary}`);
       if (r.ok) {

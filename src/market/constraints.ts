@@ -34,8 +34,10 @@ export function constraintOf(code: ReasonCode): Constraint {
     case REASON.MEMORY_TOO_SMALL:
       return 'memory';
     case REASON.OFFER_CURRENCY_MISMATCH:
+    case REASON.ASK_CURRENCY_MISMATCH:
       return 'currency';
     case REASON.OFFER_OVER_MAX_PRICE:
+    case REASON.ASK_ABOVE_PRICE:
       return 'price';
     case REASON.OFFER_MISSES_DEADLINE:
     case REASON.OFFER_OVER_TIMEOUT:

@@ -58,6 +58,10 @@ export const REASON = {
   OFFER_OVER_MAX_PRICE: 'OFFER_OVER_MAX_PRICE',
   OFFER_MISSES_DEADLINE: 'OFFER_MISSES_DEADLINE',
   OFFER_OVER_TIMEOUT: 'OFFER_OVER_TIMEOUT',
+  // Judged on the advert's ask, for the explanation of a provider with no offer (src/market/ask.ts), with the probe's
+  // codes (src/matching/candidates.ts): a provider does not quote in another currency or above the job's maxPrice.
+  ASK_CURRENCY_MISMATCH: 'ASK_CURRENCY_MISMATCH',
+  ASK_ABOVE_PRICE: 'ASK_ABOVE_PRICE',
 } as const;
 export type ReasonCode = (typeof REASON)[keyof typeof REASON];
 

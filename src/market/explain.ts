@@ -11,6 +11,7 @@ import { oneOfferPerProvider, preferOffer, type OfferBook } from './book.js';
 import { nameOrder } from './rank-order.js';
 import { CONSTRAINTS, RELAXABLE, constraintOf, type Constraint } from './constraints.js';
 import { relaxationsOf, type Relaxation, type RelaxContext } from './relax.js';
+import { askJudge } from './ask.js';
 
 export { preferOffer };
 
@@ -67,8 +68,14 @@ export function verdictOf(provider: string, advert: string | undefined, offer: s
   return offer !== undefined ? { provider, offer, eligible, failures } : { provider, eligible, failures };
 }
 
-/** Evaluate every known provider (with or without an offer) for a job. DID order. */
-export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<Opened<Offer>> | OfferBook, now: number, skewMs: number, judged?: Map<string, Opened<Offer>>): ProviderVerdict[] {
+/**
+ * Evaluate every known provider (with or without an offer) for a job. DID order. With `asks` (an explanation), a
+ * provider without an offer whose advert asks in another currency or above the job's maxPrice gets that reason
+ * (ask.ts) instead of OFFER_MISSING: it will not quote. Without (the buyer's "has everyone quoted" check), every
+ * provider without an offer is OFFER_MISSING, as before.
+ */
+export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<Opened<Offer>> | OfferBook, now: number, skewMs: number, judged?: Map<string, Opened<Offer>>, asks = false): ProviderVerdict[] {
+  const askOf = asks ? askJudge(pj.job) : undefined;
   const cands = oneOfferPerProvider(offers, pj.address, pj.job.maxPrice.currency, now, (o) => index.providerFor(o));
   if (judged) for (const o of cands) judged.set(o.address, o);
   // providers[i] quoted cands[i] for i < cands.length; the rest have an advert and no offer.
@@ -83,7 +90,7 @@ export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<O
     const offer = i < cands.length ? cands[i] : undefined;
     const advert = offer ? index.resolve(offer, now) : index.liveAt(p, now);
     const failures = evaluate(pj, advert, offer, now, skewMs) ?? [];
-    if (!offer) failures.push({ gate: 'offer', code: REASON.OFFER_MISSING, field: 'offer', wanted: 'a live offer for this job', offered: null, message: 'has not quoted for this job' });
+    if (!offer) failures.push((askOf && advert && askOf(advert.record)) || { gate: 'offer', code: REASON.OFFER_MISSING, field: 'offer', wanted: 'a live offer for this job', offered: null, message: 'has not quoted for this job' });
     out.push(verdictOf(p, advert?.address, offer?.address, failures));
   }
   return out;
@@ -94,7 +101,7 @@ export function explainMarket(input: MarketInput): MarketExplanation {
   const index = input.adverts instanceof AdvertIndex ? input.adverts : new AdvertIndex(input.adverts);
   const skewMs = input.skewMs ?? DEFAULT_SKEW_MS;
   const offers = new Map<string, Opened<Offer>>();
-  const verdicts = judgeAll(pj, index, input.offers, input.now, skewMs, offers);
+  const verdicts = judgeAll(pj, index, input.offers, input.now, skewMs, offers, true);
   return explainVerdicts(pj, verdicts, { index, offers, now: input.now, skewMs });
 }
 
@@ -145,6 +152,14 @@ const ON_OFFER: readonly Constraint[] = ['currency', 'price', 'deadline'];
 
 /** Each constraint's bit in a provider's failure mask. */
 const BIT = Object.fromEntries(CONSTRAINTS.map((c, i) => [c, 1 << i])) as Record<Constraint, number>;
+/**
+ * A bit beside the constraints': the provider has no offer. Not a constraint (binding and counts never read it); the
+ * cascade does: a provider whose ask rules it out (ASK_*, no OFFER_MISSING) has no live offer all the same.
+ */
+const NO_OFFER = 1 << CONSTRAINTS.length;
+
+/** The bits the cascade counts as failing a constraint: "has a live offer" fails every provider without one. */
+const cascadeBit = (c: Constraint): number => (c === 'quote' ? BIT.quote | NO_OFFER : BIT[c]);
 
 /**
  * The explanation of a set of verdicts. Each provider's failed constraints are
@@ -166,7 +181,7 @@ export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[], ct
     const v = verdicts[i]!;
     if (v.eligible) eligible++;
     const fs = v.failures;
-    let m = 0;
+    let m = v.offer === undefined ? NO_OFFER : 0;
     for (let k = 0; k < fs.length; k++) {
       const code = fs[k]!.code;
       m |= BIT[constraintOf(code)];
@@ -207,7 +222,10 @@ export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[], ct
     // those that meet it, …, until nobody is left: "6 of 7 have 2 GPUs with 24 GiB each; but none
     // of them disclosed a region". Not having quoted comes last (it is not a requirement), but
     // before any requirement judged on the offer (currency, price, deadline): a provider without
-    // a live offer neither meets nor fails those, so it must leave the pool first.
+    // a live offer neither meets nor fails those, so it must leave the pool first. One whose advert's
+    // ask rules it out (ASK_*) is judged on currency and price by that ask, so those need not wait
+    // for it; it has no live offer all the same (NO_OFFER), and the deadline, judged on an offer only,
+    // waits until it has left (at its currency or price clause, or at "has a live offer").
     let pool = new Uint32Array(known);
     for (let i = 0; i < known; i++) pool[i] = i;
     let len = known;
@@ -217,9 +235,10 @@ export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[], ct
       let pick: Constraint | undefined;
       let pickMeet = -1;
       const unquoted = failingOf(BIT.quote, pool, len) > 0;
+      const offerless = unquoted || failingOf(NO_OFFER, pool, len) > 0;
       for (const c of CONSTRAINTS) {
-        if (!left.has(c) || (unquoted && ON_OFFER.includes(c))) continue;
-        const fails = failingOf(BIT[c], pool, len);
+        if (!left.has(c) || (ON_OFFER.includes(c) && (c === 'deadline' ? offerless : unquoted))) continue;
+        const fails = failingOf(cascadeBit(c), pool, len);
         if (fails === 0) {
           left.delete(c);
           continue;
@@ -245,7 +264,7 @@ export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[], ct
         clauses.push(`of those, ${meeting} ${some(meeting)}`);
       }
       // those meeting the picked requirement go on to the next clause
-      const bit = BIT[pick];
+      const bit = cascadeBit(pick);
       const next = new Uint32Array(meeting);
       let w = 0;
       for (let k = 0; k < len; k++) if (!(masks[pool[k]!]! & bit)) next[w++] = pool[k]!;

@@ -20,6 +20,7 @@ import { REASON, evaluate, gib, prepareJob, tierSatisfies, type AdvertIndex, typ
 import { RELAXABLE, constraintOf, type Constraint } from './constraints.js';
 import { cmpAmount } from './amount.js';
 import { duration, isoTime } from './say.js';
+import { askCost, askJudge } from './ask.js';
 
 type Gpu = NonNullable<Job['requirements']['gpu']>;
 
@@ -118,8 +119,12 @@ function gpuCloser(a: Gpu, b: Gpu): number {
 function need(c: Constraint, job: Job, provider: string, advert: Advert | undefined, offer: Offer | undefined): JobChange | undefined {
   const r = job.requirements;
   switch (c) {
-    case 'price':
-      return offer ? { maxPrice: offer.price } : undefined;
+    case 'price': {
+      // without an offer, the price failure is the advert's ask (ASK_ABOVE_PRICE): the job's cost at that ask admits it
+      if (offer) return { maxPrice: offer.price };
+      const cost = advert ? askCost(job, advert) : undefined;
+      return cost ? { maxPrice: cost } : undefined;
+    }
     case 'tier':
       return advert ? { tier: advert.tier } : undefined;
     case 'region':
@@ -291,11 +296,13 @@ export function relaxationsOf(pj: PreparedJob, verdicts: readonly VerdictLike[],
   for (const { cs, change } of changes) {
     const relaxed = applyChange(job, change);
     const rpj = prepareJob({ ...pj.opened, record: relaxed });
+    // a provider without an offer fits when the gates pass and its ask no longer rules it out (ask.ts), as judgeAll says
+    const askOf = askJudge(relaxed);
     let gain = 0;
     let quoted = 0;
     for (const k of cands) {
       if (!k.cs.every((c) => cs.includes(c))) continue;
-      if (evaluate(rpj, k.advert, k.offer, ctx.now, ctx.skewMs) === undefined) {
+      if (evaluate(rpj, k.advert, k.offer, ctx.now, ctx.skewMs) === undefined && (k.offer !== undefined || k.advert === undefined || askOf(k.advert.record) === undefined)) {
         gain++;
         if (k.offer) quoted++;
       }

@@ -167,7 +167,7 @@ export function select(input: SelectInput): SelectResult {
   if (n === 0) {
     // explain across every known provider, including those that have not quoted
     const judged = new Map<string, Opened<Offer>>();
-    const verdicts = judgeAll(pj, index, cands, now, skew, judged);
+    const verdicts = judgeAll(pj, index, cands, now, skew, judged, true);
     return { ...base, ok: false, ranked: [], explanation: explainVerdicts(pj, verdicts, { index, offers: judged, now, skewMs: skew }) };
   }
 

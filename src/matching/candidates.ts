@@ -22,7 +22,7 @@ import { scaleAmount, type Money } from '../records/money.js';
 import { DEFAULT_SKEW_MS } from '../records/freshness.js';
 import { compareDids } from '../records/did.js';
 import { cmpAmount } from '../market/amount.js';
-import { evaluate, prepareJob, type PreparedJob } from '../market/eligibility.js';
+import { REASON, evaluate, prepareJob, type PreparedJob } from '../market/eligibility.js';
 import type { LiveProvider } from './types.js';
 
 export const MIB = 1024 * 1024;
@@ -37,12 +37,12 @@ export const CANDIDATE_REASON = {
   NO_FREE_SLOT: 'NO_FREE_SLOT',
   /** its advert publishes no price for the order's workload */
   NO_ASK: 'NO_ASK',
-  /** its asks for the workload are all in another currency (never converted) */
-  ASK_CURRENCY_MISMATCH: 'ASK_CURRENCY_MISMATCH',
+  /** its asks for the workload are all in another currency (never converted); the explanation's code too */
+  ASK_CURRENCY_MISMATCH: REASON.ASK_CURRENCY_MISMATCH,
   /** its ask is per a unit the order cannot count (not job, second or mib) */
   ASK_UNIT_UNKNOWN: 'ASK_UNIT_UNKNOWN',
-  /** the order would cost more than its maxPrice at this provider's ask */
-  ASK_ABOVE_PRICE: 'ASK_ABOVE_PRICE',
+  /** the order would cost more than its maxPrice at this provider's ask; the explanation's code too */
+  ASK_ABOVE_PRICE: REASON.ASK_ABOVE_PRICE,
   /** the input is sealed and its advert has no box key */
   NO_BOX_KEY: 'NO_BOX_KEY',
   /** the order names another provider */
@@ -189,6 +189,17 @@ export function askFor(advert: Advert, order: CandidateOrder, scale: (amount: st
 }
 
 /**
+ * The provider's ask judged against the order's maxPrice, the probe's rule: askFor, then its cost for the order
+ * above maxPrice is ASK_ABOVE_PRICE (exact decimals). Shared with the market explanation (src/market/ask.ts), which
+ * says why a provider that has not quoted will not: a provider does not quote above the job's maxPrice.
+ */
+export function askWithin(advert: Advert, order: CandidateOrder, scale: (amount: string, units: number) => string = scaleAmount): Ask {
+  const ask = askFor(advert, order, scale);
+  if (!ask.ok || cmpAmount(ask.cost.amount, order.maxPrice.amount) <= 0) return ask;
+  return { ok: false, reason: reason(CANDIDATE_REASON.ASK_ABOVE_PRICE, 'maxPrice', order.maxPrice, ask.cost, `asks ${ask.ask.price.amount} ${ask.cost.currency} per ${ask.ask.unit}: ${ask.cost.amount} for the order, above ${order.maxPrice.amount}`) };
+}
+
+/**
  * The rule for a provider's ask, whatever is being priced: of the advert's
  * price entries for `workload` in `currency` (never converted), the one whose
  * cost is least, ties going to the earlier entry. `costOf` says what an entry
@@ -230,7 +241,7 @@ function checkOrder(o: CandidateOrder): void {
 }
 
 /** scaleAmount with exact costs kept by (price, units): providers share prices, and a decimal product costs more than a lookup. */
-function cachedScale(): (amount: string, units: number) => string {
+export function cachedScale(): (amount: string, units: number) => string {
   // by units, then amount: an order counts at most three units (job, mib, second), and no key is built per call
   const byUnits = new Map<number, Map<string, string>>();
   return (amount, units) => {
@@ -329,9 +340,8 @@ export function candidates(input: CandidatesInput): CandidatesResult {
     if (failed) for (const f of failed) (reasons ??= []).push(reason(f.code, f.field, f.wanted, f.offered, f.message));
     const h = held.size === 0 ? 0 : (held.get(p.did) ?? 0);
     if (p.freeSlots - h <= 0) (reasons ??= []).push(reason(CANDIDATE_REASON.NO_FREE_SLOT, 'freeSlots', 'at least 1 free', { freeSlots: p.freeSlots, held: h }, `announced ${p.freeSlots} free slot(s) and holds ${h}`));
-    const ask = askFor(p.advert.record, order, scale);
+    const ask = askWithin(p.advert.record, order, scale);
     if (!ask.ok) (reasons ??= []).push(ask.reason);
-    else if (cmpAmount(ask.cost.amount, order.maxPrice.amount) > 0) (reasons ??= []).push(reason(CANDIDATE_REASON.ASK_ABOVE_PRICE, 'maxPrice', order.maxPrice, ask.cost, `asks ${ask.ask.price.amount} ${ask.cost.currency} per ${ask.ask.unit}: ${ask.cost.amount} for the order, above ${order.maxPrice.amount}`));
     if (order.inputSealed && p.advert.record.boxKey === undefined) (reasons ??= []).push(reason(CANDIDATE_REASON.NO_BOX_KEY, 'inputSealed', 'a box key', null, 'has no box key to seal the input to'));
     if (reasons === undefined && ask.ok) {
       costs.add(ask.cost.amount);

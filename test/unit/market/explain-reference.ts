@@ -14,6 +14,7 @@ import type { Opened } from '../../../src/records/envelope.js';
 import { DEFAULT_SKEW_MS } from '../../../src/records/freshness.js';
 import { AdvertIndex, REASON, evaluate, prepareJob, type PreparedJob } from '../../../src/market/eligibility.js';
 import { preferOffer } from '../../../src/market/book.js';
+import { askJudge } from '../../../src/market/ask.js';
 
 export interface MarketInput {
   job: Opened<Job>;
@@ -39,7 +40,10 @@ export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<O
     const offer = best.get(p);
     const advert = offer ? index.resolve(offer, now) : index.liveAt(p, now);
     const failures = evaluate(pj, advert, offer, now, skewMs) ?? [];
-    if (!offer) failures.push({ gate: 'offer', code: REASON.OFFER_MISSING, field: 'offer', wanted: 'a live offer for this job', offered: null, message: 'has not quoted for this job' });
+    // no offer: the advert's ask may say why (the ask rule is one shared implementation, src/market/ask.ts)
+    const ask = !offer && advert ? askJudge(pj.job)(advert.record) : undefined;
+    if (ask) failures.push(ask);
+    else if (!offer) failures.push({ gate: 'offer', code: REASON.OFFER_MISSING, field: 'offer', wanted: 'a live offer for this job', offered: null, message: 'has not quoted for this job' });
     out.push({ provider: p, ...(advert ? { advert: advert.address } : {}), ...(offer ? { offer: offer.address } : {}), eligible: failures.length === 0, failures });
   }
   return out;
@@ -94,6 +98,8 @@ export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[], ct
     // card"); otherwise the requirement most providers meet (that some fail), then the next among
     // those that meet it, …, until nobody is left: "6 of 7 have 2 GPUs with 24 GiB each; but none
     // of them disclosed a region". Not having quoted comes last (it is not a requirement).
+    // "has a live offer" is failed by every provider without one, its ask ruling it out or not
+    const fails_ = (i: number, c: Constraint) => groups[i]!.has(c) || (c === 'quote' && verdicts[i]!.offer === undefined);
     let pool = groups.map((_, i) => i);
     const clauses: string[] = [];
     const left = new Set<Constraint>(binding.map((b) => b.constraint));
@@ -101,11 +107,13 @@ export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[], ct
       let pick: Constraint | undefined;
       let pickMeet = -1;
       const unquoted = pool.some((i) => groups[i]!.has('quote'));
+      const offerless = pool.some((i) => groups[i]!.has('quote') || verdicts[i]!.offer === undefined);
       for (const c of CONSTRAINTS) {
         if (!left.has(c)) continue;
-        // judged on the offer: not while some in the pool have no live offer
-        if (unquoted && (c === 'currency' || c === 'price' || c === 'deadline')) continue;
-        const fails = pool.filter((i) => groups[i]!.has(c)).length;
+        // judged on the offer: not while some in the pool have no live offer (currency and price: judged on the
+        // ask of one whose ask rules it out, so only those that may still quote hold them back)
+        if ((unquoted && (c === 'currency' || c === 'price')) || (offerless && c === 'deadline')) continue;
+        const fails = pool.filter((i) => fails_(i, c)).length;
         if (fails === 0) {
           left.delete(c);
           continue;
@@ -129,7 +137,7 @@ export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[], ct
       } else {
         clauses.push(`of those, ${meeting} ${phrase(pick, job, meeting === 1 ? 'one' : 'many')}`);
       }
-      pool = pool.filter((i) => !groups[i]!.has(pick!));
+      pool = pool.filter((i) => !fails_(i, pick!));
     }
     const head = eligible === 0 ? `No provider is eligible among ${known} known` : `${eligible} of ${known} known ${plural(known, 'provider is', 'providers are')} eligible`;
     summary = clauses.length ? `${head}: ${clauses.join('; ')}.` : `${head}.`;

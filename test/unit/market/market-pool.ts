@@ -13,18 +13,21 @@ export const JOBS = [
   job(BUYER, { requirements: { gpu: { count: 4, vramMiB: 40 * GiB, features: ['fp8'] }, regions: ['eu-west', 'us-east'] }, maxPrice: { amount: '0.6', currency: 'USD' } }),
 ];
 export const PROVIDERS = [1, 2, 3, 4, 5, 6, 7, 8].map((n) => P(n));
+const ask = (amount: string, unit = 'job', currency = 'USD') => ({ workload: 'infer.llm', unit, price: { amount, currency } });
+// Some adverts price the workload (the explanation judges a provider without an offer on its ask): above one job's
+// maxPrice or every job's, in another currency, per second (the job's timeout counted), cheapest of two entries.
 export const ADVERT_VARIANTS: AdvertOver[] = [
   {},
-  { tier: 'community' },
-  { tier: 'enterprise', seq: 2 },
-  { region: undefined },
-  { region: 'us-east', seq: 3 },
+  { tier: 'community', prices: [ask('0.8')] },
+  { tier: 'enterprise', seq: 2, prices: [ask('0.1', 'job', 'EUR')] },
+  { region: undefined, prices: [ask('0.002', 'second')] },
+  { region: 'us-east', seq: 3, prices: [ask('0.3')] },
   { hardware: { gpus: undefined } },
   { hardware: { gpus: [{ model: 'T4', vramMiB: 16 * GiB, features: ['cuda12'], count: 4 }], cpuCores: 8, memoryMiB: 64 * GiB }, seq: 4 },
-  { issuedAt: NOW - 7_200_000, expiresAt: NOW - 60_000, seq: 5 },
+  { issuedAt: NOW - 7_200_000, expiresAt: NOW - 60_000, seq: 5, prices: [ask('3')] },
   { workloads: ['infer.diffusion'], seq: 6 },
   // two card types: only the full gates judge it (GPU counts sum over the cards meeting VRAM and features)
-  { hardware: { gpus: [{ model: 'L4', vramMiB: 24 * GiB, features: ['cuda12'], count: 1 }, { model: 'A100', vramMiB: 80 * GiB, features: ['cuda12', 'fp8'], count: 4 }] }, seq: 7 },
+  { hardware: { gpus: [{ model: 'L4', vramMiB: 24 * GiB, features: ['cuda12'], count: 1 }, { model: 'A100', vramMiB: 80 * GiB, features: ['cuda12', 'fp8'], count: 4 }] }, seq: 7, prices: [ask('5'), ask('0.5', 'mib')] },
 ];
 export const ADVERTS = PROVIDERS.flatMap((p) => ADVERT_VARIANTS.map((v) => advert(p, v)));
 export const OFFER_VARIANTS = [
