@@ -328,9 +328,39 @@ export function auditSelection(i: AuditInput): AuditResult {
   // better information the decider may not have had
   const named = new Set(s.considered.map((c) => c.provider));
   notes.push(...betterLeftOut(rs, offers, job, s.decidedAt));
-  const unheard = rs.offers.filter((o) => o.record.job === s.job && o.record.expiresAt > s.decidedAt && o.record.issuedAt <= s.decidedAt && !named.has(o.signer));
+  const live = rs.offers.filter((o) => o.record.job === s.job && o.record.expiresAt > s.decidedAt && o.record.issuedAt <= s.decidedAt && !named.has(o.signer));
+  // a failover decides again without the providers already tried (§6), so their offers are left out on purpose
+  const tried = triedBefore(rs, sel, index);
+  const left = live.filter((o) => tried.has(o.signer) || tried.has(index.providerFor(o)));
+  const unheard = live.filter((o) => !left.includes(o));
+  if (left.length) {
+    // one provider per earlier selection (its winner; a pool member and its pool are one provider)
+    const earlier = [...new Set(left.map((o) => tried.get(o.signer) ?? tried.get(index.providerFor(o))!))].sort();
+    const n = earlier.length;
+    notes.push(n === 1 ? `1 provider with a live offer for this job was left out as tried in an earlier attempt (the winner of the decider's earlier selection ${earlier[0]})` : `${n} providers with a live offer for this job were left out as tried in earlier attempts (the winners of the decider's earlier selections ${earlier.join(', ')})`);
+  }
   if (unheard.length) notes.push(`the records hold ${unheard.length} live offer(s) for this job from providers the selection did not consider (the decider may not have had them)`);
   return done({ ...(authority ? { authority } : {}), ...(result.ok ? { recomputedWinner: result.winner.offer } : {}), result });
+}
+
+/**
+ * The providers tried before this selection, each with the earlier selection that named it: the winners of the job's
+ * selections signed by the same decider and dated before this one (a failover's earlier attempts, which `market
+ * export` includes). The signature makes each the decider's own word that it chose that provider then; a selection of
+ * another decider, or a later one, says nothing about what this decision left out. A pool member tried stands for its
+ * pool (its advert's entry), as the failover leaves out the pool's slot (§6, docs/pools.md).
+ */
+function triedBefore(rs: RecordSet, sel: Opened<Selection>, index: AdvertIndex): Map<string, string> {
+  const tried = new Map<string, string>();
+  const earlier = rs.selections.filter((e) => e.address !== sel.address && e.signer === sel.signer && e.record.job === sel.record.job && e.record.decidedAt < sel.record.decidedAt);
+  // oldest first: a provider is named by the first attempt that tried it
+  earlier.sort((a, b) => a.record.decidedAt - b.record.decidedAt || (a.address < b.address ? -1 : 1));
+  for (const e of earlier) {
+    const won = e.record.considered.find((c) => c.offer === e.record.winner);
+    if (!won) continue;
+    for (const p of [won.provider, index.entryOf(won.provider)]) if (!tried.has(p)) tried.set(p, e.address);
+  }
+  return tried;
 }
 
 /**

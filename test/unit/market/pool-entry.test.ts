@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { seal, T, type Advert, type Offer, type Opened } from '../../../src/records/index.js';
-import { AdvertIndex, MAX_STANDBY, OfferBook, explainMarket, select } from '../../../src/market/index.js';
+import { AdvertIndex, MAX_STANDBY, OfferBook, auditSelection, explainMarket, select, signSelection } from '../../../src/market/index.js';
 import { closeDb, openDb, type Sub } from '../../../src/store/db.js';
 import { market } from '../../../src/node/control.js';
 import type { OverlayNode } from '../../../src/node/overlay.js';
@@ -217,4 +217,23 @@ test('a pool slot a refile took past MAX_STANDBY reopens as it was: every offer 
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('audit of a failover selection: a pool tried through one member is left out as tried, whichever member quotes later', () => {
+  const a0 = pooled(M[0]!);
+  const a1 = pooled(M[1]!);
+  const solo = advert(P(1));
+  const o0 = offer(M[0]!, J, a0, { amount: '0.1' });
+  const o1 = offer(M[1]!, J, a1, { amount: '0.1', issuedAt: NOW });
+  const os = offer(P(1), J, solo, { amount: '0.5' });
+  // attempt 1 chose the pool through M0; attempt 2 leaves out the pool, and M1's later offer with it (§6)
+  const r1 = select({ job: J, adverts: [a0, a1, solo], offers: [o0, os], policy: 'cheapest', now: NOW });
+  assert.ok(r1.ok && r1.winner.offer === o0.address);
+  const first = signSelection({ result: r1, job: J, signer: P(100).signer });
+  const r2 = select({ job: J, adverts: [a0, a1, solo], offers: [os], policy: 'cheapest', now: NOW + 1 });
+  assert.ok(r2.ok);
+  const second = signSelection({ result: r2, job: J, signer: P(100).signer });
+  const a = auditSelection({ selection: second, records: [J, a0, a1, solo, o0, o1, os, first] });
+  assert.equal(a.reproduces, true, JSON.stringify(a.differences));
+  assert.deepEqual(a.notes, [`1 provider with a live offer for this job was left out as tried in an earlier attempt (the winner of the decider's earlier selection ${first.address})`]);
 });

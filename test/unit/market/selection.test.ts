@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { RecordSet, auditSelection, checkDeciderAuthority, select, signSelection, type Selected } from '../../../src/market/index.js';
 import { SELECTION_MAX_BYTES } from '../../../src/market/selection.js';
 import { signNonDelivery } from '../../../src/reputation/nondelivery.js';
-import { open, seal, T, type Selection } from '../../../src/records/index.js';
+import { open, seal, T, type Opened, type Selection } from '../../../src/records/index.js';
 import { MAX_ENVELOPE_BYTES } from '../../../src/records/envelope.js';
 import { reputationFromMap } from '../../../src/market/policy.js';
 import { NOW, P, acceptance, advert, delegation, job, offer, receipt } from './fixtures.js';
@@ -226,4 +226,33 @@ test('a selection too large for one envelope names the winner, the best price an
   const a2 = auditSelection({ selection: s2, records: new RecordSet([J, ...ads, ...many]), reputation });
   assert.equal(a2.reproduces, true, JSON.stringify(a2.differences));
   assert.equal(a2.recomputedWinner, r2.winner.offer);
+});
+
+test('audit of a failover selection: the provider an earlier attempt chose is left out as tried, not as "may not have had"', () => {
+  // attempt 1 chose P(2) (cheapest); it failed; attempt 2 decides again without it, as the buyer's failover does (§6)
+  const first = signSelection({ result: decide(), job: J, signer: BUYER.signer });
+  const tried = OFFERS.find((o) => o.address === first.record.winner)!;
+  const again = select({ job: J, adverts: ADS, offers: OFFERS.filter((o) => o.signer !== tried.signer), policy: 'balanced', now: NOW + 1 });
+  assert.ok(again.ok);
+  const second = signSelection({ result: again, job: J, signer: BUYER.signer });
+  const strayAd = advert(P(4));
+  const stray = offer(P(4), J, strayAd, { amount: '0.2' });
+  const audit = (extra: Opened[]) => auditSelection({ selection: second, records: [...RECORDS().byAddress.values(), ...extra] });
+
+  const a = audit([first]);
+  assert.equal(a.reproduces, true, JSON.stringify(a.differences));
+  assert.deepEqual(a.notes, [`1 provider with a live offer for this job was left out as tried in an earlier attempt (the winner of the decider's earlier selection ${first.address})`]);
+  // an offer of a provider nobody tried is still one the decider may not have had
+  const b = audit([first, stray, strayAd]);
+  assert.deepEqual(b.notes.slice().sort(), [a.notes[0]!, 'the records hold 1 live offer(s) for this job from providers the selection did not consider (the decider may not have had them)'].sort());
+
+  // what does not count as tried: no earlier selection, one signed by someone else, one dated after, one of another job
+  const mayNot = 'the records hold 1 live offer(s) for this job from providers the selection did not consider (the decider may not have had them)';
+  assert.deepEqual(audit([]).notes, [mayNot]);
+  const other = seal(T.selection, { ...first.record }, P(300).signer);
+  assert.deepEqual(audit([other]).notes, [mayNot]);
+  const later = seal(T.selection, { ...first.record, decidedAt: NOW + 2 }, BUYER.signer);
+  assert.deepEqual(audit([later]).notes, [mayNot]);
+  const otherJob = seal(T.selection, { ...first.record, job: 'sha256:' + 'cd'.repeat(32) }, BUYER.signer);
+  assert.deepEqual(audit([otherJob]).notes, [mayNot]);
 });
