@@ -4,12 +4,13 @@
  */
 import { homedir, userInfo } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
-import { mkdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { C0Error } from '../errors.js';
 import { printable } from '../util/text.js';
 import { writeFileAtomic } from '../util/atomic-file.js';
 import { osWords } from '../util/os-reason.js';
+import { makeDirs } from '../util/make-dirs.js';
 
 /** Exit codes (documented in the README, "CLI"). */
 export const EXIT = {
@@ -182,40 +183,15 @@ export function writeOutput(path: string, data: Uint8Array | string): void {
 }
 
 /**
- * An output directory (`--out DIR`): made (with its parents) if missing, before the work whose files go there; one that
- * cannot be made or is not a directory is OUTPUT_UNWRITABLE (exit 3), like every other `--out`.
+ * An output directory (`--out DIR`, `batch run --output-dir DIR`): made (with its parents) if missing, before the work
+ * whose files go there; one that cannot be made or is not a directory is OUTPUT_UNWRITABLE (exit 3), like every other
+ * `--out`. `field`: the flag that named it. Returns the directories made, parents first (makeDirs).
  *
- * Not `mkdirSync(dir, { recursive: true })`: where mkdir answers ENOENT under a parent that exists (/proc, /sys, which
- * take no new directories) Node's recursive mkdir retries forever, and `--out /proc/x` hung at a third of a core. The
- * missing components are made here one by one, each once.
+ * Not `mkdirSync(dir, { recursive: true })`, which retries forever under /proc (`--out /proc/x` hung at a third of a
+ * core): makeDirs (src/util/make-dirs.ts) makes the missing components one by one, each once.
  */
-export function outputDir(dir: string): void {
-  const isDir = (p: string): boolean | undefined => {
-    try {
-      return statSync(p).isDirectory();
-    } catch {
-      return undefined;
-    }
-  };
-  // the missing components, deepest first, up to the first that exists (at most one step per component)
-  const missing: string[] = [];
-  for (let p = resolve(dir); isDir(p) === undefined; p = dirname(p)) {
-    missing.push(p);
-    if (dirname(p) === p) break;
-  }
-  for (const p of missing.reverse()) {
-    try {
-      mkdirSync(p);
-    } catch (e) {
-      const err = e as NodeJS.ErrnoException;
-      if (err.code === 'EEXIST' && isDir(p)) continue; // made meanwhile by someone else
-      if (err.code === 'ENOENT' && isDir(dirname(p))) throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${dir}: cannot make ${p} (its file system takes no new directories)`, { field: 'out' });
-      writingTo(p === resolve(dir) ? dir : p, () => {
-        throw e;
-      });
-    }
-  }
-  if (!isDir(dir)) throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${dir}: it is not a directory`, { field: 'out' });
+export function outputDir(dir: string, field = 'out'): string[] {
+  return makeDirs(dir, { code: 'OUTPUT_UNWRITABLE', field, what: `cannot write ${dir}` });
 }
 
 /** Before work whose result goes to `path`: refuse at once (OUTPUT_UNWRITABLE) a path in a missing directory, or a directory. */
