@@ -25,11 +25,11 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import '../../src/polyfill.js';
+import { makeDirs } from '../../src/util/make-dirs.js';
 import { Ed25519Signer } from '../../src/records/ed25519.js';
 import { createNetwork, type Network } from '../../src/net/node.js';
 import { NO_FLOOD_LIMITS } from '../../src/net/flood-limits.js';
@@ -132,7 +132,7 @@ export async function run(): Promise<BenchResult> {
   const kinds = arg('kinds', 'raw,advert').split(',') as Kind[];
   if (!kinds.length || kinds.some((k) => k !== 'raw' && k !== 'advert')) throw new Error(`copies bench: --kinds takes raw and/or advert, got ${kinds.join(',')}`);
   const prof = arg('prof', '');
-  if (prof) mkdirSync(prof, { recursive: true });
+  if (prof) makeDirs(prof, { code: 'OUTPUT_UNWRITABLE', field: 'prof', what: `cannot write profiles to ${prof}` }); // not mkdirSync's recursive form: it never returns under /proc
   const kids: ChildProcess[] = [];
   try {
     const addrs: string[] = [];

@@ -21,11 +21,11 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import '../../src/polyfill.js';
+import { makeDirs } from '../../src/util/make-dirs.js';
 import { Ed25519Signer } from '../../src/records/index.js';
 import { createNetwork, type Network } from '../../src/net/node.js';
 import { NO_FLOOD_LIMITS } from '../../src/net/flood-limits.js';
@@ -148,7 +148,7 @@ interface Round {
 /** The rounds: `nodes` processes, `messages` of each kind per round, `gapMs` apart per kind. */
 async function propagation(o: { nodes: number; messages: number; gapMs: number; prof?: string }): Promise<{ interleaved: Round; validated: Round; raw: Round }> {
   const { nodes, messages, gapMs, prof } = o;
-  if (prof) mkdirSync(prof, { recursive: true });
+  if (prof) makeDirs(prof, { code: 'OUTPUT_UNWRITABLE', field: 'prof', what: `cannot write profiles to ${prof}` }); // not mkdirSync's recursive form: it never returns under /proc
   const kids: ChildProcess[] = [];
   try {
     const addrs: string[] = [];

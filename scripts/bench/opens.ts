@@ -32,11 +32,11 @@
  * `node dist/scripts/sim/prof.js DIR`).
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import '../../src/polyfill.js';
+import { makeDirs } from '../../src/util/make-dirs.js';
 import { Ed25519Signer } from '../../src/records/ed25519.js';
 import { createNetwork, type Network } from '../../src/net/node.js';
 import { NO_FLOOD_LIMITS } from '../../src/net/flood-limits.js';
@@ -201,7 +201,7 @@ export async function run(): Promise<BenchResult> {
   if (diallers < 1 || perDialler < 1) throw new Error('opens bench: --diallers and --perDialler take at least 1');
   const passOn = process.argv.filter((a) => /^--(perDialler|holdMs|gapMs|prof|sync)=/.test(a));
   const prof = arg('prof', '');
-  if (prof) mkdirSync(prof, { recursive: true });
+  if (prof) makeDirs(prof, { code: 'OUTPUT_UNWRITABLE', field: 'prof', what: `cannot write profiles to ${prof}` }); // not mkdirSync's recursive form: it never returns under /proc
   const kids: ChildProcess[] = [];
   const spawn = (extra: string[]) => {
     const c = fork(fileURLToPath(import.meta.url), ['--opens-child', ...extra, ...passOn], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });

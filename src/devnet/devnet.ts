@@ -5,13 +5,14 @@
  * narrates each step; then it stops every process it started.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdtempSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify as toYaml } from 'yaml';
 import { Decimal } from 'decimal.js';
 import { C0Error } from '../errors.js';
+import { makeDirs } from '../util/make-dirs.js';
 import { apiCall, apiStream, TOKEN_FILE } from '../node/api.js';
 import { DAEMON_FILE, type DaemonInfo } from '../node/daemon-info.js';
 import { createIdentity, hasKeyFile, loadIdentity, readKeyFileDid, type Identity } from '../node/identity.js';
@@ -213,6 +214,15 @@ export function jobMeshLine(reached: boolean, ms: number): string {
 }
 
 /**
+ * Make a devnet directory (`--dir`, a node's under it) and its parents: one that cannot be made (a file in its path, a
+ * file system that takes no new directories such as /proc) is DEVNET_DIR_UNUSABLE (exit 3), not a bare EEXIST, and
+ * never mkdirSync's recursive form, which does not return under /proc (src/util/make-dirs.ts).
+ */
+export function devnetDir(dir: string): void {
+  makeDirs(dir, { code: 'DEVNET_DIR_UNUSABLE', field: 'dir', what: `cannot use ${dir} as a devnet directory` });
+}
+
+/**
  * The key in `dir`: the one stored there (a devnet run again on the same `--dir` keeps its nodes' and its pool's
  * keys, and so whatever they signed and stored), else a new one. Devnet keys are not encrypted.
  */
@@ -247,7 +257,7 @@ export class Devnet {
     this.#ownsDir = !o.dir;
     this.startTimeoutMs = o.startTimeoutMs ?? DEVNET_START_TIMEOUT_MS;
     this.dir = o.dir ?? mkdtempSync(join(tmpdir(), 'c0mpute-devnet-'));
-    mkdirSync(this.dir, { recursive: true });
+    devnetDir(this.dir);
   }
 
   get print(): (s: string) => void {
@@ -262,7 +272,7 @@ export class Devnet {
   /** Start a node process with this config in `<dir>/<name>`. */
   spawn(name: string, role: NodeProc['role'], config: Record<string, unknown>, port: number): NodeProc {
     const dir = join(this.dir, name);
-    mkdirSync(dir, { recursive: true });
+    devnetDir(dir);
     const did = hasKeyFile(dir) ? readKeyFileDid(dir) : createIdentity(dir).did;
     const cfgPath = join(dir, 'config.yaml');
     writeFileSync(cfgPath, toYaml({ ...config, ...this.o.configOverrides }));

@@ -7,7 +7,7 @@
  * TRAIN_NOT_MEMBER before they are read.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import { createIdentity } from '../node/identity.js';
@@ -18,7 +18,7 @@ import { peerIdFromDid } from '../node/peer-id.js';
 import { buildRun, type RunBundle } from '../roles/trainer/run-file.js';
 import { TRAIN_T, type TrainStep } from '../training/record-kinds.js';
 import { TRAIN_PROTOCOL } from '../training/transport.js';
-import { devnetNodeEnv, freePort } from './devnet.js';
+import { devnetDir, devnetNodeEnv, freePort } from './devnet.js';
 
 export interface TrainingSetup {
   dir: string;
@@ -40,7 +40,7 @@ export interface RunOptions {
 
 export async function setupTraining(dir: string, o: RunOptions = {}): Promise<TrainingSetup> {
   const n = o.workers ?? 3;
-  mkdirSync(dir, { recursive: true });
+  devnetDir(dir);
   const workers: TrainingSetup['workers'] = [];
   for (let i = 0; i < n; i++) {
     const wdir = join(dir, `worker${i + 1}`);

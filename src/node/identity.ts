@@ -5,7 +5,7 @@
  * Loading refuses a key file that group or others can read. The seed is never
  * printed or logged (the signer's toJSON shows only the public key).
  */
-import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, lstatSync, readlinkSync, writeFileSync, renameSync, openSync, fsyncSync, closeSync, linkSync, rmSync, writeSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, statSync, lstatSync, readlinkSync, writeFileSync, renameSync, openSync, fsyncSync, closeSync, linkSync, rmSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { createCipheriv, createDecipheriv, randomBytes, scryptSync } from 'node:crypto';
 import { C0Error } from '../errors.js';
@@ -13,6 +13,7 @@ import { Ed25519Signer } from '../records/ed25519.js';
 import { didFromPublicKey } from '../records/did.js';
 import { syncDir } from '../util/atomic-file.js';
 import { osWords } from '../util/os-reason.js';
+import { makeDirs } from '../util/make-dirs.js';
 
 export const KEY_FILE = 'identity.key';
 const SCRYPT = { N: 1 << 15, r: 8, p: 1, maxmem: 64 * 1024 * 1024 };
@@ -141,11 +142,8 @@ function checkIsFile(path: string): void {
 }
 
 export function createIdentity(dataDir: string, passphrase?: string, seed?: Uint8Array): Identity {
-  try {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  } catch (e) {
-    throw new C0Error('DATA_DIR_INVALID', `cannot use ${dataDir} as the key's directory: ${(e as Error).message}`, { field: 'dataDir' });
-  }
+  // not mkdirSync's recursive form, which never returns under /proc (src/util/make-dirs.ts)
+  makeDirs(dataDir, { code: 'DATA_DIR_INVALID', field: 'dataDir', what: `cannot use ${dataDir} as the key's directory`, mode: 0o700 });
   const path = keyFilePath(dataDir);
   if (hasKeyFile(dataDir)) throw keyExists(path);
   const signer = seed ? new Ed25519Signer(seed) : Ed25519Signer.generate();

@@ -19,12 +19,13 @@
  * commit), so no write can slip into LevelDB's log behind the one that fails.
  */
 import { basename, resolve, join } from 'node:path';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { open as openFile, rm } from 'node:fs/promises';
 import { EventEmitter } from 'node:events';
 import { Level } from 'level';
 import { C0Error } from '../errors.js';
 import { osReason } from '../util/os-reason.js';
+import { makeDirs } from '../util/make-dirs.js';
 import { printable } from '../util/text.js';
 import { STORE_CORRUPT, STORE_READ_FAILED, STORE_RECOVERY, readFailedMessage, readFailure, tableDamage } from '../util/store-damage.js';
 import { checkLogs, type LogDamage } from './wal-check.js';
@@ -642,8 +643,9 @@ export async function openDb(path: string, opts: OpenDbOptions = {}): Promise<Db
     let files: string[];
     const mark = opts.createdMark;
     const created = mark !== undefined && existsSync(mark);
+    // not mkdirSync's recursive form, which never returns under /proc (src/util/make-dirs.ts)
+    if (!created) makeDirs(key, { code: 'STORE_OPEN_FAILED', what: `cannot open the database at ${key}` });
     try {
-      if (!created) mkdirSync(key, { recursive: true });
       files = readdirSync(key);
     } catch (err) {
       if (!(created && (err as NodeJS.ErrnoException).code === 'ENOENT')) throw new C0Error('STORE_OPEN_FAILED', `cannot open the database at ${key}: ${osReason(err)}`, { cause: err });

@@ -3,7 +3,7 @@
  * and `reputation` open without a daemon (node.ts declares the commands):
  * loaded only when one of them runs, since they bring in the whole node.
  */
-import { copyFileSync, existsSync, lstatSync, mkdirSync, readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, lstatSync, readFileSync } from 'node:fs';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
@@ -33,6 +33,7 @@ import { exitOnBug } from '../../node/fatal.js';
 import { divertErrors } from '../pipe.js';
 import { writingDataFile } from '../../node/data-files.js';
 import { writeFileAtomic } from '../../util/atomic-file.js';
+import { makeDirs } from '../../util/make-dirs.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 /** config/default.yaml in the package (dist/src/cli/commands → ../../../../config). */
@@ -291,11 +292,8 @@ export interface InitOpts {
 /** `c0mpute init` */
 export async function init(opts: InitOpts, cmd: Command): Promise<void> {
   const { dataDir } = globals(cmd);
-  try {
-    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
-  } catch (e) {
-    throw new C0Error('DATA_DIR_INVALID', `cannot use ${dataDir} as the data directory: ${(e as Error).message}`, { field: 'dataDir' });
-  }
+  // not mkdirSync's recursive form, which never returns under /proc (src/util/make-dirs.ts)
+  makeDirs(dataDir, { code: 'DATA_DIR_INVALID', field: 'dataDir', what: `cannot use ${dataDir} as the data directory`, mode: 0o700 });
   let id: ReturnType<typeof createIdentity> | undefined;
   if (!hasKeyFile(dataDir)) {
     const { pass, source } = opts.passphrase ? await passphraseFrom('passphrase for the new key (empty for none): ', true) : { pass: undefined, source: 'declined' as const };

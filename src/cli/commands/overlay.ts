@@ -4,12 +4,13 @@
  * the config to paste; `overlay list` shows the overlays of the running node
  * with their peers and the providers each knows. See docs/overlays.md.
  */
-import { chmodSync, closeSync, fsyncSync, mkdirSync, openSync, rmSync, writeSync } from 'node:fs';
+import { chmodSync, closeSync, fsyncSync, openSync, rmSync, writeSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import { apiCall } from '../../node/api-client.js';
 import { out, outJson } from '../context.js';
+import { makeDirs } from '../../util/make-dirs.js';
 import { globals } from './index.js';
 import { requireDaemon } from '../daemon-client.js';
 
@@ -33,7 +34,9 @@ export async function checkOverlayName(name: string): Promise<string> {
 export async function writeSwarmKeyFile(path: string): Promise<void> {
   // Loaded here, not at the top: the network module pulls in libp2p, which other commands should not pay for.
   const { generateSwarmKey } = await import('../../net/node.js');
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
+  // its directory made here, as any `--out`'s: one that cannot be (a file in the path, /proc) is OUTPUT_UNWRITABLE, not
+  // a bare EEXIST (a bug's exit 70) nor mkdirSync's recursive form, which never returns under /proc (util/make-dirs.ts)
+  makeDirs(dirname(path), { code: 'OUTPUT_UNWRITABLE', field: 'out', what: `cannot write ${path}`, mode: 0o700 });
   let fd: number;
   try {
     fd = openSync(path, 'wx', 0o600);

@@ -10,9 +10,10 @@
  * process group), SIGTERM then SIGKILL, and reports each so the provider can
  * sign the failed receipt.
  */
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { monotonicClock, type Clock } from '../../util/clock.js';
+import { makeDirs } from '../../util/make-dirs.js';
 
 export interface GroupRecord {
   /** The group leader's pid (the executor's child); the group id is the same (it is spawned detached). */
@@ -77,7 +78,8 @@ export class ProcessRegistry {
 
   /** Record a running group (written atomically, synchronously: the record exists before the work gets its input). */
   add(rec: GroupRecord): void {
-    mkdirSync(this.dir, { recursive: true });
+    // not mkdirSync's recursive form, which never returns under /proc (src/util/make-dirs.ts)
+    makeDirs(this.dir, { code: 'DATA_DIR_UNWRITABLE', field: 'dataDir', what: `cannot record process group ${rec.pid} in ${this.dir}` });
     const f = join(this.dir, `${rec.pid}.json`);
     writeFileSync(`${f}.tmp`, JSON.stringify(rec), { mode: 0o600 });
     renameSync(`${f}.tmp`, f);

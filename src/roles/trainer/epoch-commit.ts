@@ -8,7 +8,7 @@
  * elected coordinator's commitment with the same root and weights, once per
  * (view, epoch). Part of src/roles/trainer/worker.ts.
  */
-import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../../errors.js';
 import type { Ed25519Signer } from '../../records/ed25519.js';
@@ -18,6 +18,7 @@ import { electCoordinator, type EpochAggregator } from '../../training/aggregato
 import { TRAIN_T, type TrainEpoch, type TrainRun, type TrainWitness } from '../../training/record-kinds.js';
 import type { TrainWire } from '../../training/transport.js';
 import { writeRecord } from './record-file.js';
+import { makeDirs } from '../../util/make-dirs.js';
 
 export interface EpochResult {
   epoch: number;
@@ -137,7 +138,8 @@ export class Witness {
   ) {
     this.#dir = dir === undefined ? undefined : join(dir, 'witnessed');
     if (!this.#dir) return;
-    mkdirSync(this.#dir, { recursive: true });
+    // a refusal is DATA_DIR_UNWRITABLE, as for the run's records (record-file.ts); not mkdirSync's recursive form, which never returns under /proc (src/util/make-dirs.ts)
+    makeDirs(this.#dir, { code: 'DATA_DIR_UNWRITABLE', field: 'dataDir', what: `cannot write ${this.#dir}` });
     for (const f of readdirSync(this.#dir)) {
       const m = /^(0|[1-9]\d*)-(0|[1-9]\d*)\.json$/.exec(f);
       if (!m) continue;

@@ -32,7 +32,7 @@
  * (src/roles/trainer/epoch-commit.ts) and its status (status.json, the
  * contributions kept as they are counted: src/roles/trainer/status.ts).
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../../errors.js';
 import type { Ed25519Signer } from '../../records/ed25519.js';
@@ -54,6 +54,7 @@ import { Contributions, StatusFile, statusView } from './status.js';
 import { Witness, commitEpoch, epochMismatch, type EpochParty, type EpochResult } from './epoch-commit.js';
 import { refuseEvidence, writeRecord } from './record-file.js';
 import { raceTimeout } from '../../util/timers.js';
+import { makeDirs } from '../../util/make-dirs.js';
 
 export interface TrainerOptions {
   signer: Ed25519Signer;
@@ -252,8 +253,8 @@ export class TrainerWorker {
     // the largest chunk a member sends: half the gradient (a ring of two; the exponents' chunks are far smaller)
     const maxChunk = 4 * Math.ceil(w.length / 2);
     this.#chunks = new ChunkAssembler((from, tag, data) => this.box.put(from, tag, data), assemblyLimits(maxChunk, this.rec.members.length), Date.now, (from, tag) => this.#chunkSize(from, tag, maxChunk));
-    mkdirSync(join(o.dir, 'epochs'), { recursive: true });
-    mkdirSync(join(o.dir, 'steps'), { recursive: true });
+    // a refusal is DATA_DIR_UNWRITABLE, as for the run's records (record-file.ts); not mkdirSync's recursive form, which never returns under /proc (src/util/make-dirs.ts)
+    for (const sub of ['epochs', 'steps']) makeDirs(join(o.dir, sub), { code: 'DATA_DIR_UNWRITABLE', field: 'dataDir', what: `cannot write ${join(o.dir, sub)}` });
     this.#epochParty = {
       runAddr: this.runAddr,
       rec: this.rec,
