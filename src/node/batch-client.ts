@@ -12,9 +12,10 @@
  * only it may claim the line, at most at the line's maxPrice.
  */
 import { Buffer } from 'node:buffer';
-import { mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
+import { makeDirs } from '../util/make-dirs.js';
 import type { Money } from '../records/money.js';
 import type { Requirements } from '../records/kinds.js';
 import type { Batch, BatchPlan } from '../matching/batch-plan.js';
@@ -199,7 +200,9 @@ export function apiBatchPorts(o: ApiBatchOptions): BatchRunPorts & { refreshSlot
       return lineOutcome(result);
     },
     async deliver(line: RunLine, output: Uint8Array): Promise<void> {
-      if (!made) mkdirSync(o.outputDir, { recursive: true });
+      // `batch run` made it before the first line (outputDir); made again if removed since, never by mkdirSync's
+      // recursive form, which never returns under /proc (src/util/make-dirs.ts)
+      if (!made) makeDirs(o.outputDir, { code: 'OUTPUT_UNWRITABLE', field: 'output-dir', what: `cannot write ${o.outputDir}` });
       made = true;
       writeFileSync(join(o.outputDir, `${line.id}.out`), output);
     },

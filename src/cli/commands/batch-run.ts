@@ -9,7 +9,8 @@
  *
  * Exit: 0 every line done; 1 a negative answer (the batch is refused before
  * anything is signed, or some lines failed: each is named); 3 bad input (the
- * batch file, an input file, a flag value), as every command's operator errors,
+ * batch file, an input file, a flag value, an output directory that cannot be
+ * made: OUTPUT_UNWRITABLE before any line is posted), as every command's operator errors,
  * or the run lost its daemon (DAEMON_STREAM_LOST, DAEMON_UNREACHABLE,
  * DAEMON_NOT_ANSWERING, JOB_INTERRUPTED): it stops, blames no provider, and
  * its summary says which lines were done, in flight, or never posted.
@@ -19,14 +20,14 @@
  * summary is written as when the daemon is lost, and one line,
  * BATCH_INTERRUPTED, ends the command (exit 130); a second Ctrl-C exits at once.
  */
-import { writeFileSync, mkdirSync } from 'node:fs';
+import { rmdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import { shortDid } from '../../market/short-did.js';
 import { formatMoney } from '../../records/money.js';
 import { runBatch, BATCH_INTERRUPTED, BATCH_RUN_CONCURRENCY, BATCH_RUN_MAX_CONCURRENCY, type BatchRunEvent, type BatchRunSummary } from '../../matching/batch-run.js';
-import { Interrupted, jsonReplacer, NegativeAnswer, out, UsageError, writingTo } from '../context.js';
+import { Interrupted, jsonReplacer, NegativeAnswer, out, outputDir as makeOutputDir, UsageError, writingTo } from '../context.js';
 import { watchCtrlC } from '../run-interrupt.js';
 import { printable } from '../../util/text.js';
 import { requireDaemon } from '../daemon-client.js';
@@ -68,7 +69,28 @@ export function registerBatchRun(batch: Command): void {
       const lines = batchLines(fromFile, run, inputDir);
       // the planner prices a per-MiB ask by the largest line's input, as its provider will claim it
       const b = withLineInputs(fromFile, lines);
-      const c = requireDaemon(dataDir);
+      // Made now, before anything is asked of the daemon, as `run --output` is checked (checkWritable): one that cannot
+      // be made (a file there or in its path, /proc) is OUTPUT_UNWRITABLE at once. Found only at the first line's
+      // delivery, the lines' jobs ran and were paid for, and their outputs were thrown away.
+      const made = makeOutputDir(outputDir, 'output-dir');
+      // A batch that ends with nothing written (no daemon, refused before anything is signed) leaves no directory it
+      // made behind: each is taken away again while empty, deepest first (rmdir never removes one that holds a file).
+      const unmake = () => {
+        for (const d of [...made].reverse()) {
+          try {
+            rmdirSync(d);
+          } catch {
+            return;
+          }
+        }
+      };
+      let c: ReturnType<typeof requireDaemon>;
+      try {
+        c = requireDaemon(dataDir);
+      } catch (e) {
+        unmake();
+        throw e;
+      }
       // Ctrl-C: the run stops (runBatch's signal) and the ports close the lines' streams; a second exits at once
       const ctrlC = watchCtrlC();
       const names = shortDid;
@@ -99,6 +121,7 @@ export function registerBatchRun(batch: Command): void {
         await ports.refreshSlots();
         summary = await runBatch({ batch: b, lines, concurrency, signal: ctrlC.signal }, ports);
       } catch (e) {
+        unmake();
         if (e instanceof C0Error && (e.code === 'BATCH_EXCEEDS_CAPACITY' || e.code === 'BATCH_MAX_PRICE_BELOW_ASK')) throw new NegativeAnswer([`error ${e.code}: ${e.message}`], 'stderr');
         throw e;
       } finally {
@@ -106,7 +129,8 @@ export function registerBatchRun(batch: Command): void {
       }
       const summaryFile = join(outputDir, 'summary.json');
       writingTo(summaryFile, () => {
-        mkdirSync(outputDir, { recursive: true });
+        // made before the first line (above); made again if removed since
+        makeOutputDir(outputDir, 'output-dir');
         writeFileSync(summaryFile, JSON.stringify({ batch: resolve(file), outputDir, ...summary }, jsonReplacer, 2) + '\n');
       });
       const cost = summary.cost.map(formatMoney).join(' + ') || 'nothing';
