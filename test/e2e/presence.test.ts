@@ -47,7 +47,7 @@ test('a buyer sees the provider live with its free slots, and drops it within th
     const cli = await c0mpute(b.dir, ['market']);
     assert.equal(cli.code, 0, cli.err);
     assert.match(cli.out, /presence\s+1 provider live, 2 free slots/);
-    assert.match(cli.out, /present, 2 free slots/);
+    assert.match(cli.out, /advert live {2}present, 2 free slots/);
 
     // The live view feeds the probe: the provider is the first (only) candidate, nothing signed.
     const probe = await c0mpute(b.dir, ['market', 'probe', '--json', jobFile(c.root)]);
@@ -78,6 +78,9 @@ test('a buyer sees the provider live with its free slots, and drops it within th
     assert.ok(Date.now() - stoppedAt < 3000 + 20_000, 'within the window plus generous slack');
     const m = await get<MarketView>(b, '/v1/market');
     assert.equal(m.live, 1, 'its advert is still live');
-    assert.doesNotMatch((await c0mpute(b.dir, ['market'])).out, /present, /);
+    // the row says the advert is live (its lifetime) but the provider is not there now (a stopped provider read "live")
+    const after = (await c0mpute(b.dir, ['market'])).out;
+    assert.doesNotMatch(after, /present, /);
+    assert.match(after, /advert live {2}not present now/);
   });
 });

@@ -300,7 +300,10 @@ export function registerLiveMarket(program: Command): void {
       for (const a of ads) {
         const hw = a.record.hardware;
         const gpus = hw.gpus?.map((g) => `${g.count}× ${g.model} ${Math.round(g.vramMiB / 1024)} GiB`).join(', ') ?? 'no GPU';
-        out(`${short(a.provider ?? a.signer)}${a.pool ? `  pool of ${a.pool.members} member${a.pool.members === 1 ? '' : 's'} seen` : ''}  ${a.live ? 'live' : 'EXPIRED'}${a.freeSlots === undefined ? '' : `  present, ${a.freeSlots} free slot${a.freeSlots === 1 ? '' : 's'}`}  tier ${a.record.tier}  region ${a.record.region ?? '(undisclosed)'}  rep ${a.reputation.toFixed(2)}`);
+        // "advert live" is the advert's own lifetime (up to its expiry after a provider stops); whether the provider is
+        // there now is its presence, said beside it where presence is heard: a stopped provider read "live" (QA pass)
+        const presence = a.freeSlots !== undefined ? `  present, ${a.freeSlots} free slot${a.freeSlots === 1 ? '' : 's'}` : pres && a.live ? '  not present now' : '';
+        out(`${short(a.provider ?? a.signer)}${a.pool ? `  pool of ${a.pool.members} member${a.pool.members === 1 ? '' : 's'} seen` : ''}  ${a.live ? 'advert live' : 'advert EXPIRED'}${presence}  tier ${a.record.tier}  region ${a.record.region ?? '(undisclosed)'}  rep ${a.reputation.toFixed(2)}`);
         out(`    ${hw.cpuCores} cores, ${Math.round(hw.memoryMiB / 1024)} GiB, ${gpus}`);
         for (const p of a.record.prices ?? []) out(`    ${p.workload}: ${p.price.amount} ${p.price.currency} per ${p.unit}`);
       }
