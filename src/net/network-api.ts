@@ -154,7 +154,10 @@ export interface PeerInfo {
   peerId: string;
   /** The peer's DID (undefined for a non-Ed25519 peer). */
   did: string | undefined;
+  /** Each open connection's remote address: for one the peer dialled in, its passing port, not where it listens. */
   addrs: string[];
+  /** True when every connection to it is one it dialled in (so `addrs` name no port it listens on). */
+  inbound: boolean;
 }
 
 /**
@@ -207,6 +210,8 @@ export interface Network {
   /** Dial a multiaddr string, a PeerId (string or object) or a DID. */
   dial(target: PeerRef, opts?: { timeoutMs?: number }): Promise<PeerId>;
   peers(): PeerInfo[];
+  /** The addresses a peer said it listens on (identify), with `/p2p/<peer id>`, as this node's peer store holds them. */
+  listenAddrsOf(peerId: string): Promise<string[]>;
   /**
    * Publish a record (envelope bytes) on its kind's topic, optionally with
    * attachments (an offer with the advert it cites). Checked locally first

@@ -370,8 +370,22 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
         } catch {
           d = undefined;
         }
-        return { peerId: p.toString(), did: d, addrs: libp2p.getConnections(p).map((c) => c.remoteAddr.toString()) };
+        const conns = libp2p.getConnections(p);
+        return { peerId: p.toString(), did: d, addrs: conns.map((c) => c.remoteAddr.toString()), inbound: conns.length > 0 && conns.every((c) => c.direction === 'inbound') };
       });
+    },
+
+    async listenAddrsOf(peerId) {
+      try {
+        const id = peerIdFromString(peerId);
+        const p = await libp2p.peerStore.get(id);
+        return p.addresses.map((a) => {
+          const s = a.multiaddr.toString();
+          return s.includes('/p2p/') ? s : `${s}/p2p/${peerId}`;
+        });
+      } catch {
+        return []; // not in the peer store (never identified)
+      }
     },
 
     async publish(kind, envelope, attachments = [], o = {}) {

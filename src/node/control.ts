@@ -72,7 +72,7 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
   };
   const routes: Route[] = [
     { method: 'GET', path: '/v1/status', handler: async () => status(d) },
-    { method: 'GET', path: '/v1/peers', handler: async ({ query }) => peersView(ov(d, query)) },
+    { method: 'GET', path: '/v1/peers', handler: async ({ query }) => await peersView(ov(d, query)) },
     {
       method: 'GET',
       path: '/v1/market',
@@ -220,13 +220,18 @@ function overlayStatus(o: OverlayNode, now: number): Record<string, unknown> {
  * mesh of (`mesh`), the gossip score this node gives it (`score`: below 0 it is neither grafted nor let graft), and, for
  * a peer in gossipsub's router, its gossip `streams` and the prune backoff left with it (`backoffMs`).
  */
-function peersView(o: OverlayNode): Record<string, unknown> {
+async function peersView(o: OverlayNode): Promise<Record<string, unknown>> {
   const { peerKinds, peerMesh, peerLink } = o.net.gossip();
+  const peers = o.net.peers();
+  // where each says it listens (identify): a peer that dialled in shows its passing port in `addrs`, and an operator
+  // copying that into `bootstrap` got an address that never answers (QA pass, session 48)
+  const listen = await Promise.all(peers.map((p) => o.net.listenAddrsOf(p.peerId)));
   return {
-    peers: o.net.peers().map((p) => {
+    peers: peers.map((p, i) => {
       const link = peerLink.get(p.peerId);
       return {
         ...p,
+        listen: listen[i]!,
         topics: peerKinds.get(p.peerId) ?? [],
         mesh: peerMesh.get(p.peerId) ?? [],
         score: Math.round(o.net.gossipScore(p.peerId) * 1000) / 1000,

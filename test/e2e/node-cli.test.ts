@@ -134,6 +134,14 @@ test('status, peers, market, jobs and reputation against a running daemon exit 0
     // The human forms name what the JSON says.
     assert.ok(human[0]!.out.includes(buyer.did));
     assert.ok(human[1]!.out.includes(prov.did));
+    // On the provider, the buyer dialled in: `peers` names where the buyer listens (what a bootstrap list takes), not
+    // only its connection's passing port, which never answers a dial (QA pass, session 48)
+    const [pj, ph] = await Promise.all([c0mpute(prov.dir, ['peers', '--json']), c0mpute(prov.dir, ['peers'])]);
+    const seen = (JSON.parse(pj.out) as { peers: Array<{ did?: string; inbound: boolean; listen: string[]; addrs: string[] }> }).peers.find((p) => p.did === buyer.did)!;
+    assert.equal(seen.inbound, true);
+    assert.ok(seen.listen.includes(bootstrapAddr(buyer)), `${seen.listen.join(' ')} names ${bootstrapAddr(buyer)}`);
+    assert.ok(!seen.addrs.includes(bootstrapAddr(buyer)), 'the connection is from another port');
+    assert.match(ph.out, new RegExp(`${buyer.did}  .*${bootstrapAddr(buyer).replace(/[/.]/g, '\\$&')}.*\\(dialled in from `));
   });
 });
 

@@ -122,10 +122,11 @@ export function register(program: Command): void {
     .action(async (o: { json?: boolean; overlay?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
       const c = requireDaemon(dataDir);
-      const r = (await apiCall(c.api, c.token, 'GET', `/v1/peers${q(o.overlay)}`)) as { peers: Array<{ peerId: string; did?: string; addrs: string[] }> };
+      const r = (await apiCall(c.api, c.token, 'GET', `/v1/peers${q(o.overlay)}`)) as { peers: Array<{ peerId: string; did?: string; addrs: string[]; inbound?: boolean; listen?: string[] }> };
       if (o.json) return outJson(r);
       if (!r.peers.length) out('no peers connected');
-      for (const p of r.peers) out(`${p.did ?? p.peerId}  ${p.addrs.join(' ')}`);
+      // a peer that dialled in is shown where it listens (what `bootstrap` takes), its connection's passing port after
+      for (const p of r.peers) out(p.inbound && p.listen?.length ? `${p.did ?? p.peerId}  ${p.listen.join(' ')}  (dialled in from ${p.addrs.join(' ')})` : `${p.did ?? p.peerId}  ${p.addrs.join(' ')}`);
     });
 
   program
