@@ -147,7 +147,7 @@ export function lateReceipt(did: string, receipts: readonly HeldReceipt[]): Late
   // another provider's completed receipt this node accepted: the run went on without this one (a failover) and the job
   // was done, so this receipt is no sign of a run given up (second-round review: the note said so on a completed job)
   const doneElsewhere = receipts.some((x) => x.acceptance?.record.verdict === 'accepted' && x.receipt.record.status === 'completed' && x.receipt.record.provider !== r.provider);
-  const when = doneElsewhere ? 'after this node had moved the job to another provider, whose completed receipt it accepted' : 'after this node gave up on the run';
+  const when = doneElsewhere ? 'after this node had moved the job to another provider, whose completed receipt it accepted' : 'after this node’s run of the job ended';
   const note =
     r.status === 'completed'
       ? `the provider reports completed ${when}; its output was not received, so no acceptance or dispute was signed`

@@ -149,7 +149,7 @@ export function directReceiptLog(rec: Opened<Receipt>, held: boolean, countersig
     fields,
     msg:
       r.status === 'completed'
-        ? 'the provider’s receipt came directly after this node gave up on the run: it reports completed, but its output was not received; kept, no acceptance or dispute signed'
-        : 'the provider’s receipt came directly after this node gave up on the run: it reports failed; kept, no verdict signed',
+        ? 'the provider’s receipt came directly after this node’s run of the job ended (it gave up, or it was stopped): it reports completed, but its output was not received; kept, no acceptance or dispute signed'
+        : 'the provider’s receipt came directly after this node’s run of the job ended (it gave up, or it was stopped): it reports failed; kept, no verdict signed',
   };
 }

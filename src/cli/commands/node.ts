@@ -252,7 +252,7 @@ export function jobsHeadLine(j: { address: string; record: { workload: string; a
  * (docs/node.md "Job history"): the run said `failed` while the provider reports otherwise, and this says why.
  */
 export function jobsLateLine(late: JobsLate): string {
-  return `late: ${short(late.provider)} ${late.note ?? `reports ${late.status} after this node gave up on the run`}`;
+  return `late: ${short(late.provider)} ${late.note ?? `reports ${late.status} after this node’s run of the job ended`}`;
 }
 
 /**

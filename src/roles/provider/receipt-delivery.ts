@@ -245,7 +245,9 @@ export class ReceiptDelivery {
     }
     this.#forget(address);
     // rejected: a buyer before this version (OUTCOME_WRONG_KIND), or one that refused it: sending again changes nothing
-    this.d.log.info({ job, receipt: address, buyer, outcome }, outcome === 'rejected' ? 'the buyer refused the receipt sent directly (a node before this version takes none)' : 'receipt delivered to the buyer directly');
+    // `delivery`, not `outcome`: "accepted" here is the buyer's node taking the record, never its verdict on the work
+    // (a crash's failed receipt logged `outcome: accepted` read as the buyer accepting it; QA pass, session 48)
+    this.d.log.info({ job, receipt: address, buyer, delivery: outcome === 'accepted' ? 'taken' : outcome }, outcome === 'rejected' ? 'the buyer refused the receipt sent directly (a node before this version takes none)' : outcome === 'ignored' ? 'receipt delivered to the buyer directly: it held it already' : 'receipt delivered to the buyer directly: its node took it (no verdict implied)');
   }
 
   #prune(): void {

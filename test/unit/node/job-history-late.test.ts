@@ -64,17 +64,17 @@ test('GET /v1/jobs says which receipt came after its run ended: completed or fai
     assert.deepEqual(a.receipts.map((r) => [r.status, r.acceptance]), [['completed', undefined]]);
     assert.ok(a.late, 'the job says its receipt came after the run ended');
     assert.deepEqual({ ...a.late, note: undefined }, { receipt: late1.address, provider: PROV.did, status: 'completed', at: NOW + 31_000, note: undefined });
-    assert.match(a.late.note, /completed after this node gave up on the run; its output was not received/);
-    assert.match(jobsLateLine(a.late), /^late: .*completed after this node gave up on the run/);
+    assert.match(a.late.note, /completed after this node’s run of the job ended; its output was not received/);
+    assert.match(jobsLateLine(a.late), /^late: .*completed after this node’s run of the job ended/);
 
     const b = of(failedLate!);
     assert.equal(b.late?.status, 'failed');
     assert.equal(b.late?.failure, 'EXEC_TIMEOUT');
-    assert.match(b.late!.note, /reports failed \(EXEC_TIMEOUT\) after this node gave up on the run/);
+    assert.match(b.late!.note, /reports failed \(EXEC_TIMEOUT\) after this node’s run of the job ended/);
 
     assert.equal(of(normal!).late, undefined, 'a receipt the run countersigned is not late');
     assert.equal(of(failover!).late?.receipt, second.address, 'the failover’s receipt that came late, not the countersigned failure');
-    assert.match(of(failover!).late!.note, /after this node gave up on the run/, 'the other receipt with a verdict is a failure: the job was not done');
+    assert.match(of(failover!).late!.note, /after this node’s run of the job ended/, 'the other receipt with a verdict is a failure: the job was not done');
 
     // the accepted winner's own second receipt (a failed one signed after) is no late outcome
     const e = of(doneElsewhere!);
@@ -96,7 +96,7 @@ test('a receipt sent directly is warned about when the node holds no verdict on 
   const first = directReceiptLog(r, false, false);
   assert.equal(first.level, 'warn');
   assert.deepEqual(first.fields, { job: j.address, receipt: r.address, provider: PROV.did, status: 'completed' });
-  assert.match(first.msg, /after this node gave up on the run.*output was not received/);
+  assert.match(first.msg, /after this node’s run of the job ended.*output was not received/);
   const failed = receipt(PROV, BUYER, offer(PROV, j, advert(PROV)), { status: 'failed' });
   assert.equal(directReceiptLog(failed, false, false).fields.failure, 'OOM');
   assert.equal(directReceiptLog(r, true, false).level, 'debug');

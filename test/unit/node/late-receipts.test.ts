@@ -71,7 +71,7 @@ test('directly, a receipt started before its offer within the clock-skew window 
 test('on gossip a receipt of this buyer’s own job is checked as on the direct route: one from a provider it did not select is ignored, not kept as its outcome', async () => {
   assert.equal(await verdict(setup(), receipt(), 'gossip'), 'accept:ok', 'the selected provider’s');
   // any provider that quoted the job can sign a receipt for its own offer: without this it was kept, and `c0mpute jobs`
-  // showed it as the job's late receipt ("the provider reports failed after this node gave up on the run")
+  // showed it as the job's late receipt ("the provider reports failed after this node’s run of the job ended")
   assert.equal(await verdict(setup(), receipt({ offer: other.address, provider: GATEWAY, status: 'failed', outputHash: undefined, outputSize: undefined, failure: { code: 'EXEC_CRASHED', message: 'x' } } as Partial<Receipt>, gateway), 'gossip'), `ignore:${LATE_RECEIPT_ERR.NOT_SELECTED}`, 'a provider not selected');
   assert.equal(await verdict(setup({ selections: [] }), receipt(), 'gossip'), `ignore:${LATE_RECEIPT_ERR.NOT_SELECTED}`, 'no selection held');
 });

@@ -169,3 +169,15 @@ test('with a keep, a waiting receipt is saved, restored after a restart, and dro
   assert.equal(second.size, 0);
   assert.equal(kept.size, 0, 'a lapsed receipt leaves the keep');
 });
+
+test('the delivery log says the buyer’s node took the receipt (`delivery: taken`), never `outcome: accepted`, which read as a verdict', async () => {
+  const lines: Array<{ fields: Record<string, unknown>; msg: string }> = [];
+  const log = { ...silentLogger(), info: (fields: Record<string, unknown>, msg: string) => void lines.push({ fields, msg }) } as unknown as ReturnType<typeof silentLogger>;
+  const answers: OfferSendOutcome[] = ['accepted', 'ignored'];
+  const d = new ReceiptDelivery({ send: async () => answers.shift()!, clock: () => NOW, log });
+  await d.deliver(receipt(addr('1')));
+  await d.deliver(receipt(addr('2')));
+  assert.deepEqual(lines.map((l) => [l.fields.delivery, l.fields.outcome]), [['taken', undefined], ['ignored', undefined]]);
+  assert.match(lines[0]!.msg, /its node took it \(no verdict implied\)/);
+  assert.match(lines[1]!.msg, /it held it already/);
+});
