@@ -128,6 +128,8 @@ export function parseProbeOrder(body: unknown): CandidateOrder {
 
 /** What `openNodeProbe` reads of a node (an OverlayNode has all of it). */
 export interface ProbeHost {
+  /** the node's own DID: never its own candidate */
+  did: string;
   clock: () => number;
   liveProviders: (now: number) => readonly LiveProvider[];
   heldByProvider: () => ReadonlyMap<string, number>;
@@ -139,7 +141,15 @@ export interface ProbeHost {
 /** A node's probe: its hooks, its known adverts, and the rotation in the overlay's `matching-rotation` sublevel. */
 export function openNodeProbe(host: ProbeHost): Promise<ProbeService> {
   return ProbeService.open(
-    { clock: () => host.clock(), liveProviders: (now) => host.liveProviders(now), held: () => host.heldByProvider(), known: () => host.market.adverts.latest.values(), skewMs: host.d.network.clockSkewMs },
+    // a node that is buyer and provider is not its own candidate (it ranked itself first, and an order designated to
+    // itself is refused ORDER_DESIGNATED_SELF; QA pass, session 48)
+    {
+      clock: () => host.clock(),
+      liveProviders: (now) => host.liveProviders(now).filter((p) => p.did !== host.did),
+      held: () => host.heldByProvider(),
+      known: () => [...host.market.adverts.latest.values()].filter((a) => a.signer !== host.did),
+      skewMs: host.d.network.clockSkewMs,
+    },
     levelRotationStore(host.sub('matching-rotation')),
   );
 }

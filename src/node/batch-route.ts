@@ -42,8 +42,10 @@ export function batchPlan(o: OverlayNode, body: unknown): BatchPlan {
   return planBatch({
     batch,
     now,
+    // never this node itself: a node that is buyer and provider planned lines onto itself, each refused
+    // ORDER_DESIGNATED_SELF and planned again (QA pass, session 48)
     live: o.liveProviders(now)
-      .filter((p) => !excluded.has(p.did))
+      .filter((p) => !excluded.has(p.did) && p.did !== o.did)
       .map((p) => (running.has(p.did) ? { ...p, freeSlots: Math.max(0, p.freeSlots) + running.get(p.did)! } : p)),
     reputation: (did) => rep.scoreOf(did),
     ceiling,

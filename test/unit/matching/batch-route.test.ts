@@ -8,6 +8,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { seal, T, type Presence } from '../../../src/records/index.js';
 import { batchPlan } from '../../../src/node/batch-route.js';
+import { openNodeProbe, type ProbeHost } from '../../../src/matching/probe.js';
+import type { CandidateOrder } from '../../../src/matching/candidates.js';
 import { renderPlan } from '../../../src/cli/commands/batch.js';
 import type { OverlayNode } from '../../../src/node/overlay.js';
 import type { LiveProvider } from '../../../src/matching/types.js';
@@ -79,4 +81,27 @@ test('batch run’s re-plan body: `exclude` leaves providers out, `designated` c
   assert.throws(() => batchPlan(node, { batch, running: { 'not-a-did': 1 } }), { code: 'BATCH_FIELD_INVALID', field: 'running' });
   assert.throws(() => batchPlan(node, { batch, ceiling: 1e300 }), { code: 'BATCH_FIELD_INVALID', field: 'ceiling' });
   assert.throws(() => batchPlan(node, { batch, colour: 'red' }), { code: 'BATCH_FIELD_INVALID', field: 'colour' });
+});
+
+test('a node that is buyer and provider plans no line onto itself, and its probe does not rank itself (QA pass: each such line was refused ORDER_DESIGNATED_SELF and planned again)', async () => {
+  const [ME, B] = [P(821), P(822)] as [Party, Party];
+  const node = {
+    did: ME.did,
+    clock: () => NOW,
+    d: { network: { clockSkewMs: 30_000 } },
+    market: { reputation: () => ({ scoreOf: () => 1 }), adverts: { latest: new Map([[ME.did, live(ME, '0.01', 4).advert], [B.did, live(B, '0.2', 4).advert]]) } },
+    liveProviders: () => [live(ME, '0.01', 4), live(B, '0.2', 4)],
+    heldByProvider: () => new Map(),
+    designatedOrders: () => 0,
+  } as unknown as OverlayNode;
+  const plan = batchPlan(node, { batch: { windowMs: 10_000, workloads: [{ workload: 'infer.llm', lines: 3, units: {}, lineMs: 10_000, maxPrice: { amount: '1', currency: 'USD' } }] } });
+  assert.deepEqual(plan.assignments.map((a) => [a.provider, a.lines]), [[B.did, 3]], 'not onto itself, though it is the cheapest');
+  // the probe over the same node (its rotation in a sublevel held in memory here)
+  const kept = new Map<string, Uint8Array>();
+  const sub = { iterator: () => kept.entries(), put: async (k: string, v: Uint8Array) => void kept.set(k, v) };
+  const probe = await openNodeProbe({ ...(node as unknown as object), sub: () => sub } as unknown as ProbeHost);
+  const order: CandidateOrder = { workload: 'infer.llm', requirements: {}, maxPrice: { amount: '1', currency: 'USD' }, inputSize: 0, inputSealed: false, timeoutMs: 60_000 };
+  const r = await probe.probe(order);
+  assert.deepEqual(r.candidates.map((c) => c.provider), [B.did]);
+  assert.ok(!JSON.stringify(r).includes(ME.did), 'nor listed as not live or refused');
 });
