@@ -257,7 +257,9 @@ export function planBatch(inp: PlanInputs): BatchPlan {
   }
   if (shortfalls.length) {
     const said = shortfalls.map((s) => `${s.workload}: ${s.shortfall} of ${s.lines} lines unplaced`).join('; ');
-    throw new C0Error('BATCH_EXCEEDS_CAPACITY', `the live network cannot take this batch in its window (${said})`, { detail: { shortfall: shortfalls } });
+    // the rule, said: an operator with three free slots and three lines read "2 of 3 unplaced" without the reputation
+    // that scales each provider's share (QA pass, session 48)
+    throw new C0Error('BATCH_EXCEEDS_CAPACITY', `the live network cannot take this batch in its window (${said}): a provider takes at most its reputation × its free slots × the lines that fit in the window (at most ${ceiling}), less what it holds already; a longer window, or providers with a record here, take more`, { detail: { shortfall: shortfalls } });
   }
 
   const perProvider = new Map<string, { lines: number; cost: Map<string, Decimal> }>();

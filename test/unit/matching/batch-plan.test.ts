@@ -60,7 +60,12 @@ test('table 1: capacity = ⌊reputation × min(freeSlots × runs per slot in the
   // one line more than the 38 the network can take: refused, 38 of 39 placeable
   assert.throws(
     () => planBatch({ batch: { windowMs: 60_000, workloads: [wl({ lines: 39 })] }, live: [live(A, { price: '0.10', freeSlots: 4 }), live(B, { price: '0.20', freeSlots: 1 }), live(C, { price: '0.30', freeSlots: 10 }), live(D, { price: '0.05', freeSlots: 2 })], now: NOW, reputation: (d) => rep[d]!, ceiling: 20 }),
-    (e: unknown) => e instanceof C0Error && e.code === 'BATCH_EXCEEDS_CAPACITY' && JSON.stringify(e.detail) === JSON.stringify({ shortfall: [{ workload: WL, lines: 39, planned: 38, shortfall: 1 }] }),
+    (e: unknown) =>
+      e instanceof C0Error &&
+      e.code === 'BATCH_EXCEEDS_CAPACITY' &&
+      JSON.stringify(e.detail) === JSON.stringify({ shortfall: [{ workload: WL, lines: 39, planned: 38, shortfall: 1 }] }) &&
+      // the rule said, reputation in it (an operator read the shortfall without knowing what scales a provider's share)
+      /1 of 39 lines unplaced\): a provider takes at most its reputation × its free slots × the lines that fit in the window \(at most 20\)/.test(e.message),
   );
 });
 
