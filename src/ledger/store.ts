@@ -137,7 +137,6 @@ function decodeMeta(b: Uint8Array | undefined): RawLedger['meta'] {
   return { length, head: bytesToAddress(head), ...(steward === undefined ? {} : { steward }) };
 }
 
-/** Read a ledger directory's raw contents without verifying anything (for `ledger verify`). */
 const LEDGER_SUBLEVELS = ['entries', 'meta', 'receipts'] as const;
 
 /**
@@ -159,6 +158,7 @@ async function otherSublevels(db: Db): Promise<string[]> {
   return [...found].slice(0, 4);
 }
 
+/** Read a ledger directory's raw contents without verifying anything (for `ledger verify`); a node's database is refused. */
 export async function readLedgerDir(dir: string): Promise<RawLedger> {
   // never create a database where none is: reading is not writing
   if (!existsSync(join(dir, 'CURRENT'))) throw new C0Error(LEDGER_ERR.NOT_FOUND, `${dir} is not a ledger directory (no LevelDB database there)`);
