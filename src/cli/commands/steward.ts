@@ -24,7 +24,7 @@ export function register(program: Command): void {
         overlay: string;
         ledger: { length: number; head: string };
         teams: Array<{ id: string; parent?: string; priority: number; guarantee_uj: number; guarantee_devices: number; limit_uj?: number; spent_uj: number; reserved_uj: number; borrowed_uj: number; held_devices: number; open_claims: number }>;
-        queued: Array<{ claim: string; entitlement: string; reason: string; waitingMs: number }>;
+        queued: Array<{ claim: string; entitlement: string; reason: string; waitingMs: number; buyer?: 'waiting' | 'away' }>;
         attestation: { grade: string; witnesses: Array<{ witness: string; length: number }> };
         contradictingWitnesses?: Array<{ witness: string; code: string; length: number; ours: number }>;
         evidence?: { pairs: number; witnesses: number; seqs: number[] };
@@ -58,8 +58,16 @@ export function register(program: Command): void {
         );
       }
       if (!r.queued.length) out('no queued claims');
-      for (const q of r.queued) out(`queued ${q.claim.slice(0, 20)}… (${q.entitlement}): ${q.reason}, waiting ${Math.round(q.waitingMs / 1000)} s`);
+      // the buyer's side too (docs/overlays.md): a claim restored after a restart whose buyer has not asked again read
+      // "waiting 7 s" as if a buyer waited, and left the line silently when its grace ended (QA pass, session 48)
+      for (const q of r.queued) out(queuedLine(q));
     });
+}
+
+/** One queued claim of `steward status`: its reason, how long it has been in line, and whether its buyer is there. */
+export function queuedLine(q: { claim: string; entitlement: string; reason: string; waitingMs: number; buyer?: 'waiting' | 'away' }): string {
+  const buyer = q.buyer === 'away' ? '; buyer: away (restored after a restart; it leaves the line unless its buyer asks again within steward.reaskGraceMs)' : q.buyer === 'waiting' ? '; buyer: waiting' : '';
+  return `queued ${q.claim.slice(0, 20)}… (${q.entitlement}): ${q.reason}, in line ${Math.round(q.waitingMs / 1000)} s${buyer}`;
 }
 
 /** `c0mpute ledger fetch <steward> <file>`: a steward's ledger and the witness receipts this node heard, for `ledger verify`. */
