@@ -25,6 +25,12 @@ interface WitnessEvidence {
   evidence: Array<{ seq: number; form: string; a: string; b: string; record: string }>;
 }
 
+/** How long ago, for a status line: `(12 s ago)`, `(4 min ago)`, `(3 h ago)`. */
+export function agoText(ms: number): string {
+  const s = Math.max(0, Math.round(ms / 1000));
+  return s < 120 ? `(${s} s ago)` : s < 7200 ? `(${Math.round(s / 60)} min ago)` : `(${Math.round(s / 3600)} h ago)`;
+}
+
 export function register(program: Command): void {
   const w = program.command('witness').description('the witness role of the running node: heads held, evidence kept');
   w.command('status')
@@ -40,7 +46,9 @@ export function register(program: Command): void {
       const rows = Object.entries(r.stewards);
       if (!rows.length) return out('no steward held, none with evidence kept');
       for (const [steward, s] of rows) {
-        const last = !s.last ? '' : s.last.refused ? `, last refused ${s.last.refused}` : `, last cosigned length ${s.last.length}`;
+        // with its time: a refusal stays the last word until the next head, and read as a problem now after the steward
+        // was put right (QA pass, session 48)
+        const last = !s.last ? '' : `${s.last.refused ? `, last refused ${s.last.refused}` : `, last cosigned length ${s.last.length}`} ${agoText(Date.now() - s.last.at)}`;
         out(`${steward}  held length ${s.held.length}${s.held.length ? ` head ${s.held.head}` : ''}, evidence ${s.evidence}${last}`);
         const rb = s.rolledBack;
         if (rb) {

@@ -14,3 +14,11 @@ test('a queued claim says how long it has been in line and whether its buyer is 
   // a steward before the field: as before, without the buyer's side
   assert.equal(queuedLine(q), 'queued sha256:3c6c0ecc82131… (team-b): DEVICES_HELD, in line 7 s');
 });
+
+test('`witness status` gives the last cosign or refusal its age: a refusal stays the last word until the next head, and read as a problem now after the steward was put right', async () => {
+  const { agoText } = await import('../../../src/cli/commands/witness.js');
+  assert.equal(agoText(12_400), '(12 s ago)');
+  assert.equal(agoText(4 * 60_000), '(4 min ago)');
+  assert.equal(agoText(3 * 3_600_000), '(3 h ago)');
+  assert.equal(agoText(-500), '(0 s ago)', 'a clock a little behind the daemon’s is now, not the future');
+});
