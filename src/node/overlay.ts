@@ -560,7 +560,13 @@ export class OverlayNode {
     const entries = await fetchLedgerEntries(this.net, steward, own ? { ...opts, own } : opts);
     // Named witnesses (network.witnesses): a receipt kept before they were named is left out, as validation now leaves it.
     const named = this.d.network.witnesses;
-    const receipts = (await this.records.witnessReceiptsFor(steward)).filter((r) => !named || named.includes(r.signer)).map((r) => r.bytes);
+    const heard = await this.records.witnessReceiptsFor(steward);
+    // A witness's own receipt is not among those heard (gossip does not bring a node what it published itself): the
+    // node that countersigned the ledger fetched it as self-attested (QA pass, session 48). Its receipt for the head
+    // it holds goes with the others.
+    const mine = await this.witness?.witness.receipt(steward).catch(() => undefined);
+    const all = mine && !heard.some((r) => r.address === mine.address) ? [...heard, mine] : heard;
+    const receipts = all.filter((r) => !named || named.includes(r.signer)).map((r) => r.bytes);
     return { entries, receipts };
   }
 

@@ -278,5 +278,14 @@ test('an overlay naming its witness: a receipt signed by another member claiming
     assert.ok(a.receipts.every((x) => x.status === 'valid' && x.witness === org.witness.did), JSON.stringify(a.receipts));
     assert.equal(named.code, 0, named.out + named.err);
     assert.match(named.out, new RegExp(`attestation\\s+witnessed by ${org.witness.did} up to length ${s1.attestation.witnessedLength}`));
+    // the witness itself fetches it with its own receipt: gossip never brings a node what it published, and the node that
+    // countersigned the ledger fetched it as self-attested (QA pass, session 48)
+    const own = join(org.c.root, 'fetched-by-witness.ledger');
+    const w = await c0mpute(org.witness.dir, ['ledger', 'fetch', stewardDid, own, '--overlay', OVERLAY]);
+    assert.equal(w.code, 0, w.out + w.err);
+    assert.match(w.out, /entries, [1-9][0-9]* witness receipt/);
+    const wv = await c0mpute(org.c.dataDir('auditor').dir, ['ledger', 'verify', own, '--steward', stewardDid, '--witness', org.witness.did]);
+    assert.equal(wv.code, 0, wv.out + wv.err);
+    assert.match(wv.out, new RegExp(`attestation\\s+witnessed by ${org.witness.did} up to length`));
   });
 });
