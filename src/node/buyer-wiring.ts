@@ -217,6 +217,7 @@ export class BuyerWiring {
       ...(onRateLimited ? { onRateLimited } : {}),
       signal,
       overlay: this.o.name,
+      steward,
       log: this.o.log.child({ role: 'buyer', overlay: this.o.name, job: job.address }),
     });
   }

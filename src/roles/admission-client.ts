@@ -280,6 +280,8 @@ export interface AdmitJobOptions {
   log?: Logger;
   /** The overlay's name, for the error naming a missing entitlement. */
   overlay: string;
+  /** The steward's DID, for the error when it cannot be reached at all. */
+  steward?: string;
   /** Overrides for tests: the backoff and its sleep. */
   sleep?: (ms: number) => Promise<void>;
   random?: () => number;
@@ -290,7 +292,7 @@ export async function admitJob(o: AdmitJobOptions): Promise<Admission> {
   const { job, spec } = o;
   if (!spec.entitlement) throw new C0Error('JOB_NEEDS_ENTITLEMENT', `overlay ${o.overlay} has a steward: name the entitlement the job runs under (entitlement:)`, { field: 'entitlement' });
   const request = [{ op: 'admit', job: job.bytes, entitlement: spec.entitlement, ...(spec.class ? { class: spec.class } : {}), ...(spec.energy ? { estimate: spec.energy } : {}), ...(spec.gang ? { gang: spec.gang } : {}) } as never];
-  return requestAdmission({
+  return unreachableSteward(o, requestAdmission({
     ask: (onFrame, signal) => inAskSlot(o.asks, () => o.request(request, { limits: { deadlineMs: Math.max(1000, job.record.deadline - o.clock() + 5000) }, onFrame, signal }), job.record.deadline, o.clock, signal),
     deadline: job.record.deadline,
     clock: o.clock,
@@ -301,7 +303,27 @@ export async function admitJob(o: AdmitJobOptions): Promise<Admission> {
     ...(o.log ? { log: o.log } : {}),
     ...(o.sleep ? { sleep: o.sleep } : {}),
     ...(o.random ? { random: o.random } : {}),
-  });
+  }));
+}
+
+/**
+ * An admission that ended on a dial that failed (the first ask's, or the last re-ask's at the deadline, after its
+ * withdraw): STEWARD_UNREACHABLE naming the steward and the overlay, as `ledger fetch` names them
+ * (LEDGER_STEWARD_UNREACHABLE). It was libp2p's own words, "NET_DIAL_FAILED:
+ * cannot open /c0mpute/steward/1 to 12D3KooW…: … ECONNREFUSED", or "no valid addresses for peer" with a PeerId only
+ * (QA pass on a private overlay, session 48). The dial's error is kept as the cause.
+ */
+async function unreachableSteward(o: Pick<AdmitJobOptions, 'overlay' | 'steward'>, asked: Promise<Admission>): Promise<Admission> {
+  try {
+    return await asked;
+  } catch (e) {
+    if (!(e instanceof C0Error) || e.code !== 'NET_DIAL_FAILED') throw e;
+    const who = o.steward ? `the steward ${o.steward}` : 'the steward';
+    throw new C0Error('STEWARD_UNREACHABLE', `cannot reach ${who} of overlay ${o.overlay} (is it running, and reachable at the addresses this node knows? network.steward names it): ${e.message}`, {
+      cause: e,
+      detail: { overlay: o.overlay, ...(o.steward ? { steward: o.steward } : {}) },
+    });
+  }
 }
 
 /** How long one `withdraw` of the start's sweep may take (the steward asks the buyer back for a claim's selections: WITHDRAW_ASK_MS, 5 s). */

@@ -12,6 +12,7 @@ import { STEWARD_STREAMS } from '../../../src/net/protocols.js';
 import { Slots } from '../../../src/util/serial.js';
 import type { StewardRequest } from '../../../src/roles/admission-client.js';
 import { P, job } from '../market/fixtures.js';
+import { C0Error } from '../../../src/errors.js';
 
 /** A steward that answers `queued` at once and `admitted` when its ask is released; counts asks open at once. */
 function holdingSteward() {
@@ -80,4 +81,20 @@ describe('admission asks open at the steward at once', () => {
     assert.equal((await first).verdict, 'Admit');
     assert.equal(asks.busy, 0);
   });
+});
+
+it('a steward that cannot be dialled is STEWARD_UNREACHABLE naming it and the overlay, the dial’s error kept as the cause (it was libp2p’s NET_DIAL_FAILED with a PeerId only)', async () => {
+  const now = Date.now();
+  const j = job(P(1), { nonce: new Uint8Array([4, 2]), announcedAt: now - 1_000, deadline: now + 60_000 } as never);
+  const steward = P(2).did;
+  const dial = new C0Error('NET_DIAL_FAILED', 'cannot open /c0mpute/steward/1 to 12D3KooW…: connect ECONNREFUSED');
+  await assert.rejects(
+    admitJob({ request: async () => Promise.reject(dial), job: j, spec: { entitlement: 'one' } as never, clock: () => Date.now(), onQueued: () => {}, overlay: 'lab', steward }),
+    (e: C0Error) => {
+      assert.equal(e.code, 'STEWARD_UNREACHABLE');
+      assert.match(e.message, new RegExp(`^cannot reach the steward ${steward} of overlay lab .*ECONNREFUSED$`));
+      assert.equal((e as { cause?: unknown }).cause, dial);
+      return true;
+    },
+  );
 });
