@@ -208,9 +208,9 @@ export function jobsReachProviders(v: JobMeshView): boolean {
 /** How long the devnet waits for the job topic's mesh before it posts the first job anyway (the buyer's asks cover a straggler). */
 export const JOB_MESH_WAIT_MS = 10_000;
 
-/** The devnet's line for that wait. */
-export function jobMeshLine(reached: boolean, ms: number): string {
-  return reached ? `  job topic meshed after ${ms} ms` : `  job topic not meshed at every provider after ${JOB_MESH_WAIT_MS} ms: going on (a provider left out is asked for its offer)`;
+/** The devnet's line for that wait, after `lead` (its indent, and whose wait it was). */
+export function jobMeshLine(reached: boolean, ms: number, lead = '  '): string {
+  return reached ? `${lead}job topic meshed after ${ms} ms` : `${lead}job topic not meshed at every provider after ${JOB_MESH_WAIT_MS} ms: going on (a provider left out is asked for its offer)`;
 }
 
 /**

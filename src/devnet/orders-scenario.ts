@@ -98,7 +98,7 @@ export async function runOrdersScenario(net: Devnet, render: (label: string, ev:
   print(`presence  ${market.presence.live} providers live, ${market.presence.freeSlots} free slots (seen after ${Date.now() - t0} ms)`);
   // the job topic's mesh to every provider, before the first job (DevNet.waitForJobMesh)
   const t1 = Date.now();
-  print(jobMeshLine(await net.waitForJobMesh(net.nodes.filter((n) => n.role === 'provider').map((n) => ({ did: n.did, api: apis[n.name]! })), api), Date.now() - t1).trimStart());
+  print(jobMeshLine(await net.waitForJobMesh(net.nodes.filter((n) => n.role === 'provider').map((n) => ({ did: n.did, api: apis[n.name]! })), api), Date.now() - t1, ''));
   for (const p of [...market.presence.providers].sort((a, b) => names(a.did).localeCompare(names(b.did)))) {
     print(`  ${names(p.did).padEnd(6)} ${p.freeSlots} free slots, ${p.workloads.join(', ')}, live for ${Math.max(0, Math.round((p.liveUntil - Date.now()) / 1000))} s more unless renewed`);
   }

@@ -99,7 +99,7 @@ export async function runOverlayScenario(net: Devnet, render: (label: string, ev
   const providers = net.nodes.filter((n) => n.role === 'provider').map((n) => ({ did: n.did, api: apis[n.name]! }));
   for (const b of ['alpha', 'beta']) {
     const t = Date.now();
-    print(jobMeshLine(await net.waitForJobMesh(providers, apis[b]!), Date.now() - t).replace('job topic', `${b}: job topic`));
+    print(jobMeshLine(await net.waitForJobMesh(providers, apis[b]!), Date.now() - t, `  ${b}: `));
   }
 
   const job = (label: string, entitlement: string, uj: number, rounds: number) => ({

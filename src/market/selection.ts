@@ -331,8 +331,9 @@ export function auditSelection(i: AuditInput): AuditResult {
   const live = rs.offers.filter((o) => o.record.job === s.job && o.record.expiresAt > s.decidedAt && o.record.issuedAt <= s.decidedAt && !named.has(o.signer));
   // a failover decides again without the providers already tried (§6), so their offers are left out on purpose
   const tried = triedBefore(rs, sel, index);
-  const left = live.filter((o) => tried.has(o.signer) || tried.has(index.providerFor(o)));
-  const unheard = live.filter((o) => !left.includes(o));
+  const left: typeof live = [];
+  const unheard: typeof live = [];
+  for (const o of live) (tried.has(o.signer) || tried.has(index.providerFor(o)) ? left : unheard).push(o);
   if (left.length) {
     // one provider per earlier selection (its winner; a pool member and its pool are one provider)
     const earlier = [...new Set(left.map((o) => tried.get(o.signer) ?? tried.get(index.providerFor(o))!))].sort();

@@ -89,11 +89,6 @@ export interface JobFileOptions {
   collectWindowMs?: number;
 }
 
-/**
- * The same checks on job-file text (the console's "Run a job" sends YAML):
- * `path` names it in errors and anchors `inputFile`; with `files: false`
- * (the console) `inputFile` is refused and the input must be inline.
- */
 /** A job file's `maxPrice` text: MONEY_MALFORMED as parseMoney says it, naming the file and the field as every other job-file error does. */
 function moneyIn(text: string, path: string): ReturnType<typeof parseMoney> {
   try {
@@ -104,6 +99,11 @@ function moneyIn(text: string, path: string): ReturnType<typeof parseMoney> {
   }
 }
 
+/**
+ * The same checks on job-file text (the console's "Run a job" sends YAML):
+ * `path` names it in errors and anchors `inputFile`; with `files: false`
+ * (the console) `inputFile` is refused and the input must be inline.
+ */
 export function parseJobFileText(text: string, path: string, opts: JobFileOptions & { files?: boolean } = {}): Record<string, unknown> {
   let raw: unknown;
   try {
@@ -127,7 +127,6 @@ export function parseJobFileText(text: string, path: string, opts: JobFileOption
   const deadlineMs = parseDuration(j.deadline);
   checkJobDeadlineMs(deadlineMs, `${path}: deadline ${j.deadline}`);
   const collectWindowMs = opts.collectWindowMs ?? DEFAULT_COLLECT_WINDOW_MS;
-  // an order collects no offers: the first valid claim takes it (docs/matching.md), so a few seconds are a real deadline
   // the file's designated provider is checked here, where the file is named (`market probe` took any text; `run`
   // refused it later, as JOB_SPEC_INVALID without the file); --designated is checked as a flag
   const named = j.order?.designated;
@@ -138,6 +137,7 @@ export function parseJobFileText(text: string, path: string, opts: JobFileOption
       throw new C0Error('JOB_FILE_INVALID', `${path}: order.designated: ${(e as Error).message}`, { field: 'order.designated' });
     }
   }
+  // an order collects no offers: the first valid claim takes it (docs/matching.md), so a few seconds are a real deadline
   const isOrder = orderOf(j.order, opts).order !== undefined;
   const minDeadlineMs = isOrder ? MIN_ORDER_DEADLINE_MS : minJobDeadlineMs(collectWindowMs);
   checkTooShort('deadline', j.deadline, deadlineMs, minDeadlineMs, path, isOrder ? 'an order must leave a provider time to claim it' : `the buyer collects offers for ${collectWindowMs} ms and then needs time to run the job, so it would pass before anyone could run it`, collectWindowMs);

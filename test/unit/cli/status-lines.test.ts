@@ -1,7 +1,8 @@
 /**
- * `c0mpute steward status` names the buyer's side of each queued claim (docs/overlays.md "the queue after a restart"):
- * a claim restored after a restart whose buyer has not asked again printed "DEVICES_HELD, waiting 7 s" while the JSON
- * said `buyer: away`, and it left the line silently when its grace ended (QA pass, session 48).
+ * Status lines of a private overlay's roles (QA pass, session 48). `c0mpute steward status` names the buyer's side of
+ * each queued claim (docs/overlays.md "the queue after a restart"): a claim restored after a restart whose buyer has
+ * not asked again printed "DEVICES_HELD, waiting 7 s" while the JSON said `buyer: away`, and it left the line silently
+ * when its grace ended. `c0mpute witness status` gives its last cosign or refusal an age.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
