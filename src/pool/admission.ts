@@ -11,7 +11,9 @@
  *   Deny:  UNKNOWN_ENTITLEMENT, EMPTY_GANG, NO_DEVICES (§4.1)
  *          DEVICES_EXCEED_GUARANTEE, ENERGY_EXCEEDS_LIMIT (§4.2)
  *          UNOBSERVED_EXCEEDS_GUARANTEE, NO_WEIGHT_EXCEEDS_GUARANTEE,
- *          EXCEEDS_MAX_SHARE (can never fit as written: §4.2 read with §4.4)
+ *          EXCEEDS_MAX_SHARE (can never fit as written: §4.2 read with §4.4;
+ *          the energy tests count the estimate on top of what the
+ *          entitlement's released claims spent, which never shrinks)
  *   Queue: DEVICES_HELD, GUARANTEE_EXHAUSTED_UNOBSERVED,
  *          GUARANTEE_EXHAUSTED_NO_WEIGHT, LIMIT_REACHED, SHARE_EXCEEDED,
  *          SURPLUS_INSUFFICIENT (§4.4–§4.5)
@@ -137,14 +139,17 @@ export class PoolState {
     if (claim.gang_size === 0) deny.push('EMPTY_GANG');
     if (claim.devices_per_member === 0) deny.push('NO_DEVICES');
     if (e && deny.length === 0) {
-      // §4.2 impossibility before pendency
+      // §4.2 impossibility before pendency. What the entitlement's released claims spent never shrinks within a
+      // ledger (only an open reservation may still be released for less), so a claim that cannot fit on top of it
+      // can never fit as written (§4.5): it is denied, never queued. With nothing released yet, the estimate alone.
+      const floor = this.book.usage(e.id).settledUj + est.uj;
       if (devices > e.guarantee_devices) deny.push('DEVICES_EXCEED_GUARANTEE');
-      if (e.limit_uj !== undefined && est.uj > e.limit_uj) deny.push('ENERGY_EXCEEDS_LIMIT');
-      // a claim whose estimate alone exceeds the guarantee can only ever run on surplus
-      if (est.uj > e.guarantee_uj) {
+      if (e.limit_uj !== undefined && floor > e.limit_uj) deny.push('ENERGY_EXCEEDS_LIMIT');
+      // past the guarantee even at that floor: it can only ever run on surplus
+      if (floor > e.guarantee_uj) {
         if (!isObserved(est.grade)) deny.push('UNOBSERVED_EXCEEDS_GUARANTEE');
         if (e.over_quota_weight === 0) deny.push('NO_WEIGHT_EXCEEDS_GUARANTEE');
-        if (e.over_quota_weight > 0 && BigInt(est.uj - e.guarantee_uj) > this.#share(e)) deny.push('EXCEEDS_MAX_SHARE');
+        if (e.over_quota_weight > 0 && BigInt(floor - e.guarantee_uj) > this.#share(e)) deny.push('EXCEEDS_MAX_SHARE');
       }
     }
     if (deny.length > 0) return { verdict: 'Deny', ...base, reason: deny[0]!, reasons: deny };
@@ -194,7 +199,7 @@ export class PoolState {
   }
 
   /** The share and available surplus for an entitlement (for explanations). */
-  explain(id: string): { usedUj: number; heldDevices: number; shareUj: number; availableUj: number } | undefined {
+  explain(id: string): { usedUj: number; settledUj: number; heldDevices: number; shareUj: number; availableUj: number } | undefined {
     const e = this.tree.entitlements.get(id);
     if (!e) return undefined;
     const u = this.book.usage(id);

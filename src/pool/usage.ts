@@ -47,6 +47,11 @@ export type PoolEvent = AdmittedEvent | ReleasedEvent;
 export interface EntitlementUsage {
   /** reservations of open claims + actual figures of released ones, µJ */
   usedUj: number;
+  /**
+   * the actual figures of released claims alone, µJ: the part of `usedUj` that can never shrink within a ledger
+   * (an open reservation may still be released for less), so what admission tells the impossible from the pending by
+   */
+  settledUj: number;
   /** devices held by open claims */
   heldDevices: number;
 }
@@ -83,7 +88,7 @@ export class UsageBook {
   }
 
   usage(id: string): EntitlementUsage {
-    return this.entitlements.get(id) ?? { usedUj: 0, heldDevices: 0 };
+    return this.entitlements.get(id) ?? { usedUj: 0, settledUj: 0, heldDevices: 0 };
   }
 
   /** Check an event against the book without changing it. Throws C0Error. */
@@ -113,7 +118,7 @@ export class UsageBook {
     this.check(ev);
     if (ev.event === 'Admitted') {
       const before = this.usage(ev.entitlement);
-      const after = { usedUj: before.usedUj + ev.reserved.uj, heldDevices: before.heldDevices + ev.devices };
+      const after = { usedUj: before.usedUj + ev.reserved.uj, settledUj: before.settledUj, heldDevices: before.heldDevices + ev.devices };
       this.entitlements.set(ev.entitlement, after);
       const oc: OpenClaim = { claim: ev.claim, entitlement: ev.entitlement, reserved: ev.reserved, devices: ev.devices, borrowed_uj: ev.borrowed_uj };
       if (ev.class !== undefined) oc.class = ev.class;
@@ -123,7 +128,7 @@ export class UsageBook {
     const o = this.open.get(ev.claim)!;
     const before = this.usage(o.entitlement);
     // the actual figure replaces the reservation
-    const after = { usedUj: before.usedUj - o.reserved.uj + ev.actual.uj, heldDevices: before.heldDevices - o.devices };
+    const after = { usedUj: before.usedUj - o.reserved.uj + ev.actual.uj, settledUj: before.settledUj + ev.actual.uj, heldDevices: before.heldDevices - o.devices };
     this.entitlements.set(o.entitlement, after);
     this.open.delete(ev.claim);
     this.released.add(ev.claim);

@@ -8,7 +8,8 @@
  *   its reason before the job is announced, and nothing is recorded.
  * - Claims within the guarantee are admitted with their reservation and grade;
  *   a second team-a claim sent while the first holds the team's only device is
- *   queued (DEVICES_HELD) and runs once the first releases.
+ *   queued (DEVICES_HELD) and runs once the first releases; a third, whose
+ *   deadline ends first, expires queued.
  * - Each release charges the sum of the job's receipts' energy, at the worst
  *   grade (read back with `c0mpute ledger show` after the steward stops).
  * - The ledger is witnessed to its current length; the steward restarted on
@@ -101,6 +102,20 @@ test('admissions carry the reservation and its grade; a claim queued on a held d
     // While A1 runs, the steward lists A2 as queued, with its reason.
     const queued = await waitFor('A2 queued at the steward', async () => (await stewardStatus(org.steward)).queued.find((q) => q.entitlement === 'team-a'), 45_000);
     assert.equal(queued.reason, 'DEVICES_HELD');
+    // A3 queues behind A2 with a deadline that ends before A1 is released: it expires queued, never announced.
+    const a3 = await runClaim(alpha, claimSpec('A3', 'team-a', 10_000_000, 1, 'Estimator', 4_000));
+    assert.equal(a3.result.status, 'queue-expired');
+    assert.equal(a3.admission?.verdict, 'Expired');
+    assert.deepEqual(
+      a3.queued.map((q) => q.reason),
+      ['DEVICES_HELD'],
+    );
+    assert.equal(a3.events.some((e) => e.e === 'job'), false, 'a claim that never left the queue is never announced');
+    assert.deepEqual(
+      (await stewardStatus(org.steward)).queued.map((q) => q.claim),
+      [queued.claim],
+      'the expired claim left the line; A2 keeps its place',
+    );
     writeFileSync(releaseFile, '');
     [runs.A1, runs.B2, runs.A2] = await Promise.all([a1, b2, a2]);
     const { A1, A2, B2 } = done();
@@ -210,18 +225,17 @@ test('the restarted steward admits against the usage it rebuilt, and the witness
     const s0 = await stewardStatus(org.steward);
     const b = team(s0, 'team-b');
     assert.ok(b.spent_uj > 0);
-    // Fits an untouched 300 J budget, not what is left of it: queued (a guess may not borrow), and it expires queued.
+    // Fits an untouched 300 J budget, not what is left of it: what team-b's released claims spent never comes back
+    // within the ledger, so a guess past it could only ever borrow, which it may not (§4.4): denied, never queued (§4.5).
     const left = b.guarantee_uj - b.spent_uj;
     const b3 = await runClaim(org.buyers.beta!, claimSpec('B3', 'team-b', left + 1, 100_000, 'Estimator', 4_000));
-    assert.equal(b3.result.status, 'queue-expired');
-    assert.equal(b3.admission?.verdict, 'Expired');
-    assert.deepEqual(
-      b3.queued.map((q) => q.reason),
-      ['GUARANTEE_EXHAUSTED_UNOBSERVED'],
-    );
-    assert.equal(b3.events.some((e) => e.e === 'job'), false, 'a claim that never left the queue is never announced');
+    assert.equal(b3.result.status, 'denied');
+    assert.equal(b3.admission?.verdict, 'Deny');
+    assert.deepEqual(b3.admission?.reasons, ['UNOBSERVED_EXCEEDS_GUARANTEE']);
+    assert.equal(b3.queued.length, 0, 'the impossible is not reported as pending');
+    assert.equal(b3.events.some((e) => e.e === 'job'), false, 'a denied claim is never announced');
     const s1 = await stewardStatus(org.steward);
-    assert.deepEqual(s1.ledger, s0.ledger, 'a Queue is not a ledger event');
+    assert.deepEqual(s1.ledger, s0.ledger, 'a Deny is not a ledger event');
     assert.deepEqual(s1.teams, s0.teams);
     assert.deepEqual(s1.queued, []);
 

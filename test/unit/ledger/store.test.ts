@@ -35,7 +35,7 @@ describe('Ledger on LevelDB', () => {
       const again = await Ledger.open(t.dir, { signer: steward });
       assert.deepEqual(again.head(), head);
       assert.deepEqual([...again.book.entitlements], before);
-      assert.deepEqual(again.book.usage('a'), { usedUj: 70, heldDevices: 0 });
+      assert.deepEqual(again.book.usage('a'), { usedUj: 70, settledUj: 70, heldDevices: 0 });
       await again.close();
     } finally {
       t.cleanup();

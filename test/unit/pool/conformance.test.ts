@@ -209,6 +209,39 @@ describe('§7.4 admission in the order of §4: the impossible is refused before 
     const w = s.decide(claim({ id: 'f3', gang_size: 1, estimate: E(1300) }));
     assert.equal(w.verdict === 'Deny' && w.reason, 'ENERGY_EXCEEDS_LIMIT');
   });
+  it('what released claims spent never shrinks: a claim that cannot fit on top of it is denied, not queued (§4.2, §4.5)', () => {
+    // a: guarantee 1000 µJ, 4 devices, weight 1 under p (share floor(b's 1000 × 1/2) = 500); limit 1400
+    const s = new PoolState(sampleTree({ a: { limit_uj: 1400 } }));
+    admit(s, claim({ id: 'r1', estimate: E(300) }));
+    s.apply(released('r1', 700)); // overran: 700 settled
+    admit(s, claim({ id: 'o1', estimate: E(200) })); // open: may yet be released for less
+    const deny = (c: Claim) => {
+      const v = s.decide(c);
+      assert.equal(v.verdict, 'Deny', JSON.stringify(v));
+      return v.verdict === 'Deny' ? v.reasons : [];
+    };
+    // 700 settled + 301 > 1000 on a guess: it could only ever borrow
+    assert.deepEqual(deny(claim({ id: 'x1', estimate: E(301, 'Estimator') })), ['UNOBSERVED_EXCEEDS_GUARANTEE']);
+    // 700 + 701 > the 1400 limit; and 401 past the guarantee is within the share, so that is the only reason
+    assert.deepEqual(deny(claim({ id: 'x2', estimate: E(701) })), ['ENERGY_EXCEEDS_LIMIT']);
+    // without a limit: 700 + 801 borrows 501 > the 500 share whatever the siblings do
+    const t = new PoolState(sampleTree());
+    admit(t, claim({ id: 'r1', estimate: E(700) }));
+    t.apply(released('r1', 700));
+    assert.deepEqual(
+      (() => {
+        const v = t.decide(claim({ id: 'x3', estimate: E(801) }));
+        return v.verdict === 'Deny' && v.reasons;
+      })(),
+      ['EXCEEDS_MAX_SHARE'],
+    );
+    // what fits on top of the settled 700 but not beside the open 200 is pending: queued, with its reason
+    const q = s.decide(claim({ id: 'x4', estimate: E(300, 'Estimator') }));
+    assert.deepEqual(q.verdict === 'Queue' && q.reasons, ['GUARANTEE_EXHAUSTED_UNOBSERVED']);
+    // and it is admitted once the open claim is released for less
+    s.apply(released('o1', 0));
+    assert.equal(s.decide(claim({ id: 'x4', estimate: E(300, 'Estimator') })).verdict, 'Admit');
+  });
   it('inside the guarantee is admitted before any borrowing test (§4.3)', () => {
     const s = new PoolState(sampleTree({ a: { over_quota_weight: 0 } }));
     assert.equal(s.decide(claim({ estimate: E(1000, 'Estimator') })).verdict, 'Admit');
@@ -323,7 +356,7 @@ describe('§7.10 usage is rebuilt by replaying the ledger, after verifying the c
     const r = replay(sealEntries(events, steward).map((e) => e.bytes));
     assert.equal(r.ok, true);
     assert.deepEqual([...r.book!.entitlements], [...direct.entitlements]);
-    assert.deepEqual(r.book!.usage('a'), { usedUj: 130, heldDevices: 1 });
+    assert.deepEqual(r.book!.usage('a'), { usedUj: 130, settledUj: 80, heldDevices: 1 });
   });
   it('verifies the whole chain before deriving: a forged entry after an inconsistent one is reported, not the inconsistency', () => {
     const es = sealEntries([admitted('r1'), released('ghost'), admitted('r2'), admitted('r3')], steward).map((e) => e.bytes);
@@ -349,15 +382,15 @@ describe('§7.11 the actual figure replaces the reservation on release (§6.2)',
     const b = new UsageBook();
     b.apply(admitted('r1', 'a', 500));
     b.apply(released('r1', 120));
-    assert.deepEqual(b.usage('a'), { usedUj: 120, heldDevices: 0 });
+    assert.deepEqual(b.usage('a'), { usedUj: 120, settledUj: 120, heldDevices: 0 });
     b.apply(admitted('r2', 'a', 100));
     b.apply(released('r2', 700));
-    assert.equal(b.usage('a').usedUj, 820);
+    assert.deepEqual(b.usage('a'), { usedUj: 820, settledUj: 820, heldDevices: 0 });
   });
   it('an open admission keeps its reservation', () => {
     const b = new UsageBook();
     b.apply(admitted('r1', 'a', 500));
-    assert.deepEqual(b.usage('a'), { usedUj: 500, heldDevices: 1 });
+    assert.deepEqual(b.usage('a'), { usedUj: 500, settledUj: 0, heldDevices: 1 });
   });
 });
 

@@ -2,7 +2,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { PoolState, admittedEvent, attribute, buildTree, idleVerdict, preemptionOrder, type Claim, type Entitlement } from '../../../src/pool/index.js';
+import { PoolState, admittedEvent, attribute, buildTree, idleVerdict, preemptionOrder, type Claim, type Entitlement, type PoolEvent } from '../../../src/pool/index.js';
 
 const grade = fc.constantFrom('HwShunt' as const, 'ModelBased' as const, 'Estimator' as const);
 
@@ -63,6 +63,49 @@ describe('admission invariants under random claim streams (§2.1, §2.2, §4.4)'
             assert.ok(v.borrowed_uj <= ex.availableUj);
           } else assert.equal(v.borrowed_uj, 0);
           s.apply(admittedEvent(claim, v));
+        });
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('a Queue is pending, never impossible (§4.2, §4.5)', () => {
+  it('whatever is queued on its own entitlement’s energy fits it once every open claim is released for nothing', () => {
+    const entArb = fc.record({ g: fc.integer({ min: 0, max: 3000 }), w: fc.integer({ min: 0, max: 2 }), lim: fc.option(fc.integer({ min: 0, max: 2000 }), { nil: undefined }) });
+    // each step: a claim on e0 or e1, then (maybe) the release of the oldest open claim at some actual figure
+    const stepArb = fc.record({ e: fc.integer({ min: 0, max: 1 }), uj: fc.integer({ min: 0, max: 4000 }), grade, release: fc.option(fc.integer({ min: 0, max: 4000 }), { nil: undefined }) });
+    const OWN = new Set(['GUARANTEE_EXHAUSTED_UNOBSERVED', 'GUARANTEE_EXHAUSTED_NO_WEIGHT', 'LIMIT_REACHED', 'SHARE_EXCEEDED']);
+    fc.assert(
+      fc.property(fc.array(entArb, { minLength: 3, maxLength: 3 }), fc.array(stepArb, { maxLength: 30 }), (ents, steps) => {
+        const list: Entitlement[] = [{ id: 'root', guarantee_uj: 0, guarantee_devices: 100, over_quota_weight: 0, priority: 0 }];
+        ents.forEach((x, i) => list.push({ id: `e${i}`, parent: 'root', guarantee_uj: x.g, guarantee_devices: 100, over_quota_weight: x.w, priority: 0, ...(x.lim === undefined ? {} : { limit_uj: x.g + x.lim }) }));
+        const tree = buildTree(list);
+        const s = new PoolState(tree);
+        const events: PoolEvent[] = [];
+        const open: string[] = [];
+        steps.forEach((st, i) => {
+          const claim: Claim = { id: `c${i}`, entitlement: `e${st.e}`, gang_size: 1, devices_per_member: 1, estimate: { uj: st.uj, grade: st.grade } };
+          const v = s.decide(claim);
+          if (v.verdict === 'Admit') {
+            const ev = admittedEvent(claim, v);
+            s.apply(ev);
+            events.push(ev);
+            open.push(claim.id);
+          } else if (v.verdict === 'Queue' && v.reasons.some((r) => OWN.has(r))) {
+            // the best case: the same ledger with every open claim released for 0 µJ
+            const best = new PoolState(tree);
+            for (const ev of events) best.apply(ev);
+            for (const id of open) best.apply({ event: 'Released', claim: id, actual: { uj: 0, grade: 'HwShunt' } });
+            const again = best.decide(claim);
+            assert.notEqual(again.verdict, 'Deny', `${claim.id} queued (${v.reasons.join(',')}) but impossible: ${JSON.stringify(again)}`);
+            if (again.verdict === 'Queue') assert.ok(!again.reasons.some((r) => OWN.has(r)), `${claim.id}: ${again.reasons.join(',')}`);
+          }
+          if (st.release !== undefined && open.length > 0) {
+            const ev: PoolEvent = { event: 'Released', claim: open.shift()!, actual: { uj: st.release, grade: 'HwShunt' } };
+            s.apply(ev);
+            events.push(ev);
+          }
         });
       }),
       { numRuns: 300 },
