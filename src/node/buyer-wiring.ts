@@ -218,6 +218,7 @@ export class BuyerWiring {
       signal,
       overlay: this.o.name,
       steward,
+      managed: this.o.d.network.managed,
       log: this.o.log.child({ role: 'buyer', overlay: this.o.name, job: job.address }),
     });
   }

@@ -282,6 +282,8 @@ export interface AdmitJobOptions {
   overlay: string;
   /** The steward's DID, for the error when it cannot be reached at all. */
   steward?: string;
+  /** This buyer's `network.managed`: a steward that decides otherwise refuses the claim before admitting it. */
+  managed?: boolean;
   /** Overrides for tests: the backoff and its sleep. */
   sleep?: (ms: number) => Promise<void>;
   random?: () => number;
@@ -291,7 +293,7 @@ export interface AdmitJobOptions {
 export async function admitJob(o: AdmitJobOptions): Promise<Admission> {
   const { job, spec } = o;
   if (!spec.entitlement) throw new C0Error('JOB_NEEDS_ENTITLEMENT', `overlay ${o.overlay} has a steward: name the entitlement the job runs under (entitlement:)`, { field: 'entitlement' });
-  const request = [{ op: 'admit', job: job.bytes, entitlement: spec.entitlement, ...(spec.class ? { class: spec.class } : {}), ...(spec.energy ? { estimate: spec.energy } : {}), ...(spec.gang ? { gang: spec.gang } : {}) } as never];
+  const request = [{ op: 'admit', job: job.bytes, entitlement: spec.entitlement, ...(spec.class ? { class: spec.class } : {}), ...(spec.energy ? { estimate: spec.energy } : {}), ...(spec.gang ? { gang: spec.gang } : {}), ...(o.managed !== undefined && !spec.gang ? { managed: o.managed } : {}) } as never];
   return unreachableSteward(o, requestAdmission({
     ask: (onFrame, signal) => inAskSlot(o.asks, () => o.request(request, { limits: { deadlineMs: Math.max(1000, job.record.deadline - o.clock() + 5000) }, onFrame, signal }), job.record.deadline, o.clock, signal),
     deadline: job.record.deadline,

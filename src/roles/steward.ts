@@ -527,8 +527,9 @@ export class Steward {
    * refuses, which a buyer of another version may send, cost nothing up to REFUSED_RATE and are reported past it
    * (`refusals`). A lookup refused (LOOKUP_REFUSALS: not admitted, not the buyer, unknown), which an honest provider or
    * buyer earns now and then, is free up to LOOKUP_REFUSED_RATE and reported past it: before, a flood of `admission`
-   * asks for random jobs was answered 400 a second, never blamed (review s40). Other refusals (not entitled, a full
-   * queue) cost nothing.
+   * asks for random jobs was answered 400 a second, never blamed (review s40). An `admit` from a buyer that disagrees
+   * on who selects (STEWARD_MANAGED_MISMATCH), once per job from a misconfigured buyer, counts as a refusal. Other
+   * refusals (not entitled, a full queue) cost nothing.
    */
   async #serve(frames: CborValue[], ctx: StewardStream): Promise<void> {
     try {
@@ -539,7 +540,8 @@ export class Steward {
         const peer = ctx.peer.toString();
         if (typeof req !== 'object' || req === null || Array.isArray(req) || req instanceof Uint8Array || typeof req.op !== 'string') this.o.abuseReports?.invalid(peer);
         else this.#refused(peer);
-      } else if (e instanceof C0Error && LOOKUP_REFUSALS.has(e.code)) this.#lookupRefused(ctx.peer.toString());
+      } else if (e instanceof C0Error && e.code === 'STEWARD_MANAGED_MISMATCH') this.#refused(ctx.peer.toString());
+      else if (e instanceof C0Error && LOOKUP_REFUSALS.has(e.code)) this.#lookupRefused(ctx.peer.toString());
       throw e;
     }
   }
@@ -562,6 +564,15 @@ export class Steward {
       // who may claim under it: before anything is decided, stored or queued (a malformed request is refused by the op)
       const { didFromPeerId } = await import('../node/peer-id.js');
       requireEntitled(this.tree, req.entitlement, didFromPeerId(ctx.peer.toString()));
+    }
+    if (req?.op === 'admit' && req.gang === undefined && typeof req.managed === 'boolean' && req.managed !== this.cfg.managed) {
+      // Who selects must be agreed before a claim is admitted: a managed buyer of an unmanaged steward was refused its
+      // `select` only once the claim held its reservation (QA pass, session 48). A buyer that does not say is let by.
+      throw new C0Error(
+        'STEWARD_MANAGED_MISMATCH',
+        `overlay ${this.o.name}: this steward ${this.cfg.managed ? 'selects for its buyers (managed: true)' : 'leaves selection to its buyers (managed: false)'}, and the buyer's network.managed is ${String(req.managed)}: set network.managed: ${String(this.cfg.managed)} in the buyer's config`,
+        { field: 'managed' },
+      );
     }
     if (req?.op === 'admit') return this.#line.admit(req as unknown as AdmitRequest, proving);
     if (req?.op === 'admit-gang') return this.#admitGang(req as unknown as AdmitGangRequest, proving);
