@@ -293,7 +293,7 @@ export interface AdmitJobOptions {
 export async function admitJob(o: AdmitJobOptions): Promise<Admission> {
   const { job, spec } = o;
   if (!spec.entitlement) throw new C0Error('JOB_NEEDS_ENTITLEMENT', `overlay ${o.overlay} has a steward: name the entitlement the job runs under (entitlement:)`, { field: 'entitlement' });
-  const request = [{ op: 'admit', job: job.bytes, entitlement: spec.entitlement, ...(spec.class ? { class: spec.class } : {}), ...(spec.energy ? { estimate: spec.energy } : {}), ...(spec.gang ? { gang: spec.gang } : {}), ...(o.managed !== undefined && !spec.gang ? { managed: o.managed } : {}) } as never];
+  const request = [{ op: 'admit', job: job.bytes, entitlement: spec.entitlement, ...(spec.class ? { class: spec.class } : {}), ...(spec.energy ? { estimate: spec.energy } : {}), ...(spec.gang ? { gang: spec.gang } : {}), ...(o.managed !== undefined && !spec.gang ? { selects: o.managed ? 'steward' : 'buyer' } : {}) } as never];
   return unreachableSteward(o, requestAdmission({
     ask: (onFrame, signal) => inAskSlot(o.asks, () => o.request(request, { limits: { deadlineMs: Math.max(1000, job.record.deadline - o.clock() + 5000) }, onFrame, signal }), job.record.deadline, o.clock, signal),
     deadline: job.record.deadline,

@@ -565,12 +565,13 @@ export class Steward {
       const { didFromPeerId } = await import('../node/peer-id.js');
       requireEntitled(this.tree, req.entitlement, didFromPeerId(ctx.peer.toString()));
     }
-    if (req?.op === 'admit' && req.gang === undefined && typeof req.managed === 'boolean' && req.managed !== this.cfg.managed) {
+    if (req?.op === 'admit' && req.gang === undefined && (req.selects === 'steward' || req.selects === 'buyer') && (req.selects === 'steward') !== this.cfg.managed) {
       // Who selects must be agreed before a claim is admitted: a managed buyer of an unmanaged steward was refused its
-      // `select` only once the claim held its reservation (QA pass, session 48). A buyer that does not say is let by.
+      // `select` only once the claim held its reservation (QA pass, session 48). The buyer says who it expects to select
+      // (`selects`, a text enum: the wire has no booleans); a buyer that does not say is let by.
       throw new C0Error(
         'STEWARD_MANAGED_MISMATCH',
-        `overlay ${this.o.name}: this steward ${this.cfg.managed ? 'selects for its buyers (managed: true)' : 'leaves selection to its buyers (managed: false)'}, and the buyer's network.managed is ${String(req.managed)}: set network.managed: ${String(this.cfg.managed)} in the buyer's config`,
+        `overlay ${this.o.name}: this steward ${this.cfg.managed ? 'selects for its buyers (managed: true)' : 'leaves selection to its buyers (managed: false)'}, and the buyer's network.managed is ${String(req.selects === 'steward')}: set network.managed: ${String(this.cfg.managed)} in the buyer's config`,
         { field: 'managed' },
       );
     }

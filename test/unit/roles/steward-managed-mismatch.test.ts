@@ -4,7 +4,7 @@
  * the overlay and what to set: nothing stored, queued or appended. Before, a managed buyer of an unmanaged steward was
  * admitted, reserved the claim's energy, and only then was refused its `select` (STEWARD_NOT_MANAGED). A buyer that
  * does not say (another version) is admitted as before. The buyer's real admit client (admitJob) asks a real Steward
- * over a real Ledger and LevelDB; only the overlay between them is a stub.
+ * over a real Ledger and LevelDB, every frame through the wire's canonical CBOR; only the overlay between them is a stub.
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +12,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Opened } from '../../../src/records/envelope.js';
 import type { Job } from '../../../src/records/kinds.js';
-import type { CborValue } from '../../../src/records/cbor.js';
+import { decodeCanonical, encodeCanonical, type CborValue } from '../../../src/records/cbor.js';
 import { openDb, closeDb } from '../../../src/store/db.js';
 import { admitJob } from '../../../src/roles/admission-client.js';
 import { STEWARD_PROTOCOL } from '../../../src/roles/steward.js';
@@ -41,7 +41,9 @@ async function withSteward(managed: boolean, body: (admit: (n: number, buyerMana
       admitJob({
         request: async (frames, opts) => {
           const got: unknown[] = [];
-          await handler(frames as CborValue[], { peer: peerIdFromDid(stubBuyer.did), signal: new AbortController().signal, send: async (f: unknown) => void (got.push(f), opts?.onFrame?.(f as never)) });
+          // through the wire's encoding both ways, as the stream carries them
+          const wire = (v: unknown) => decodeCanonical(encodeCanonical(v));
+          await handler((frames as unknown[]).map(wire), { peer: peerIdFromDid(stubBuyer.did), signal: new AbortController().signal, send: async (f: unknown) => void (got.push(wire(f)), opts?.onFrame?.(wire(f) as never)) });
           return got as never;
         },
         job: job(stubBuyer, { nonce: new Uint8Array([n]) }),
