@@ -95,7 +95,7 @@ export function register(program: Command): void {
       } else {
         // the steward first: without --steward it is only entry 0's signer, which anyone re-signing the ledger controls
         const lines = [
-          `steward      ${r.steward ?? '(none)'}${opts.steward !== undefined ? ' (as required by --steward)' : r.steward ? " (entry 0's signer: not checked; pass --steward DID to require one)" : ''}`,
+          `steward      ${r.steward ?? '(none)'}${opts.steward === undefined ? (r.steward ? " (entry 0's signer: not checked; pass --steward DID to require one)" : '') : r.length === 0 ? ' (named by --steward; the ledger has no entry to show whose it is)' : ' (as required by --steward)'}`,
           `length       ${r.length}`,
           `head         ${r.ok ? r.head : '(not established)'}`,
           `attestation  ${rep.ok || r.ok ? grade : '(not graded: the chain does not verify)'}`,

@@ -56,6 +56,24 @@ describe('ledger verify: bad input', () => {
   });
 });
 
+describe('ledger verify --steward on an empty ledger', () => {
+  it('verifies (a steward before its first admission), and says no entry shows whose it is', async () => {
+    const t = tempDir('c0-ledger-empty-');
+    try {
+      const dir = join(t.dir, 'led');
+      await (await Ledger.open(dir, { signer: Ed25519Signer.generate() })).close();
+      const S = didFromPublicKey(Ed25519Signer.generate().publicKey);
+      const r = c0('ledger', 'verify', dir, '--steward', S);
+      assert.equal(r.code, EXIT.OK, r.stderr);
+      assert.match(r.stdout, new RegExp(`^steward {6}${S} \\(named by --steward; the ledger has no entry to show whose it is\\)$`, 'm'));
+      assert.doesNotMatch(r.stdout, /as required by --steward/);
+      assert.match(r.stdout, /^length {7}0$/m);
+    } finally {
+      t.cleanup();
+    }
+  });
+});
+
 describe('ledger verify: a damaged head record', () => {
   it('is LEDGER_HEAD_MISMATCH (exit 1) with the entries shown verified; export still writes the entries', async () => {
     const t = tempDir('c0-ledger-cli-');
