@@ -62,9 +62,10 @@ export function register(program: Command): void {
 
   rec
     .command('sign')
-    .requiredOption('--type <type>', 'content type of the record')
+    // blank names no type, as for verify: USAGE_EMPTY_VALUE (exit 2), not RECORD_UNKNOWN_TYPE
+    .requiredOption('--type <type>', `content type of the record (${typeNames().join(', ')})`, nonEmpty('--type', 'a content type'))
     .argument('<fields>', 'JSON file with the record fields (bytes as hex), or -')
-    .option('-o, --out <file>', 'write the envelope here (default: standard output)')
+    .option('-o, --out <file>', 'write the envelope here (default: standard output)', nonEmpty('--out', 'a file'))
     .description('seal a record from JSON fields with the node key')
     .action(async (fieldsFile: string, opts: { type: string; out?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);

@@ -33,6 +33,10 @@ describe('USAGE_EMPTY_VALUE: one error at every option', () => {
     [['start', '--log-level', ''], '--log-level takes a value; got "", which names none', 'log-level'],
     [['start', '--log-format', ''], '--log-format takes a value; got "", which names none', 'log-format'],
     [['start', '--api', ' '.repeat(50)], `--api takes a value; got "${' '.repeat(40)}", which names none`, 'api'],
+    // record sign refuses a blank type as record verify does (it was RECORD_UNKNOWN_TYPE, exit 3), and a blank --out
+    [['record', 'verify', 'x.cose', '--type', ''], '--type takes a content type; got "", which names none', 'type'],
+    [['record', 'sign', '--type', '', 'x.json'], '--type takes a content type; got "", which names none', 'type'],
+    [['record', 'sign', '--type', 'c0mpute.job/1', '-o', '', 'x.json'], '--out takes a file; got "", which names none', 'out'],
   ];
   for (const [args, message, field] of cases) {
     it(`${JSON.stringify(args)}`, async () => {
