@@ -10,6 +10,7 @@ import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import { apiCall } from '../../node/api-client.js';
 import { out, outJson } from '../context.js';
+import { osReason } from '../../util/os-reason.js';
 import { makeDirs } from '../../util/make-dirs.js';
 import { globals } from './index.js';
 import { requireDaemon } from '../daemon-client.js';
@@ -43,7 +44,9 @@ export async function writeSwarmKeyFile(path: string): Promise<void> {
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'EEXIST') throw new C0Error('OVERLAY_KEY_EXISTS', `${path} already exists; an overlay key is never overwritten (members holding it would be cut off): remove it yourself or pass --out`, { field: 'out' });
-    throw new C0Error('OVERLAY_KEY_UNWRITABLE', `cannot write ${path}: ${(e as Error).message}`, { field: 'out' });
+    // its directory is there (made above): ENOENT is a file system that takes no new files in it, such as /proc
+    const why = code === 'ENOENT' ? `${dirname(path)} takes no new files (ENOENT)` : osReason(e);
+    throw new C0Error('OVERLAY_KEY_UNWRITABLE', `cannot write ${path}: ${why}`, { field: 'out' });
   }
   const key = generateSwarmKey();
   try {
@@ -53,7 +56,7 @@ export async function writeSwarmKeyFile(path: string): Promise<void> {
     chmodSync(path, 0o600);
   } catch (e) {
     rmSync(path, { force: true });
-    throw new C0Error('OVERLAY_KEY_UNWRITABLE', `cannot write ${path}: ${(e as Error).message}`, { field: 'out' });
+    throw new C0Error('OVERLAY_KEY_UNWRITABLE', `cannot write ${path}: ${osReason(e)}`, { field: 'out' });
   } finally {
     key.fill(0);
   }

@@ -48,6 +48,8 @@ describe('a directory that cannot be made is the command’s own code, exit 3, a
     ['overlay create --out under /proc', ['--data-dir', join(dir, 'd2'), 'overlay', 'create', 'foo', '--out', '/proc/1/x/foo.key'], 'OUTPUT_UNWRITABLE', /cannot write \/proc\/1\/x\/foo\.key: cannot make \/proc\/1\/x \(its file system takes no new directories\)/, PROC],
     ['ledger import into /proc', ['ledger', 'import', ledger, '/proc/1/x'], 'STORE_OPEN_FAILED', /cannot make \/proc\/1\/x/, PROC],
     ['devnet --dir under /proc', ['devnet', '--dir', '/proc/1/x'], 'DEVNET_DIR_UNUSABLE', /cannot use \/proc\/1\/x as a devnet directory: cannot make \/proc\/1\/x/, PROC],
+    // the directory is there but takes no new file: the OS's words, not Node's "ENOENT: no such file or directory, open"
+    ['overlay create --out in /proc itself', ['--data-dir', join(dir, 'd4'), 'overlay', 'create', 'foo', '--out', '/proc/foo.key'], 'OVERLAY_KEY_UNWRITABLE', /^error OVERLAY_KEY_UNWRITABLE: cannot write \/proc\/foo\.key: \/proc takes no new files \(ENOENT\)$/m, PROC],
     ['overlay create --out through a file', ['--data-dir', join(dir, 'd3'), 'overlay', 'create', 'foo', '--out', join(afile, 'x')], 'OUTPUT_UNWRITABLE', /is a file, not a directory/],
     ['init --data-dir through a file', ['--data-dir', join(afile, 'd'), 'init', '--no-passphrase'], 'DATA_DIR_INVALID', /is a file, not a directory/],
     ['devnet --dir a file', ['devnet', '--dir', afile], 'DEVNET_DIR_UNUSABLE', /is a file, not a directory/],
