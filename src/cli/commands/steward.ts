@@ -23,7 +23,7 @@ export function register(program: Command): void {
         steward: string;
         overlay: string;
         ledger: { length: number; head: string };
-        teams: Array<{ id: string; parent?: string; priority: number; guarantee_uj: number; guarantee_devices: number; limit_uj?: number; spent_uj: number; reserved_uj: number; borrowed_uj: number; held_devices: number; open_claims: number }>;
+        teams: TeamRow[];
         queued: Array<{ claim: string; entitlement: string; reason: string; waitingMs: number; buyer?: 'waiting' | 'away' }>;
         attestation: { grade: string; witnesses: Array<{ witness: string; length: number }> };
         contradictingWitnesses?: Array<{ witness: string; code: string; length: number; ours: number }>;
@@ -50,18 +50,57 @@ export function register(program: Command): void {
         const e = r.evidence;
         out(`attestation WARNING: equivocation evidence against this steward: ${e.pairs} pair${e.pairs === 1 ? '' : 's'} from ${e.witnesses} witness${e.witnesses === 1 ? '' : 'es'} (seq ${e.seqs.join(', ')}): anyone holding it can prove this key signed two histories, so its ledger and attestation are not to be trusted (c0mpute witness evidence ${r.steward} on a witness)`);
       }
-      out('team            prio  guarantee     devices  spent        reserved     borrowed     held  open');
-      for (const t of r.teams) {
-        out(
-          `${(t.parent ? '  ' : '') + t.id}`.padEnd(16) +
-            `${String(t.priority).padEnd(6)}${mj(t.guarantee_uj).padEnd(14)}${String(t.guarantee_devices).padEnd(9)}${mj(t.spent_uj).padEnd(13)}${mj(t.reserved_uj).padEnd(13)}${mj(t.borrowed_uj).padEnd(13)}${String(t.held_devices).padEnd(6)}${t.open_claims}`,
-        );
-      }
+      for (const l of teamLines(r.teams)) out(l);
       if (!r.queued.length) out('no queued claims');
       // the buyer's side too (docs/overlays.md): a claim restored after a restart whose buyer has not asked again read
       // "waiting 7 s" as if a buyer waited, and left the line silently when its grace ended (QA pass, session 48)
       for (const q of r.queued) out(queuedLine(q));
     });
+}
+
+export interface TeamRow {
+  id: string;
+  parent?: string;
+  priority: number;
+  guarantee_uj: number;
+  guarantee_devices: number;
+  limit_uj?: number;
+  spent_uj: number;
+  reserved_uj: number;
+  borrowed_uj: number;
+  held_devices: number;
+  open_claims: number;
+}
+
+/**
+ * The team table of `steward status`, in tree order (each entitlement under its parent, indented by depth; siblings
+ * by id). A row counts the claims made under that entitlement itself (pool/1 usage is per entitlement: a parent is
+ * not charged for its children); a row with entitlements below it is followed by their totals, "(all below)", so a root no longer
+ * reads "0.0 J spent" beside teams that spent (QA pass, session 48).
+ */
+export function teamLines(teams: readonly TeamRow[]): string[] {
+  const ids = new Set(teams.map((t) => t.id));
+  const kids = new Map<string | undefined, TeamRow[]>();
+  for (const t of teams) {
+    const p = t.parent !== undefined && ids.has(t.parent) ? t.parent : undefined;
+    kids.set(p, [...(kids.get(p) ?? []), t]);
+  }
+  for (const list of kids.values()) list.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const lines = ['team            prio  guarantee     devices  spent        reserved     borrowed     held  open'];
+  const cells = (spent: number, reserved: number, borrowed: number, held: number, open: number) => `${mj(spent).padEnd(13)}${mj(reserved).padEnd(13)}${mj(borrowed).padEnd(13)}${String(held).padEnd(6)}${open}`;
+  const walk = (t: TeamRow, depth: number): TeamRow[] => {
+    const pad = '  '.repeat(depth);
+    lines.push(`${pad}${t.id}`.padEnd(16) + `${String(t.priority).padEnd(6)}${mj(t.guarantee_uj).padEnd(14)}${String(t.guarantee_devices).padEnd(9)}` + cells(t.spent_uj, t.reserved_uj, t.borrowed_uj, t.held_devices, t.open_claims));
+    const at = lines.length;
+    const below = (kids.get(t.id) ?? []).flatMap((k) => walk(k, depth + 1));
+    if (below.length > 0) {
+      const sum = (f: (x: TeamRow) => number) => below.reduce((n, x) => n + f(x), 0);
+      lines.splice(at, 0, `${pad}  (all below)`.padEnd(16) + ' '.repeat(29) + cells(sum((x) => x.spent_uj), sum((x) => x.reserved_uj), sum((x) => x.borrowed_uj), sum((x) => x.held_devices), sum((x) => x.open_claims)));
+    }
+    return [t, ...below];
+  };
+  for (const root of kids.get(undefined) ?? []) walk(root, 0);
+  return lines;
 }
 
 /** One queued claim of `steward status`: its reason, how long it has been in line, and whether its buyer is there. */
