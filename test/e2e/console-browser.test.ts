@@ -280,7 +280,14 @@ test('a job run from the form shows progress, then a timeline whose links resolv
     const v = Number(await stewardPage.$eval('tr[data-team="team-a"] td.spent-uj', (e) => (e as HTMLElement).dataset.uj));
     return v > spentBefore ? v : undefined;
   }, 60_000, 500);
-  assert.equal(spentAfter, (await stewardStatus(org.steward)).teams.find((t) => t.id === 'team-a')!.spent_uj);
+  const teams = (await stewardStatus(org.steward)).teams;
+  assert.equal(spentAfter, teams.find((t) => t.id === 'team-a')!.spent_uj);
+  // the root's own row counts its own claims; the row after it sums every team below it
+  const belowRoot = await waitFor('the root’s all-below row to show the release', async () => {
+    const v = Number(await stewardPage.$eval('tr[data-below="acme"] td.spent-uj', (e) => (e as HTMLElement).dataset.uj));
+    return v >= spentAfter ? v : undefined;
+  }, 30_000, 500);
+  assert.equal(belowRoot, teams.filter((t) => t.parent === 'acme').reduce((n, t) => n + t.spent_uj, 0));
   await stewardPage.waitForFunction(() => /witnessed to length [1-9][0-9]* of [1-9]/.test(document.querySelector('#witness-coverage')?.textContent ?? ''), { timeout: 60_000 });
   await shot(stewardPage, 'overlays-steward');
   await accessible(stewardPage, 'overlays (steward)');

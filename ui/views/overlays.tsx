@@ -1,7 +1,8 @@
 /**
  * Overlays and the steward: per overlay its members and refused connections;
- * on a steward, the entitlement tree with each team's guarantee, spent,
- * reserved and borrowed energy as bars, the queued claims with their reasons,
+ * on a steward, the entitlement tree (in tree order, each parent followed by
+ * the sums of all below it) with each team's guarantee, spent, reserved and
+ * borrowed energy as bars, the queued claims with their reasons,
  * and the ledger's head with how far witnesses have countersigned it, warned
  * about (whatever its grade) when a witness holds receipts that contradict it
  * or evidence that it signed two histories; on a witness, what it holds per
@@ -9,6 +10,7 @@
  */
 import { fmtJoules, overlayQuery, shortDid, useJson, useLiveVersion } from '../lib.js';
 import { Bar, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
+import { inTreeOrder } from '../../src/util/team-tree.js';
 import { coverageStatus, rolledBackWarning, stewardWarnings, witnessStewardLine, witnessSummary, type StewardTrust, type WitnessView } from '../trust.js';
 
 interface OverviewData {
@@ -79,6 +81,28 @@ export function Overlays() {
   );
 }
 
+/** The figures of every entitlement below `id`, summed (a row counts only the claims made under its own entitlement). */
+function BelowRow({ id, depth, below }: { id: string; depth: number; below: Team[] }) {
+  const sum = (f: (t: Team) => number) => below.reduce((n, t) => n + f(t), 0);
+  const [spent, reserved, borrowed] = [sum((t) => t.spent_uj), sum((t) => t.reserved_uj), sum((t) => t.borrowed_uj)];
+  return (
+    <tr class="below" data-below={id}>
+      <th scope="row" style={{ paddingLeft: `${(depth + 1) * 1.2}em` }}>
+        <small>all below {id}</small>
+      </th>
+      <td />
+      <td />
+      <td class="spent-uj" data-uj={spent}>
+        {fmtJoules(spent)}
+      </td>
+      <td data-uj={reserved}>{fmtJoules(reserved)}</td>
+      <td data-uj={borrowed}>{fmtJoules(borrowed)}</td>
+      <td>{sum((t) => t.held_devices)}</td>
+      <td class="bar-col" />
+    </tr>
+  );
+}
+
 function StewardPanel({ overlay, version }: { overlay: string | undefined; version: number }) {
   const s = useJson<StewardData>(`/v1/steward${overlayQuery(overlay)}`, version);
   if (!s.data) return s.error ? <ErrorBox error={s.error} /> : <Loading what="the steward" />;
@@ -116,9 +140,9 @@ function StewardPanel({ overlay, version }: { overlay: string | undefined; versi
           </tr>
         </thead>
         <tbody>
-          {d.teams.map((t) => (
+          {inTreeOrder(d.teams).flatMap(({ team: t, depth, below }) => [
             <tr key={t.id} data-team={t.id}>
-              <th scope="row">
+              <th scope="row" style={depth ? { paddingLeft: `${depth * 1.2}em` } : undefined}>
                 {t.parent ? <span class="indent" aria-hidden="true">└ </span> : null}
                 {t.id}
                 {t.parent ? <small> (in {t.parent})</small> : null}
@@ -145,8 +169,10 @@ function StewardPanel({ overlay, version }: { overlay: string | undefined; versi
                   mark={{ name: 'guarantee', value: t.guarantee_uj }}
                 />
               </td>
-            </tr>
-          ))}
+            </tr>,
+            // a row counts the claims under that entitlement itself: a parent's is followed by the sums of all below it
+            ...(below.length ? [<BelowRow key={`${t.id} below`} id={t.id} depth={depth} below={below} />] : []),
+          ])}
         </tbody>
       </table>
       <h3>Queue</h3>

@@ -6,7 +6,7 @@ import { out, outJson, UsageError, writeOutput } from '../context.js';
 import { short } from '../short.js';
 import { globals } from './index.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
-
+import { inTreeOrder } from '../../util/team-tree.js';
 
 const mj = (uj: number) => `${(uj / 1e6).toFixed(1)} J`;
 
@@ -79,27 +79,15 @@ export interface TeamRow {
  * reads "0.0 J spent" beside teams that spent (QA pass, session 48).
  */
 export function teamLines(teams: readonly TeamRow[]): string[] {
-  const ids = new Set(teams.map((t) => t.id));
-  const kids = new Map<string | undefined, TeamRow[]>();
-  for (const t of teams) {
-    const p = t.parent !== undefined && ids.has(t.parent) ? t.parent : undefined;
-    kids.set(p, [...(kids.get(p) ?? []), t]);
-  }
-  for (const list of kids.values()) list.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const lines = ['team            prio  guarantee     devices  spent        reserved     borrowed     held  open'];
   const cells = (spent: number, reserved: number, borrowed: number, held: number, open: number) => `${mj(spent).padEnd(13)}${mj(reserved).padEnd(13)}${mj(borrowed).padEnd(13)}${String(held).padEnd(6)}${open}`;
-  const walk = (t: TeamRow, depth: number): TeamRow[] => {
+  for (const { team: t, depth, below } of inTreeOrder(teams)) {
     const pad = '  '.repeat(depth);
     lines.push(`${pad}${t.id}`.padEnd(16) + `${String(t.priority).padEnd(6)}${mj(t.guarantee_uj).padEnd(14)}${String(t.guarantee_devices).padEnd(9)}` + cells(t.spent_uj, t.reserved_uj, t.borrowed_uj, t.held_devices, t.open_claims));
-    const at = lines.length;
-    const below = (kids.get(t.id) ?? []).flatMap((k) => walk(k, depth + 1));
-    if (below.length > 0) {
-      const sum = (f: (x: TeamRow) => number) => below.reduce((n, x) => n + f(x), 0);
-      lines.splice(at, 0, `${pad}  (all below)`.padEnd(16) + ' '.repeat(29) + cells(sum((x) => x.spent_uj), sum((x) => x.reserved_uj), sum((x) => x.borrowed_uj), sum((x) => x.held_devices), sum((x) => x.open_claims)));
-    }
-    return [t, ...below];
-  };
-  for (const root of kids.get(undefined) ?? []) walk(root, 0);
+    if (below.length === 0) continue;
+    const sum = (f: (x: TeamRow) => number) => below.reduce((n, x) => n + f(x), 0);
+    lines.push(`${pad}  (all below)`.padEnd(16) + ' '.repeat(29) + cells(sum((x) => x.spent_uj), sum((x) => x.reserved_uj), sum((x) => x.borrowed_uj), sum((x) => x.held_devices), sum((x) => x.open_claims)));
+  }
   return lines;
 }
 
