@@ -6,6 +6,7 @@
  * attestation grade; a witness says what it holds and flags a steward whose
  * ledger went back. Plain functions (no DOM), so the unit tests run them.
  */
+import { agoText } from '../src/util/ago-text.js';
 
 export interface Contradiction {
   witness: string;
@@ -83,8 +84,9 @@ export function witnessSummary(w: WitnessView): { text: string; warn: boolean } 
 }
 
 /** `c0mpute witness status`'s line for one steward: the head held, evidence kept, the last head cosigned or refused. */
-export function witnessStewardLine(s: WitnessStewardView): string {
-  const last = !s.last ? '' : s.last.refused ? `, last refused ${s.last.refused}` : `, last cosigned length ${s.last.length}`;
+export function witnessStewardLine(s: WitnessStewardView, now = Date.now()): string {
+  // with its age, as `c0mpute witness status` says it: a refusal stays the last word until the next head
+  const last = !s.last ? '' : `${s.last.refused ? `, last refused ${s.last.refused}` : `, last cosigned length ${s.last.length}`} ${agoText(now - s.last.at)}`;
   return `held length ${s.held.length}, evidence ${plural(s.evidence, 'pair', 'pairs')} kept${last}`;
 }
 

@@ -9,6 +9,7 @@ import { apiCall } from '../../node/api-client.js';
 import { out, outputDir, outJson, requireDidArg, writeOutput } from '../context.js';
 import { globals } from './index.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
+import { agoText } from '../../util/ago-text.js';
 
 interface WitnessStatus {
   witness: string;
@@ -25,11 +26,7 @@ interface WitnessEvidence {
   evidence: Array<{ seq: number; form: string; a: string; b: string; record: string }>;
 }
 
-/** How long ago, for a status line: `(12 s ago)`, `(4 min ago)`, `(3 h ago)`. */
-export function agoText(ms: number): string {
-  const s = Math.max(0, Math.round(ms / 1000));
-  return s < 120 ? `(${s} s ago)` : s < 7200 ? `(${Math.round(s / 60)} min ago)` : `(${Math.round(s / 3600)} h ago)`;
-}
+export { agoText };
 
 export function register(program: Command): void {
   const w = program.command('witness').description('the witness role of the running node: heads held, evidence kept');
