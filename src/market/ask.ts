@@ -36,3 +36,18 @@ export function askCost(job: Job, advert: Advert): Money | undefined {
   const a = askFor(advert, orderFromJob(job));
   return a.ok ? a.cost : undefined;
 }
+
+/**
+ * Whether a provider will not quote a job whatever it estimates the job's duration to be (the buyer's "has everyone
+ * quoted" check, MarketService.allQuoted): it prices the workload in no unit of the job's currency
+ * (ASK_CURRENCY_MISMATCH), or its ask is above maxPrice and every price it has for the workload in that currency is
+ * per job or per MiB, units the job alone decides. A per-second ask is costed here at the job's whole timeout, while
+ * the provider quotes its own duration estimate, which may fit: such a provider is still waited for.
+ */
+export function willNotQuote(job: Job, advert: Advert): boolean {
+  const f = askJudge(job)(advert);
+  if (!f) return false;
+  if (f.code === REASON.ASK_CURRENCY_MISMATCH) return true;
+  const cur = job.maxPrice.currency;
+  return (advert.prices ?? []).every((p) => p.workload !== job.workload || p.price.currency !== cur || p.unit === 'job' || p.unit === 'mib');
+}

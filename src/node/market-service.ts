@@ -26,6 +26,7 @@ import type { BuyerMarket, Decision, RankedCandidate } from '../roles/buyer.js';
 import { chooseEvictions } from '../market/advert-cap.js';
 import { nonDeliveryProvider } from '../reputation/nondelivery.js';
 import { askFor, orderFromJob } from '../matching/candidates.js';
+import { willNotQuote } from '../market/ask.js';
 import { cmpAmount } from '../market/amount.js';
 
 /** Default cap on stored advert records (config `market.maxAdverts`). */
@@ -349,7 +350,8 @@ export class MarketService implements BuyerMarket {
    * Whether every provider in this node's view that could still win the job has quoted (docs/node.md "Buyer"): at
    * least one eligible offer is held, and each other provider with a live advert either has an offer held for the job
    * (eligible or not: it answered) or fails a gate its advert decides (an offer from it could not win). `self` (this
-   * node, when it also provides) is not waited for. False in a market of more than ALL_QUOTED_MAX entries: there,
+   * node, when it also provides) is not waited for, nor is a provider whose advert says it will not quote (willNotQuote:
+ * another currency, or a per-job or per-MiB ask above maxPrice; a per-second ask depends on its own estimate). False in a market of more than ALL_QUOTED_MAX entries: there,
    * providers that cannot win on price hold back (docs/market.md §12), so not all of them quote anyway, and the check
    * is not worth a pass over the market per offer. A provider whose advert this node does not hold is not waited for:
    * its offer would carry the advert, and the full window is the only wait that covers it.
@@ -359,7 +361,12 @@ export class MarketService implements BuyerMarket {
     let eligible = false;
     for (const v of judgeAll(prepareJob(job), this.adverts, this.book, now, this.o.skewMs)) {
       if (v.eligible) eligible = true;
-      else if (v.offer === undefined && v.provider !== self && v.failures.every((f) => f.code === REASON.OFFER_MISSING)) return false;
+      else if (v.offer === undefined && v.provider !== self && v.failures.every((f) => f.code === REASON.OFFER_MISSING)) {
+        // a provider whose advert says it will not quote (another currency, or a per-job or per-MiB ask above maxPrice)
+        // is not waited for: before, it held the window open to its end
+        const advert = this.adverts.liveAt(v.provider, now);
+        if (!advert || !willNotQuote(job.record, advert.record)) return false;
+      }
     }
     return eligible;
   }

@@ -124,3 +124,24 @@ test('one provider that could win and has not quoted keeps the window open; with
     });
   }
 });
+
+test('a provider whose advert says it will not quote is not waited for; a per-second ask above the price still is', async () => {
+  const [A, DEAR, EUR, SEC] = [P(990), P(991), P(992), P(993)];
+  const ask = (unit: string, amount: string, currency = 'USD') => ({ prices: [{ workload: 'infer.llm', unit, price: { amount, currency } }] });
+  await rig({ endWhenAllQuoted: true }, async ({ market, wiring, deps }) => {
+    const j = job(ME, { maxPrice: { amount: '0.1', currency: 'USD' } });
+    market.noteOwnJob(j);
+    const adA = advert(A, ask('job', '0.05'));
+    const adSec = advert(SEC, ask('second', '0.5'));
+    // DEAR asks 0.5 USD a job and EUR prices in euros: neither quotes a 0.1 USD job (src/roles/provider quotePrice)
+    for (const a of [adA, advert(DEAR, ask('job', '0.5')), advert(EUR, ask('job', '0.01', 'EUR')), adSec]) await market.putAdvert(a);
+    let ended = false;
+    const wait = deps.waitForOffers(j.address, 60_000, 0, () => {}).then((n) => ((ended = true), n));
+    await wiring.onOffer(offer(A, j, adA, { amount: '0.05' }), []);
+    await Promise.resolve();
+    // SEC's 0.5 a second is above the price at the job's whole timeout, but it quotes its own estimate, which may fit
+    assert.equal(ended, false, 'a per-second ask is waited for');
+    await wiring.onOffer(offer(SEC, j, adSec, { amount: '0.08' }), []);
+    assert.deepEqual(await wait, { offers: 2, ended: 'all-quoted' }, 'DEAR and EUR were not waited for');
+  });
+});
