@@ -3,6 +3,23 @@
  * Overlays view): each entitlement under its parent, siblings by id, with its depth and every entitlement below it.
  * A row whose parent is not among the rows is a root (nothing is lost). Pure: the CLI and the console share it.
  */
+
+/** A team's row as the steward reports it (`GET /v1/steward` teams[]): energies in µJ. */
+export interface TeamRow {
+  id: string;
+  parent?: string;
+  priority: number;
+  guarantee_uj: number;
+  guarantee_devices: number;
+  limit_uj?: number;
+  spent_uj: number;
+  reserved_uj: number;
+  borrowed_uj: number;
+  held_devices: number;
+  open_claims: number;
+}
+
+/** One row of inTreeOrder. */
 export interface TreeRow<T> {
   team: T;
   depth: number;

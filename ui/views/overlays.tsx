@@ -10,7 +10,7 @@
  */
 import { fmtJoules, overlayQuery, shortDid, useJson, useLiveVersion } from '../lib.js';
 import { Bar, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
-import { inTreeOrder } from '../../src/util/team-tree.js';
+import { inTreeOrder, type TeamRow } from '../../src/util/team-tree.js';
 import { coverageStatus, rolledBackWarning, stewardWarnings, witnessStewardLine, witnessSummary, type StewardTrust, type WitnessView } from '../trust.js';
 
 interface OverviewData {
@@ -18,19 +18,8 @@ interface OverviewData {
   overlays: Array<{ name: string; roles: string[]; peers: Array<{ peerId: string; did?: string }>; refused: Record<string, number>; steward?: string }>;
 }
 
-interface Team {
-  id: string;
-  parent?: string;
-  priority: number;
-  guarantee_uj: number;
-  guarantee_devices: number;
-  limit_uj?: number;
+interface Team extends TeamRow {
   used_uj: number;
-  spent_uj: number;
-  reserved_uj: number;
-  borrowed_uj: number;
-  held_devices: number;
-  open_claims: number;
 }
 
 interface StewardData extends StewardTrust {

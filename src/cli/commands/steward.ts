@@ -6,7 +6,9 @@ import { out, outJson, UsageError, writeOutput } from '../context.js';
 import { short } from '../short.js';
 import { globals } from './index.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
-import { inTreeOrder } from '../../util/team-tree.js';
+import { inTreeOrder, type TeamRow } from '../../util/team-tree.js';
+
+export type { TeamRow };
 
 const mj = (uj: number) => `${(uj / 1e6).toFixed(1)} J`;
 
@@ -58,19 +60,6 @@ export function register(program: Command): void {
     });
 }
 
-export interface TeamRow {
-  id: string;
-  parent?: string;
-  priority: number;
-  guarantee_uj: number;
-  guarantee_devices: number;
-  limit_uj?: number;
-  spent_uj: number;
-  reserved_uj: number;
-  borrowed_uj: number;
-  held_devices: number;
-  open_claims: number;
-}
 
 /**
  * The team table of `steward status`, in tree order (each entitlement under its parent, indented by depth; siblings
