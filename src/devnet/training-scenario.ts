@@ -7,16 +7,16 @@
  * TRAIN_NOT_MEMBER before they are read.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import { createIdentity } from '../node/identity.js';
 import { Ed25519Signer } from '../records/ed25519.js';
-import { seal } from '../records/envelope.js';
+import { open, seal } from '../records/envelope.js';
 import { createNetwork } from '../net/node.js';
 import { peerIdFromDid } from '../node/peer-id.js';
 import { buildRun, type RunBundle } from '../roles/trainer/run-file.js';
-import { TRAIN_T, type TrainStep } from '../training/record-kinds.js';
+import { TRAIN_T, type TrainEpoch, type TrainStep } from '../training/record-kinds.js';
 import { TRAIN_PROTOCOL } from '../training/transport.js';
 import { devnetDir, devnetNodeEnv, freePort } from './devnet.js';
 
@@ -165,7 +165,7 @@ export function spawnStage(bin: string, dataDir: string, weights: string, layers
 export async function runTrainingScenario(bin: string, dir: string, say: (s: string) => void, signal?: AbortSignal): Promise<boolean> {
   const { referenceFor } = await import('../roles/trainer/run-file.js');
   const { iris } = await import('../training/data.js');
-  const { forward, predict, weightsFromBytes, weightsBytes } = await import('../training/model.js');
+  const { argmaxRows, forward, weightsFromBytes, weightsBytes } = await import('../training/model.js');
   const { gpipeForward } = await import('../training/pipeline.js');
   const { remotePipeline } = await import('../training/pipeline-net.js');
   const layers = [4, 16, 3];
@@ -223,7 +223,18 @@ export async function runTrainingScenario(bin: string, dir: string, say: (s: str
     say(`single-process run with the same quantisation: ${ref.weights.slice(0, 23)}… → ${same ? 'bit-identical on every worker' : 'DIFFERENT'}`);
     say(`held-out accuracy ${(Number(st[0]!.accuracy) * 100).toFixed(1)} % against the majority-class baseline ${(Number(st[0]!.baseline) * 100).toFixed(1)} %`);
     const ign = st[0]!.ignored as { count: number };
-    say(`flooding peer ${short(floodDid)}: refused as not a member; worker 1 ignored ${ign.count} step commitments; every epoch root counts only the 3 members × 10 steps`);
+    // read back from the epoch commitments worker 1 holds, not asserted: each names only the run's members and commits
+    // to members × steps leaves
+    const runRec = s.bundle.run.record;
+    const epochs = readdirSync(join(workerRunDir(s, 0), 'epochs'))
+      .filter((f) => f.endsWith('.json'))
+      .map((f) => open(Buffer.from((JSON.parse(readFileSync(join(workerRunDir(s, 0), 'epochs', f), 'utf8')) as { envelope: string }).envelope, 'hex'), TRAIN_T.epoch).record as TrainEpoch);
+    const members = new Set(runRec.members);
+    const clean = epochs.length > 0 && epochs.every((e) => !e.members.includes(floodDid) && e.members.every((d) => members.has(d)) && e.leaves === e.members.length * runRec.stepsPerEpoch);
+    say(
+      `flooding peer ${short(floodDid)}: refused as not a member; worker 1 ignored ${ign.count} step commitments; ` +
+        (clean ? `each of the ${epochs.length} epoch roots commits to members × ${runRec.stepsPerEpoch} steps, the flooding peer not among them` : `an epoch root names someone else or another count of steps: ${JSON.stringify(epochs.map((e) => [e.members.length, e.leaves]))}`),
+    );
     // Two-stage pipeline on the trained weights, two processes.
     const wfile = join(workerRunDir(s, 0), 'weights.bin');
     const st1 = await spawnStage(bin, join(dir, 'worker2'), wfile, layers, 1, 2, `/ip4/127.0.0.1/tcp/${await freePort()}`);
@@ -243,11 +254,12 @@ export async function runTrainingScenario(bin: string, dir: string, say: (s: str
       const out = await gpipeForward([remotePipeline(driver, [st0.did, st1.did])], d.x, d.n, 4, 3, 5, { serialise: false });
       const local = forward(shape, w, d.x, d.n);
       const eq = Buffer.from(weightsBytes(out)).equals(Buffer.from(weightsBytes(local)));
-      const preds = predict(shape, w, d.x, d.n);
+      // counted from what came back through the two stages, not from the local forward
+      const preds = argmaxRows(out, d.n, layers[layers.length - 1]!);
       let ok = 0;
       for (let i = 0; i < d.n; i++) if (preds[i] === d.y[i]) ok++;
       say(`30 held-out rows in 5 micro-batches through the 2 stages: output ${eq ? 'bit-identical to' : 'DIFFERENT from'} the single-process forward; ${ok}/30 correct`);
-      return same && eq;
+      return same && eq && clean;
     } finally {
       await driver.stop();
     }

@@ -230,8 +230,11 @@ export async function lossAndGradAsync(shape: MlpShape, w: Float64Array, x: Floa
 
 /** Predicted class per row (lowest index on ties). */
 export function predict(shape: MlpShape, w: Float64Array, x: Float64Array, batch: number): Int32Array {
-  const z = forward(shape, w, x, batch);
-  const C = shape.layers[shape.layers.length - 1]!;
+  return argmaxRows(forward(shape, w, x, batch), batch, shape.layers[shape.layers.length - 1]!);
+}
+
+/** The class of each of `batch` rows of `C` outputs: the largest output's index (ties: the first). */
+export function argmaxRows(z: Float64Array, batch: number, C: number): Int32Array {
   const out = new Int32Array(batch);
   for (let b = 0; b < batch; b++) {
     let best = 0;
