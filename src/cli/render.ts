@@ -5,6 +5,7 @@ import { DEFAULT_LIST_LIMIT, moreProviders, num, pickShown } from './summary.js'
 import { short, shortAddr } from './short.js';
 import { printable } from '../util/text.js';
 import { windowEndText } from '../util/window-end.js';
+import { verdictLine } from '../util/verdict-text.js';
 
 // Light, for commands that print names without rendering events.
 export { short, shortAddr };
@@ -92,7 +93,7 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
       const verdicts = d.market?.providers ?? [...r.ranked.map((c) => ({ provider: c.provider, eligible: true, failures: [] })), ...r.ineligible];
       const { shown, hidden } = pickShown(verdicts, limit);
       // each reason with its code, as `market probe` and `market explain` name them (ASK_ABOVE_PRICE, OFFER_MISSING, …)
-      for (const v of shown) print(v.eligible ? `  ✔ ${names(v.provider)} eligible` : `  ✘ ${names(v.provider)}: ${v.failures.map((f) => `${f.message} [${f.code}]`).join('; ')}`);
+      for (const v of shown) print(`  ${verdictLine(v, names)}`);
       if (hidden.length) print(`  ${moreProviders(hidden)}`);
       if (d.market && !r.ok) print(`  ${d.market.summary}`);
       if (r.ok) {

@@ -9,6 +9,7 @@ import { ago, fmtDuration, looksLikeDid, money, overlayQuery, peer, shortDid, us
 import { RUN_LOG_EVENTS } from '../../src/util/run-log.js';
 import { windowEndText } from '../../src/util/window-end.js';
 import { AddrLink, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
+import { decisionView, executionNote, jobState, type DecisionView, type Explanation, type IneligibleLines } from '../job-walk.js';
 
 interface JobsData {
   buyer: Array<{ address: string; workload: string; announcedAt: number; attempts: number; status?: string; provider?: string; verdict?: string; late?: string }>;
@@ -157,18 +158,8 @@ interface Walk {
   receipts: Array<Rec<{ status: string; provider: string; offer: string; startedAt: number; completedAt: number; energy?: { uj: number; grade: string }; failure?: { code: string; message?: string } }>>;
   acceptances: Array<Rec<{ receipt: string; verdict: string; reason?: string }>>;
   nondeliveries: Array<Rec<{ provider: string; reason?: string }>>;
-  explanation: { summary: string; providers: Array<{ provider: string; eligible: boolean; failures: Array<{ code: string; message: string }> }> };
+  explanation: Explanation;
   run?: { done: boolean; events: Ev[]; omitted?: number };
-}
-
-interface RankedView {
-  rank: number;
-  provider: string;
-  offer: string;
-  price: { amount: string; currency: string };
-  durationMs: number;
-  total: number;
-  scores: Record<string, number>;
 }
 
 export function JobPage({ address, overlay }: { address: string; overlay?: string | undefined }) {
@@ -189,10 +180,13 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
   const events = fromWalk ? w.run!.events : live.log.events;
   const omitted = fromWalk ? (w.run!.omitted ?? 0) : live.log.omitted;
   const keyOf = (i: number) => (fromWalk ? `w${i}` : `l${live.log.seqs[i]}`);
-  const decision = events.find((e) => e.e === 'decision') as { decision?: { result: { ok: boolean; why?: string; ranked: RankedView[]; ineligible: Array<{ provider: string; failures: Array<{ code: string; message: string }> }> } } } | undefined;
   const progress = events.map((e, i) => ({ e, key: keyOf(i) })).filter(({ e }) => e.e === 'progress' || e.e === 'accepted' || e.e === 'verified' || e.e === 'failover' || e.e === 'nondelivery');
   const lastPermille = [...events].reverse().find((e) => e.e === 'progress' && typeof e.permille === 'number')?.permille as number | undefined;
-  const done = !!w.acceptances.length || (w.run?.done ?? false);
+  // ended: the run said so, or (no run held) a receipt, a non-delivery or the deadline says so; never "running" then
+  const state = jobState(w, events, Date.now());
+  const done = state !== 'running';
+  const decision = decisionView(events, state, w.explanation);
+  const note = executionNote(state, w);
   const ov = overlay;
   return (
     <>
@@ -228,51 +222,7 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
           <h2>
             <span class="step">3</span> Decision
           </h2>
-          {decision?.decision ? (
-            <>
-              {decision.decision.result.why ? <p class="why">Why the winner won: {peer(decision.decision.result.why)}</p> : null}
-              <table>
-                <caption>Eligible offers ranked by the policy</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Rank</th>
-                    <th scope="col">Provider</th>
-                    <th scope="col">Price</th>
-                    <th scope="col">Quoted</th>
-                    <th scope="col">Score</th>
-                    <th scope="col">Parts</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  {decision.decision.result.ranked.map((x) => (
-                    <tr key={x.offer}>
-                      <td>{x.rank}</td>
-                      <td>
-                        <Did d={x.provider} />
-                      </td>
-                      <td>{money(x.price)}</td>
-                      <td>{fmtDuration(x.durationMs)}</td>
-                      <td>{x.total.toFixed(3)}</td>
-                      <td>
-                        <small>{Object.entries(x.scores).map(([k, s]) => `${k} ${Number(s).toFixed(2)}`).join(', ')}</small>
-                      </td>
-                    </tr>
-                  ))}
-                </tbody>
-              </table>
-              {decision.decision.result.ineligible.length ? (
-                <ul aria-label="Ineligible offers">
-                  {decision.decision.result.ineligible.map((x) => (
-                    <li key={x.provider}>
-                      <Did d={x.provider} /> <Status s="ineligible" />: {x.failures.map((f) => f.code).join(', ')}
-                    </li>
-                  ))}
-                </ul>
-              ) : null}
-            </>
-          ) : (
-            <p>{w.explanation.summary}</p>
-          )}
+          <Decision d={decision} />
         </li>
         <li>
           <h2>
@@ -299,6 +249,7 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
             <span class="step">5</span> Execution {done ? null : <Status s="running" />}
           </h2>
           {lastPermille !== undefined && !done ? <progress max={1000} value={lastPermille} aria-label="progress" /> : null}
+          {note ? <p>{note}</p> : null}
           {omitted ? <p class="omitted">{omitted} earlier events omitted (the oldest progress first; the node keeps the last {RUN_LOG_EVENTS} of a run)</p> : null}
           <ul class="narration">
             {progress.map(({ e, key }) => (
@@ -340,6 +291,76 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
         </li>
       </ol>
     </>
+  );
+}
+
+/** Step 3: the decision the run took (ranked, or why none was eligible), or that it is not known here; never the market now as the decision. */
+function Decision({ d }: { d: DecisionView }) {
+  if (d.kind === 'pending') return <p>not decided yet: the run is collecting offers</p>;
+  if (d.kind === 'unknown') return <p class="why">{d.text}</p>;
+  if (d.kind === 'none')
+    return (
+      <>
+        <p>
+          <Status s="no-eligible-provider" />: {peer(d.summary)}
+        </p>
+        {d.relaxations.length ? (
+          <ul aria-label="What would make a provider eligible">
+            {d.relaxations.map((t, i) => (
+              <li key={i}>{peer(t)}</li>
+            ))}
+          </ul>
+        ) : null}
+        <Ineligible x={d.ineligible} />
+      </>
+    );
+  return (
+    <>
+      {d.why ? <p class="why">Why the winner won: {peer(d.why)}</p> : null}
+      <table>
+        <caption>Eligible offers ranked by the policy</caption>
+        <thead>
+          <tr>
+            <th scope="col">Rank</th>
+            <th scope="col">Provider</th>
+            <th scope="col">Price</th>
+            <th scope="col">Quoted</th>
+            <th scope="col">Score</th>
+            <th scope="col">Parts</th>
+          </tr>
+        </thead>
+        <tbody>
+          {d.ranked.map((x) => (
+            <tr key={x.offer}>
+              <td>{x.rank}</td>
+              <td>
+                <Did d={x.provider} />
+              </td>
+              <td>{money(x.price)}</td>
+              <td>{fmtDuration(x.durationMs)}</td>
+              <td>{x.total.toFixed(3)}</td>
+              <td>
+                <small>{Object.entries(x.scores).map(([k, s]) => `${k} ${Number(s).toFixed(2)}`).join(', ')}</small>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <Ineligible x={d.ineligible} />
+    </>
+  );
+}
+
+/** The providers that failed a gate, each with every failure, as `c0mpute run` prints them. */
+function Ineligible({ x }: { x: IneligibleLines }) {
+  if (!x.lines.length) return null;
+  return (
+    <ul aria-label="Ineligible providers" class="ineligible">
+      {x.lines.map((l, i) => (
+        <li key={i}>{l}</li>
+      ))}
+      {x.more ? <li>… and {x.more} more</li> : null}
+    </ul>
   );
 }
 
