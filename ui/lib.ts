@@ -8,6 +8,7 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { Refetch } from './refetch.js';
+import { Ticker } from './clock.js';
 import { RunEvents } from '../src/util/run-log.js';
 import { printable } from '../src/util/text.js';
 import { shortDid as shortDidText } from '../src/util/did-text.js';
@@ -129,6 +130,25 @@ export function useFeedState(): FeedState {
 
 export function useFeed(l: Listener, deps: unknown[] = []): void {
   useEffect(() => onFeed(l), deps);
+}
+
+const ticker = new Ticker();
+
+/**
+ * The time, redrawing the component every `periodMs` (one shared timer per period; ui/clock.ts): for views that show
+ * relative times ("15 s ago"), which the feed's events alone would leave frozen. Nothing is refetched. While the tab
+ * is hidden the time is not updated (no redraw nobody sees); it is on the next tick once shown.
+ */
+export function useNow(periodMs = 5000): number {
+  const [now, set] = useState(Date.now());
+  useEffect(
+    () =>
+      ticker.subscribe(periodMs, (t) => {
+        if (!document.hidden) set(t);
+      }),
+    [periodMs],
+  );
+  return now;
 }
 
 /** `value` once it has stayed the same for `ms` (a search box's text, sent to the daemon once typing pauses). */

@@ -5,7 +5,7 @@
  * record, and failover attempts shown as such.
  */
 import { Component } from 'preact';
-import { ago, fmtDuration, looksLikeDid, money, overlayQuery, peer, shortDid, useFeed, useJson, useLiveVersion, useRunEvents } from '../lib.js';
+import { ago, fmtDuration, looksLikeDid, money, overlayQuery, peer, shortDid, useFeed, useJson, useLiveVersion, useNow, useRunEvents } from '../lib.js';
 import { RUN_LOG_EVENTS } from '../../src/util/run-log.js';
 import { windowEndText } from '../../src/util/window-end.js';
 import { AddrLink, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
@@ -25,6 +25,8 @@ interface JobsData {
 export function Jobs() {
   const v = useLiveVersion((e) => e.type === 'job' || (e.type === 'records' && (e.counts.receipt !== undefined || e.counts.acceptance !== undefined)) || (e.type === 'health' && Object.values(e.sample.overlays).some((o) => o.running > 0)));
   const r = useJson<JobsData>('/v1/console/jobs', v);
+  // "started 15 s ago" and "Announced" age between the feed's events (redrawn, not refetched)
+  const now = useNow(1000);
   const d = r.data;
   if (!d) return r.error ? <ErrorBox error={r.error} /> : <Loading what="jobs" />;
   return (
@@ -39,7 +41,7 @@ export function Jobs() {
           <ul class="running">
             {d.running.map((x) => (
               <li key={x.run}>
-                {x.job ? <a href={`#/jobs/${encodeURIComponent(x.job)}`}>job {x.job.slice(7, 15)}…</a> : `run ${x.run}`} started {ago(x.startedAt)}: <Status s={String(x.events.at(-1)?.e ?? 'starting')} />
+                {x.job ? <a href={`#/jobs/${encodeURIComponent(x.job)}`}>job {x.job.slice(7, 15)}…</a> : `run ${x.run}`} started {ago(x.startedAt, now)}: <Status s={String(x.events.at(-1)?.e ?? 'starting')} />
               </li>
             ))}
           </ul>
@@ -75,7 +77,7 @@ export function Jobs() {
                     </a>
                   </td>
                   <td>{j.workload}</td>
-                  <td>{ago(j.announcedAt)}</td>
+                  <td>{ago(j.announcedAt, now)}</td>
                   <td>{j.attempts}</td>
                   <td>
                     <Status s={j.status} />
@@ -173,6 +175,8 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
     },
     [address, live],
   );
+  // a running job turns ended when its deadline passes, without an event to say so
+  const now = useNow(5000);
   const w = r.data;
   if (!w) return r.error ? <ErrorBox error={r.error} /> : <Loading what="the job" />;
   // whichever has seen more of the run: the daemon's log (a page opened mid-run) or the page's own
@@ -183,7 +187,7 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
   const progress = events.map((e, i) => ({ e, key: keyOf(i) })).filter(({ e }) => e.e === 'progress' || e.e === 'accepted' || e.e === 'verified' || e.e === 'failover' || e.e === 'nondelivery');
   const lastPermille = [...events].reverse().find((e) => e.e === 'progress' && typeof e.permille === 'number')?.permille as number | undefined;
   // ended: the run said so, or (no run held) a receipt, a non-delivery or the deadline says so; never "running" then
-  const state = jobState(w, events, Date.now());
+  const state = jobState(w, events, now);
   const done = state !== 'running';
   const decision = decisionView(events, state, w.explanation);
   const note = executionNote(state, w);

@@ -8,7 +8,7 @@
  * or evidence that it signed two histories; on a witness, what it holds per
  * steward, with a steward whose ledger went back flagged.
  */
-import { fmtJoules, overlayQuery, shortDid, useJson, useLiveVersion } from '../lib.js';
+import { fmtJoules, overlayQuery, shortDid, useJson, useLiveVersion, useNow } from '../lib.js';
 import { Bar, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
 import { inTreeOrder, type TeamRow } from '../../src/util/team-tree.js';
 import { coverageStatus, rolledBackWarning, stewardWarnings, witnessStewardLine, witnessSummary, type StewardTrust, type WitnessView } from '../trust.js';
@@ -225,6 +225,8 @@ function StewardPanel({ overlay, version }: { overlay: string | undefined; versi
 
 function WitnessPanel({ overlay, version }: { overlay: string | undefined; version: number }) {
   const w = useJson<WitnessView>(`/v1/witness${overlayQuery(overlay)}`, version);
+  // "last cosigned … (12 s ago)" ages between the feed's samples too
+  const now = useNow(5000);
   if (!w.data) return w.error ? <ErrorBox error={w.error} /> : <Loading what="the witness" />;
   const d = w.data;
   const sum = witnessSummary(d);
@@ -253,7 +255,7 @@ function WitnessPanel({ overlay, version }: { overlay: string | undefined; versi
                   <Did d={steward} />
                 </dt>
                 <dd key={`${steward}-d`} data-steward={steward}>
-                  {witnessStewardLine(st)}
+                  {witnessStewardLine(st, now)}
                   {st.evidence ? ` (c0mpute witness evidence ${steward} --out DIR writes them as records)` : ''} {st.evidence || rb ? <Status s="contradicted" /> : null}
                   {rb ? (
                     <div class="error" role="alert">
