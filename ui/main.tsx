@@ -5,7 +5,8 @@
  */
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { requireKey, startFeed, useFeedState } from './lib.js';
+import { peer, requireKey, startFeed, useFeedState } from './lib.js';
+import { parseRoute, sectionOf, type Route } from './route.js';
 import { Overview } from './views/overview.js';
 import { Market } from './views/market.js';
 import { Jobs, JobPage } from './views/jobs.js';
@@ -32,24 +33,26 @@ export const NAV: NavItem[] = [
   { path: 'training', label: 'Training', later: true },
 ];
 
-function useRoute(): string[] {
-  const read = () => window.location.hash.replace(/^#\/?/, '').split('/').map(decodeURIComponent);
-  const [r, set] = useState(read);
+function useRoute(): Route {
+  // a hash that is no route (the skip link's `#main`) leaves the view as it is
+  const [r, set] = useState<Route>(() => parseRoute(window.location.hash) ?? { view: 'overview' });
   useEffect(() => {
-    const on = () => set(read());
+    const on = () => {
+      const next = parseRoute(window.location.hash);
+      if (next) set(next);
+    };
     window.addEventListener('hashchange', on);
     return () => window.removeEventListener('hashchange', on);
   }, []);
   return r;
 }
 
-function View({ route }: { route: string[] }) {
-  const [head, arg] = route;
-  switch (head) {
+function View({ route }: { route: Route }) {
+  switch (route.view) {
     case 'market':
       return <Market />;
     case 'jobs':
-      return arg ? <JobPage address={arg} overlay={route[2]} /> : <Jobs />;
+      return route.arg ? <JobPage address={route.arg} overlay={route.overlay} /> : <Jobs />;
     case 'reputation':
       return <Reputation />;
     case 'run':
@@ -57,7 +60,44 @@ function View({ route }: { route: string[] }) {
     case 'overlays':
       return <Overlays />;
     case 'record':
-      return <RecordPage address={arg ?? ''} overlay={route[2]} />;
+      return <RecordPage address={route.arg ?? ''} overlay={route.overlay} />;
+    case 'bad-address':
+      return (
+        <>
+          <h1 tabIndex={-1}>{route.section === 'jobs' ? 'Job' : 'Record'}: no such address</h1>
+          <p class="error" role="alert">
+            {peer(route.problem)}
+          </p>
+          <p>
+            <a href="#/jobs">← all jobs</a>
+          </p>
+        </>
+      );
+    case 'not-found':
+      return (
+        <>
+          <h1 tabIndex={-1}>No such page</h1>
+          <p>
+            {route.later ? (
+              <>
+                <code>#/{peer(route.path)}</code> comes in a later release.
+              </>
+            ) : (
+              <>
+                The console has no page <code>#/{peer(route.path)}</code>.
+              </>
+            )}{' '}
+            Its pages:
+          </p>
+          <ul>
+            {NAV.filter((n) => !n.later).map((n) => (
+              <li key={n.path}>
+                <a href={`#/${n.path}`}>{n.label}</a>
+              </li>
+            ))}
+          </ul>
+        </>
+      );
     default:
       return <Overview />;
   }
@@ -66,17 +106,24 @@ function View({ route }: { route: string[] }) {
 function App() {
   const route = useRoute();
   const feed = useFeedState();
-  const current = route[0] || 'overview';
-  const section = current === 'record' ? 'jobs' : current;
+  const section = sectionOf(route);
   useEffect(() => {
     const item = NAV.find((n) => n.path === section);
-    document.title = `${item?.label ?? 'Console'} · c0mpute console`;
+    document.title = `${item?.label ?? (route.view === 'not-found' ? 'No such page' : 'Console')} · c0mpute console`;
     // A new view: move focus to its heading so keyboard and screen-reader users land on it.
     document.querySelector<HTMLElement>('main h1')?.focus();
-  }, [route.join('/')]);
+  }, [JSON.stringify(route)]);
   return (
     <>
-      <a class="skip" href="#main">
+      {/* to the main element without a route change: `#main` is no route (ui/route.ts), and focus moves here */}
+      <a
+        class="skip"
+        href="#main"
+        onClick={(e) => {
+          e.preventDefault();
+          document.getElementById('main')?.focus();
+        }}
+      >
         Skip to content
       </a>
       <header class="top">
@@ -105,7 +152,7 @@ function App() {
           ))}
         </ul>
       </nav>
-      <main id="main">
+      <main id="main" tabIndex={-1}>
         <View route={route} />
       </main>
     </>

@@ -145,6 +145,15 @@ test('the URL `c0mpute console` prints logs in once; the overview shows the node
   // Keyboard: the first Tab reaches the skip link.
   await buyer.keyboard.press('Tab');
   assert.equal(await buyer.evaluate(() => document.activeElement?.textContent), 'Skip to content');
+  // …and it moves focus to the main element, not through the router (QA s49: `#main` went to the Overview)
+  await go(buyer, '#/market', 'Market');
+  await buyer.focus('a.skip');
+  await buyer.keyboard.press('Enter');
+  assert.deepEqual(await buyer.evaluate(() => [window.location.hash, document.activeElement?.id, document.querySelector('main h1')?.textContent]), ['#/market', 'main', 'Market']);
+  // a route no view has is a page saying so, with no view highlighted
+  await go(buyer, '#/nonsense', 'No such page');
+  assert.equal(await buyer.$('nav [aria-current]'), null);
+  await go(buyer, '#/overview', 'Overview');
   await shot(buyer, 'overview');
   await accessible(buyer, 'overview');
   // The same link again: refused.

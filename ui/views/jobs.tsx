@@ -178,7 +178,21 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
   // a running job turns ended when its deadline passes, without an event to say so
   const now = useNow(5000);
   const w = r.data;
-  if (!w) return r.error ? <ErrorBox error={r.error} /> : <Loading what="the job" />;
+  if (!w)
+    return r.error ? (
+      // a job this node does not hold (JOB_NOT_FOUND) says so under the page's heading, with the way back
+      <>
+        <h1 tabIndex={-1}>
+          Job <code title={address}>{address.slice(7, 19)}…</code>
+        </h1>
+        <p>
+          <a href="#/jobs">← all jobs</a>
+        </p>
+        <ErrorBox error={r.error} />
+      </>
+    ) : (
+      <Loading what="the job" />
+    );
   // whichever has seen more of the run: the daemon's log (a page opened mid-run) or the page's own
   const fromWalk = w.run !== undefined && w.run.events.length + (w.run.omitted ?? 0) >= live.log.seen;
   const events = fromWalk ? w.run!.events : live.log.events;
