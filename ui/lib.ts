@@ -14,6 +14,7 @@ import { printable } from '../src/util/text.js';
 import { shortDid as shortDidText } from '../src/util/did-text.js';
 
 export { looksLikeDid } from '../src/util/did-text.js';
+export { ago, fmtDuration } from './format.js';
 import { feedState, onFeed, onFeedState, readLines, startFeed as startSharedFeed, type FeedEvent, type FeedState } from './feed.js';
 
 export type { FeedEvent, FeedState, HealthSample } from './feed.js';
@@ -293,22 +294,6 @@ export function shortDid(did: string | undefined): string {
 export function shortAddr(a: string | undefined): string {
   if (!a) return '—';
   return a.startsWith('sha256:') ? `${a.slice(7, 15)}…` : a;
-}
-
-export function ago(t: number | undefined, now = Date.now()): string {
-  if (!t) return '—';
-  const s = Math.round((now - t) / 1000);
-  if (s < 0) return `in ${fmtDuration(-s * 1000)}`;
-  return `${fmtDuration(s * 1000)} ago`;
-}
-
-export function fmtDuration(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)} ms`;
-  const s = ms / 1000;
-  if (s < 90) return `${s.toFixed(s < 10 ? 1 : 0)} s`;
-  const m = s / 60;
-  if (m < 90) return `${m.toFixed(0)} min`;
-  return `${(m / 60).toFixed(1)} h`;
 }
 
 export function fmtMiB(m: number | undefined): string {

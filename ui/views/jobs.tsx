@@ -5,9 +5,9 @@
  * record, and failover attempts shown as such.
  */
 import { Component } from 'preact';
-import { ago, fmtDuration, looksLikeDid, money, overlayQuery, peer, shortDid, useFeed, useJson, useLiveVersion, useNow, useRunEvents } from '../lib.js';
+import { ago, fmtDuration, money, overlayQuery, peer, useFeed, useJson, useLiveVersion, useNow, useRunEvents } from '../lib.js';
 import { RUN_LOG_EVENTS } from '../../src/util/run-log.js';
-import { windowEndText } from '../../src/util/window-end.js';
+import { narrate } from '../narrate.js';
 import { AddrLink, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
 import { decisionView, executionNote, jobState, type DecisionView, type Explanation, type IneligibleLines } from '../job-walk.js';
 
@@ -389,47 +389,5 @@ export class Narration extends Component<{ ev: Ev }> {
   }
   override render() {
     return <li>{narrate(this.props.ev)}</li>;
-  }
-}
-
-/** One buyer event as a sentence (what `c0mpute run` prints, shorter); what other nodes wrote in it escaped as the CLI does (`peer`). */
-export function narrate(e: Ev): string {
-  const s = peer;
-  const did = (v: unknown) => (looksLikeDid(v) ? shortDid(v) : s(v));
-  switch (e.e) {
-    case 'job':
-      return `job ${s((e.job as { address?: string })?.address).slice(7, 19)}… announced`;
-    case 'queued':
-      return `queued by the steward: ${s(e.reason)}`;
-    case 'admission':
-      return `steward's admission: ${s((e.admission as { verdict?: string })?.verdict)}`;
-    case 'offer':
-      return `offer ${s(e.count)} from ${did((e.offer as { signer?: string })?.signer)}`;
-    case 'collected':
-      return `collected ${s(e.offers)} offers in ${fmtDuration(Number(e.waitedMs))}${windowEndText(e.ended)}`;
-    case 'decision':
-      return `decided by policy ${s(e.policy)}`;
-    case 'selection':
-      return `selected ${did((e.winner as { provider?: string })?.provider)} (attempt ${s(e.attempt)})`;
-    case 'accepted':
-      return `${did(e.provider)} accepted the job`;
-    case 'progress':
-      return `${did(e.provider)}: ${s(e.message)}${typeof e.permille === 'number' ? ` (${(Number(e.permille) / 10).toFixed(0)}%)` : ''}`;
-    case 'receipt':
-      return `receipt: ${s((e.receipt as { record?: { status?: string } })?.record?.status)}`;
-    case 'verified':
-      return `output ${e.ok ? 'verified' : 'did not verify'}: ${s(e.detail)}`;
-    case 'acceptance':
-      return `countersigned: ${s((e.acceptance as { record?: { verdict?: string } })?.record?.verdict)}`;
-    case 'failover':
-      return `failover from ${did(e.from)}: ${s(e.reason)}`;
-    case 'nondelivery':
-      return `non-delivery by ${did(e.provider)}: ${s(e.reason)}`;
-    case 'network':
-      return `network: ${s(e.state)} ${s(e.reason)}`;
-    case 'done':
-      return 'run ended';
-    default:
-      return s(e.e);
   }
 }

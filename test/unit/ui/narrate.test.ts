@@ -1,0 +1,19 @@
+/**
+ * A run's narration on the console (ui/narrate.ts), worded as `c0mpute run` prints it (src/cli/render.ts). QA
+ * (session 49): the steward's denial read "steward's admission: Deny", its reason dropped.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { narrate } from '../../../ui/narrate.js';
+
+describe('narration', () => {
+  it("a steward's denial carries its reason, and the others", () => {
+    assert.equal(narrate({ e: 'admission', admission: { verdict: 'Deny', reason: 'UNOBSERVED_EXCEEDS_GUARANTEE', reasons: ['UNOBSERVED_EXCEEDS_GUARANTEE'] } }), '✘ the steward denied: UNOBSERVED_EXCEEDS_GUARANTEE');
+    assert.equal(narrate({ e: 'admission', admission: { verdict: 'Deny', reason: 'A', reasons: ['A', 'B'] } }), '✘ the steward denied: A (A, B)');
+    assert.equal(narrate({ e: 'admission', admission: { verdict: 'Expire', reason: 'DEVICES_HELD' } }), '✘ the steward let the queued claim expire: DEVICES_HELD');
+    assert.equal(narrate({ e: 'admission', admission: { verdict: 'Admit', reserved: { uj: 5_000_000, grade: 'Estimator' } } }), 'admitted by the steward: 5000000 µJ reserved (Estimator)');
+  });
+  it('a queued claim carries its reasons', () => {
+    assert.equal(narrate({ e: 'queued', reason: 'DEVICES_HELD', reasons: ['DEVICES_HELD', 'OVER_GUARANTEE'] }), 'the steward queued the claim: DEVICES_HELD (also OVER_GUARANTEE); waiting for capacity');
+  });
+});

@@ -1,0 +1,80 @@
+/**
+ * One buyer event of a run as a sentence, as a job's page and the Run page narrate it (ui/views/jobs.tsx Narration):
+ * what `c0mpute run` prints (src/cli/render.ts), shorter; what other nodes wrote in it escaped as the CLI does. Free
+ * of the DOM: the unit tests run it.
+ */
+import { looksLikeDid, shortDid } from '../src/util/did-text.js';
+import { printable } from '../src/util/text.js';
+import { windowEndText } from '../src/util/window-end.js';
+import { fmtDuration } from './format.js';
+
+type Ev = Record<string, unknown> & { e: string };
+
+const peer = (v: unknown): string => printable(String(v ?? ''));
+
+/** One buyer event as a sentence (what `c0mpute run` prints, shorter); what other nodes wrote in it escaped as the CLI does (`peer`). */
+export function narrate(e: Ev): string {
+  const s = peer;
+  const did = (v: unknown) => (looksLikeDid(v) ? shortDid(v) : s(v));
+  switch (e.e) {
+    case 'job':
+      return `job ${s((e.job as { address?: string })?.address).slice(7, 19)}… announced`;
+    case 'queued': {
+      // the reason and any others, as `c0mpute run` prints them
+      const also = Array.isArray(e.reasons) && e.reasons.length > 1 ? ` (also ${e.reasons.slice(1).map(s).join(', ')})` : '';
+      return `the steward queued the claim: ${s(e.reason)}${also}; waiting for capacity`;
+    }
+    case 'admission':
+      return admissionText(e.admission as Admission | undefined);
+    case 'offer':
+      return `offer ${s(e.count)} from ${did((e.offer as { signer?: string })?.signer)}`;
+    case 'collected':
+      return `collected ${s(e.offers)} offers in ${fmtDuration(Number(e.waitedMs))}${windowEndText(e.ended)}`;
+    case 'decision':
+      return `decided by policy ${s(e.policy)}`;
+    case 'selection':
+      return `selected ${did((e.winner as { provider?: string })?.provider)} (attempt ${s(e.attempt)})`;
+    case 'accepted':
+      return `${did(e.provider)} accepted the job`;
+    case 'progress':
+      return `${did(e.provider)}: ${s(e.message)}${typeof e.permille === 'number' ? ` (${(Number(e.permille) / 10).toFixed(0)}%)` : ''}`;
+    case 'receipt':
+      return `receipt: ${s((e.receipt as { record?: { status?: string } })?.record?.status)}`;
+    case 'verified':
+      return `output ${e.ok ? 'verified' : 'did not verify'}: ${s(e.detail)}`;
+    case 'acceptance':
+      return `countersigned: ${s((e.acceptance as { record?: { verdict?: string } })?.record?.verdict)}`;
+    case 'failover':
+      return `failover from ${did(e.from)}: ${s(e.reason)}`;
+    case 'nondelivery':
+      return `non-delivery by ${did(e.provider)}: ${s(e.reason)}`;
+    case 'network':
+      return `network: ${s(e.state)} ${s(e.reason)}`;
+    case 'done':
+      return 'run ended';
+    default:
+      return s(e.e);
+  }
+}
+
+interface Admission {
+  verdict?: string;
+  reason?: string;
+  reasons?: string[];
+  reserved?: { uj: number; grade: string };
+  borrowed_uj?: number;
+}
+
+/**
+ * The steward's admission as `c0mpute run` words it (src/cli/render.ts): admitted with the energy reserved, or denied
+ * (a queued claim left to expire) with the reason and any others. QA (session 49): the page printed the verdict alone,
+ * "steward's admission: Deny", where the CLI says "✘ the steward denied: UNOBSERVED_EXCEEDS_GUARANTEE".
+ */
+export function admissionText(a: Admission | undefined): string {
+  const s = (v: unknown) => printable(String(v ?? ''));
+  if (!a) return "the steward's admission";
+  if (a.verdict === 'Admit') return `admitted by the steward${a.reserved ? `: ${s(a.reserved.uj)} µJ reserved (${s(a.reserved.grade)})` : ''}${a.borrowed_uj ? `, ${s(a.borrowed_uj)} µJ borrowed` : ''}`;
+  const others = a.reasons && a.reasons.length > 1 ? ` (${a.reasons.map(s).join(', ')})` : '';
+  const what = a.verdict === 'Deny' ? 'denied' : a.verdict === 'Queue' ? 'queued the claim' : 'let the queued claim expire';
+  return `✘ the steward ${what}: ${s(a.reason ?? '?')}${others}`;
+}
