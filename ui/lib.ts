@@ -8,22 +8,18 @@
  */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { Refetch } from './refetch.js';
+import { ApiError, CONNECTION_LOST, connectionLost, readAnswer } from './api.js';
 import { Ticker } from './clock.js';
 import { RunEvents } from '../src/util/run-log.js';
 import { printable } from '../src/util/text.js';
 import { shortDid as shortDidText } from '../src/util/did-text.js';
 
 export { looksLikeDid } from '../src/util/did-text.js';
+export { ApiError, CONNECTION_LOST } from './api.js';
 export { ago, fmtDuration } from './format.js';
 import { feedState, onFeed, onFeedState, readLines, startFeed as startSharedFeed, type FeedEvent, type FeedState } from './feed.js';
 
 export type { FeedEvent, FeedState, HealthSample } from './feed.js';
-
-export class ApiError extends Error {
-  constructor(readonly code: string, message: string, readonly status: number) {
-    super(message);
-  }
-}
 
 /** Where a 401 sends the page: the daemon's login page. */
 function loggedOut(): never {
@@ -72,15 +68,13 @@ export function requireKey(): boolean {
 }
 
 export async function getJson<T>(path: string): Promise<T> {
-  const res = await fetch(path, { credentials: 'same-origin', headers: keyHeader() });
+  // the daemon down: CONNECTION_LOST, not fetch's "TypeError: Failed to fetch"; no JSON: the HTTP status (ui/api.ts)
+  const res = await fetch(path, { credentials: 'same-origin', headers: keyHeader() }).catch(() => {
+    throw connectionLost();
+  });
   if (res.status === 401) loggedOut();
-  const data = (await res.json()) as T & { error?: { code: string; message: string } };
-  if (!res.ok) throw new ApiError(data.error?.code ?? 'ERROR', data.error?.message ?? `HTTP ${res.status}`, res.status);
-  return data;
+  return readAnswer<T>(res);
 }
-
-/** What a request that lost its connection to the node (the daemon killed, the network gone) says. */
-export const CONNECTION_LOST = 'CONNECTION_LOST';
 
 /**
  * POST a JSON body and read the NDJSON stream the daemon answers with, event by

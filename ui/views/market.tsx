@@ -78,6 +78,9 @@ export function providerOf(a: AdvertRow): string {
 }
 
 /** The query of one page of the market, as the daemon reads it (src/node/market-page.ts). */
+/** The longest search the daemon reads (`q`, src/node/market-page.ts). */
+export const SEARCH_MAX = 200;
+
 export function marketQuery(o: { after?: string; sort: SortKey; desc: boolean; text: string; tier: string; workload: string; liveOnly: boolean; overlay?: string }): string {
   const p = new URLSearchParams({ limit: String(MARKET_PAGE), sort: o.sort });
   if (o.after !== undefined) p.set('after', o.after);
@@ -159,15 +162,21 @@ export function Market() {
   return (
     <>
       <h1 tabIndex={-1}>Market</h1>
-      <p class="summary" role="status">
+      <p class={m.error ? 'summary stale' : 'summary'} role="status">
         {m.data.total} providers known, {m.data.live} with a live advert; {m.data.presence.live} present with {m.data.presence.freeSlots} free slots. {m.data.matched} match
         {rows.length ? `; showing ${first0 + 1}–${first0 + rows.length}` : ''}.
         {sort.key === 'price' && m.data.currency ? ` By price: ${m.data.currency} prices first (the currency most providers quote in), then each other currency on its own; prices in two currencies are never compared.` : ''}
       </p>
       <ErrorBox error={m.error} />
+      {m.error ? (
+        <p class="stale" role="status">
+          Not current: the last request failed; the figures and the providers below are from the answer before it.
+        </p>
+      ) : null}
       <div class="filters">
         <label>
-          Search <input type="search" value={text} onInput={(e) => setText((e.target as HTMLInputElement).value)} placeholder="DID, region, GPU" />
+          {/* the daemon reads the first 200 characters of a search (src/node/market-page.ts); 20,000 were refused with HTTP 431 */}
+          Search <input type="search" value={text} maxLength={SEARCH_MAX} onInput={(e) => setText((e.target as HTMLInputElement).value)} placeholder="DID, region, GPU" />
         </label>
         <label>
           Tier{' '}
@@ -204,7 +213,7 @@ export function Market() {
       </div>
       {job && ex.data?.explanation ? <p class="explain">{ex.data.explanation.summary}</p> : null}
       <div class="grid-wrap" tabIndex={0} role="region" aria-label="Providers (scrolls sideways on a narrow window)">
-      <div class="grid" role="table" aria-label="Providers" aria-rowcount={m.data.matched + 1}>
+      <div class={m.error ? 'grid stale' : 'grid'} role="table" aria-label="Providers" aria-rowcount={m.data.matched + 1}>
         <div role="rowgroup">
           <div role="row" class="row head" aria-rowindex={1}>
             {header('provider', 'Provider')}
