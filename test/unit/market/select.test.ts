@@ -91,6 +91,8 @@ test('private refuses a job without an allowlist; with one it selects', () => {
   const r = ok(select({ job: jp, adverts: [a1], offers: [offer(P(1), jp, a1)], policy: 'private', now: NOW }));
   assert.equal(r.winner.provider, P(1).did);
   assert.match(r.why, /the only eligible offer/);
+  // the winner named in the short form the CLI and the console show everywhere, 8 + 4 key characters (QA s49: `did:key:z6Mkru…C8xemA`)
+  assert.ok(r.why.startsWith(`${P(1).did.slice(12, 20)}…${P(1).did.slice(-4)} wins under private`), r.why);
   assert.throws(() => select({ job: J, adverts: [], offers: [], policy: 'nope', now: NOW }), { code: 'POLICY_UNKNOWN' });
 });
 
