@@ -12,6 +12,7 @@ import { ApiError, CONNECTION_LOST, connectionLost, readAnswer } from './api.js'
 import { Ticker } from './clock.js';
 import { RunEvents } from '../src/util/run-log.js';
 import { printable } from '../src/util/text.js';
+import { joulesText } from '../src/util/joules.js';
 import { shortDid as shortDidText } from '../src/util/did-text.js';
 
 export { looksLikeDid } from '../src/util/did-text.js';
@@ -295,9 +296,10 @@ export function fmtMiB(m: number | undefined): string {
   return m >= 1024 ? `${(m / 1024).toFixed(m % 1024 ? 1 : 0)} GiB` : `${m} MiB`;
 }
 
+/** Energy from microjoules as `c0mpute steward status` prints it: `52.5 J` (src/util/joules.ts, shared). */
 export function fmtJoules(uj: number | undefined): string {
   if (uj === undefined) return '—';
-  return `${(uj / 1e6).toFixed(uj < 1e7 ? 2 : 0)} J`;
+  return joulesText(uj);
 }
 
 export function money(m: { amount: string; currency: string } | undefined): string {

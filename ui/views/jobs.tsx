@@ -5,7 +5,7 @@
  * record, and failover attempts shown as such.
  */
 import { Component } from 'preact';
-import { ago, fmtDuration, money, overlayQuery, peer, useFeed, useJson, useLiveVersion, useNow, useRunEvents } from '../lib.js';
+import { ago, fmtDuration, fmtJoules, money, overlayQuery, peer, useFeed, useJson, useLiveVersion, useNow, useRunEvents } from '../lib.js';
 import { RUN_LOG_EVENTS } from '../../src/util/run-log.js';
 import { narrate } from '../narrate.js';
 import { AddrLink, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
@@ -288,7 +288,7 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
             {w.receipts.map((x) => (
               <li key={x.address}>
                 <AddrLink a={x.address} overlay={ov} /> <Status s={x.record.status} /> by <Did d={x.record.provider} /> for offer <AddrLink a={x.record.offer} overlay={ov} />, {fmtDuration(x.record.completedAt - x.record.startedAt)}
-                {x.record.energy ? `, ${(x.record.energy.uj / 1e6).toFixed(2)} J (${x.record.energy.grade})` : ''}
+                {x.record.energy ? `, ${fmtJoules(x.record.energy.uj)} (${peer(x.record.energy.grade)})` : ''}
                 {x.record.failure ? `: ${peer(x.record.failure.code)}` : ''}
               </li>
             ))}

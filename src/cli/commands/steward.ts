@@ -1,4 +1,5 @@
 /** `c0mpute steward status`: each team's guarantee, spent, reserved, borrowed, and the queued claims. */
+import { joulesText } from '../../util/joules.js';
 import type { Command } from 'commander';
 import { apiCall } from '../../node/api-client.js';
 import { codeOf } from '../../errors.js';
@@ -10,7 +11,7 @@ import { inTreeOrder, type TeamRow } from '../../util/team-tree.js';
 
 export type { TeamRow };
 
-const mj = (uj: number) => `${(uj / 1e6).toFixed(1)} J`;
+const mj = joulesText;
 
 export function register(program: Command): void {
   const st = program.command('steward').description('the pool/1 steward of a private overlay');
