@@ -5,11 +5,15 @@
  * the last has gone; nothing is refetched, only redrawn. Free of the DOM and of preact, so the unit tests run it.
  */
 export class Ticker {
-  readonly #subs = new Map<number, { timer: ReturnType<typeof setInterval>; fns: Set<(now: number) => void> }>();
+  readonly #subs = new Map<number, { timer: unknown; fns: Set<(now: number) => void> }>();
 
   constructor(
     private readonly clock: () => number = Date.now,
-    private readonly timers: { set: typeof setInterval; clear: typeof clearInterval } = { set: setInterval, clear: clearInterval },
+    // wrapped: a browser's setInterval called as a method of another object throws "Illegal invocation"
+    private readonly timers: { set: (f: () => void, ms: number) => unknown; clear: (t: unknown) => void } = {
+      set: (f, ms) => setInterval(f, ms),
+      clear: (t) => clearInterval(t as ReturnType<typeof setInterval>),
+    },
   ) {}
 
   /** Call `fn` with the time every `periodMs` until the returned function is called. */
