@@ -15,3 +15,9 @@ export function fmtDuration(ms: number): string {
   if (m < 90) return `${m.toFixed(0)} min`;
   return `${(m / 60).toFixed(1)} h`;
 }
+
+/** A count with its noun, singular for one: `1 offer`, `2 offers`, `1 provider` (QA s49: "collected 1 offers", "1 providers with evidence held"). */
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+

@@ -17,7 +17,7 @@ import { shortDid as shortDidText } from '../src/util/did-text.js';
 
 export { looksLikeDid } from '../src/util/did-text.js';
 export { ApiError, CONNECTION_LOST } from './api.js';
-export { ago, fmtDuration } from './format.js';
+export { ago, fmtDuration, plural } from './format.js';
 import { feedState, onFeed, onFeedState, readLines, startFeed as startSharedFeed, type FeedEvent, type FeedState } from './feed.js';
 
 export type { FeedEvent, FeedState, HealthSample } from './feed.js';

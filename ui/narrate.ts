@@ -6,7 +6,7 @@
 import { looksLikeDid, shortDid } from '../src/util/did-text.js';
 import { printable } from '../src/util/text.js';
 import { windowEndText } from '../src/util/window-end.js';
-import { fmtDuration } from './format.js';
+import { fmtDuration, plural } from './format.js';
 
 type Ev = Record<string, unknown> & { e: string };
 
@@ -29,7 +29,7 @@ export function narrate(e: Ev): string {
     case 'offer':
       return `offer ${s(e.count)} from ${did((e.offer as { signer?: string })?.signer)}`;
     case 'collected':
-      return `collected ${s(e.offers)} offers in ${fmtDuration(Number(e.waitedMs))}${windowEndText(e.ended)}`;
+      return `collected ${typeof e.offers === 'number' ? plural(e.offers, 'offer') : `${s(e.offers)} offers`} in ${fmtDuration(Number(e.waitedMs))}${windowEndText(e.ended)}`;
     case 'decision':
       return `decided by policy ${s(e.policy)}`;
     case 'selection':

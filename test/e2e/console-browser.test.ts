@@ -311,7 +311,7 @@ test('jobs and reputation views list the job and the provider', { skip }, async 
   await go(buyer, '#/reputation', 'Reputation');
   await buyer.waitForFunction(() => document.querySelectorAll('main tbody tr').length >= 1, { timeout: 30_000 });
   // a page of the providers, those with first-hand evidence first, with the counts of the whole (review s43 R3 F3)
-  assert.match(await text(buyer, '#reputation-summary'), /^[1-9]\d* providers with evidence held; [1-9]\d* with evidence that counts, [1-9]\d* of them first-hand/);
+  assert.match(await text(buyer, '#reputation-summary'), /^[1-9]\d* providers? with evidence held; [1-9]\d* with evidence that counts, [1-9]\d* of them first-hand/);
   await shot(buyer, 'reputation');
   await accessible(buyer, 'reputation');
 });

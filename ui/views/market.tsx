@@ -10,7 +10,7 @@
  * with every failed requirement: the page's providers', asked for by name.
  */
 import { useEffect, useMemo, useState } from 'preact/hooks';
-import { fmtMiB, money, peer, useDebounced, useJson, useLiveVersion, overlayQuery } from '../lib.js';
+import { fmtMiB, money, peer, plural, useDebounced, useJson, useLiveVersion, overlayQuery } from '../lib.js';
 import { AddrLink, Did, ErrorBox, Loading, Pager, Status } from '../parts.js';
 import { compactAmount } from '../amount.js';
 
@@ -163,7 +163,7 @@ export function Market() {
     <>
       <h1 tabIndex={-1}>Market</h1>
       <p class={m.error ? 'summary stale' : 'summary'} role="status">
-        {m.data.total} providers known, {m.data.live} with a live advert; {m.data.presence.live} present with {m.data.presence.freeSlots} free slots. {m.data.matched} match
+        {plural(m.data.total, 'provider')} known, {m.data.live} with a live advert; {m.data.presence.live} present with {plural(m.data.presence.freeSlots, 'free slot')}. {m.data.matched} match
         {rows.length ? `; showing ${first0 + 1}–${first0 + rows.length}` : ''}.
         {sort.key === 'price' && m.data.currency ? ` By price: ${m.data.currency} prices first (the currency most providers quote in), then each other currency on its own; prices in two currencies are never compared.` : ''}
       </p>

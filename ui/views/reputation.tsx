@@ -4,7 +4,7 @@
  * provider's figures.
  */
 import { useState } from 'preact/hooks';
-import { useDebounced, useJson, useLiveVersion } from '../lib.js';
+import { plural, useDebounced, useJson, useLiveVersion } from '../lib.js';
 import { AddrLink, Did, ErrorBox, Loading, Pager, Status } from '../parts.js';
 
 interface Figures {
@@ -77,7 +77,7 @@ export function Reputation() {
       <h1 tabIndex={-1}>Reputation</h1>
       <p>Derived on this node from the receipts and acceptances it holds; a provider with no evidence scores 0.5 (unknown is not bad). Evidence from buyers this node does not trust counts for nothing (untrusted).</p>
       <p class="summary" role="status" id="reputation-summary">
-        {r.data.total} providers with evidence held; {r.data.counted} with evidence that counts, {r.data.firstHand} of them first-hand; {r.data.total - r.data.counted} with untrusted evidence only. {r.data.matched} match
+        {plural(r.data.total, 'provider')} with evidence held; {r.data.counted} with evidence that counts, {r.data.firstHand} of them first-hand; {r.data.total - r.data.counted} with untrusted evidence only. {r.data.matched} match
         {rows.length ? `; showing ${first0 + 1}–${first0 + rows.length}` : ''}.
       </p>
       <ErrorBox error={r.error} />

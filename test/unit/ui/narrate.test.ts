@@ -16,4 +16,8 @@ describe('narration', () => {
   it('a queued claim carries its reasons', () => {
     assert.equal(narrate({ e: 'queued', reason: 'DEVICES_HELD', reasons: ['DEVICES_HELD', 'OVER_GUARANTEE'] }), 'the steward queued the claim: DEVICES_HELD (also OVER_GUARANTEE); waiting for capacity');
   });
+  it('one offer is one offer', () => {
+    assert.equal(narrate({ e: 'collected', offers: 1, waitedMs: 1289 }), 'collected 1 offer in 1.3 s');
+    assert.equal(narrate({ e: 'collected', offers: 4, waitedMs: 1289, ended: 'enough' }), 'collected 4 offers in 1.3 s: enough offers (buyer.enoughOffers)');
+  });
 });
