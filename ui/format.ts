@@ -21,3 +21,22 @@ export function plural(n: number, one: string, many = `${one}s`): string {
   return `${n} ${n === 1 ? one : many}`;
 }
 
+/** A time as a date and a time of day, local, ISO-like: `2026-12-07 01:53:02` (QA s49: the deadline was a time of day alone). */
+export function dateTime(ms: number): string {
+  const d = new Date(ms);
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+}
+
+/**
+ * Is this field of a decoded record a time (epoch milliseconds: `startedAt`, `completedAt`, `deadline`, `announcedAt`
+ * …)? The Record page then shows it as a date and time beside the number (QA s49: raw epoch ms only).
+ */
+export function isTimeField(key: string, v: unknown): v is number {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 1e12 && v < 1e14 && (/At$/.test(key) || key === 'deadline' || key === 'expires' || key === 'notAfter' || key === 'notBefore');
+}
+
+/** A time with how long ago or how far ahead it is: `2026-12-07 01:53:02 (15 s ago)`. */
+export function whenText(ms: number, now = Date.now()): string {
+  return `${dateTime(ms)} (${ago(ms, now)})`;
+}

@@ -8,6 +8,7 @@ import { Component } from 'preact';
 import { ago, fmtDuration, fmtJoules, money, overlayQuery, peer, useFeed, useJson, useLiveVersion, useNow, useRunEvents } from '../lib.js';
 import { RUN_LOG_EVENTS } from '../../src/util/run-log.js';
 import { narrate } from '../narrate.js';
+import { whenText } from '../format.js';
 import { AddrLink, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
 import { decisionView, executionNote, jobState, type DecisionView, type Explanation, type IneligibleLines } from '../job-walk.js';
 
@@ -221,7 +222,7 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
             <span class="step">1</span> Job <Status s="announced" />
           </h2>
           <p>
-            <AddrLink a={w.job.address} overlay={ov} /> {w.job.record.workload}, at most {money(w.job.record.maxPrice)}, deadline {new Date(w.job.record.deadline).toLocaleTimeString()}; requirements <code>{JSON.stringify(w.job.record.requirements)}</code>
+            <AddrLink a={w.job.address} overlay={ov} /> {w.job.record.workload}, at most {money(w.job.record.maxPrice)}, deadline {whenText(w.job.record.deadline, now)}; requirements <code>{JSON.stringify(w.job.record.requirements)}</code>
           </p>
         </li>
         <li>

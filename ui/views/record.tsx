@@ -1,6 +1,7 @@
 /** A held record decoded: its type, signer and content address, and its fields, with every address in it a link to that record. */
 import type { ComponentChildren } from 'preact';
 import { ADDRESS_RE, looksLikeDid, overlayQuery, peer, useJson } from '../lib.js';
+import { isTimeField, whenText } from '../format.js';
 import { AddrLink, Did, ErrorBox, Loading } from '../parts.js';
 
 interface RecordView {
@@ -11,7 +12,14 @@ interface RecordView {
   record: unknown;
 }
 
-function Value({ v, overlay }: { v: unknown; overlay?: string | undefined }): ComponentChildren {
+function Value({ v, overlay, field }: { v: unknown; overlay?: string | undefined; field?: string }): ComponentChildren {
+  // a time (epoch ms) as a date and time beside the number
+  if (field !== undefined && isTimeField(field, v))
+    return (
+      <>
+        <code>{v}</code> <span class="when">{whenText(v)}</span>
+      </>
+    );
   if (typeof v === 'string') {
     if (ADDRESS_RE.test(v)) return <AddrLink a={v} overlay={overlay} />;
     // a DID chip only for a DID: a peer's free text that starts with `did:key:` is text (review s43 R3 F1)
@@ -37,7 +45,7 @@ function Value({ v, overlay }: { v: unknown; overlay?: string | undefined }): Co
         <div key={k}>
           <dt>{k}</dt>
           <dd>
-            <Value v={x} overlay={overlay} />
+            <Value v={x} overlay={overlay} field={k} />
           </dd>
         </div>
       ))}
