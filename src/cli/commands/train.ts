@@ -83,11 +83,12 @@ export function register(program: Command): void {
         log,
         onEvent: (e) => (opts.json ? out(JSON.stringify(e)) : out(describeEvent(e))),
       });
-      await w.start();
       const stop = () => void w.stop().finally(() => process.exit(130));
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
       try {
+        // inside the try: a start that fails (NET_LISTEN_FAILED) stops what it started, and the command exits with its code
+        await w.start();
         await w.join();
         await w.run();
       } finally {
@@ -158,8 +159,14 @@ export function register(program: Command): void {
       const w = weightsFromBytes(readInput(weightsFile));
       if (w.length !== paramCount(shape)) throw new C0Error('TRAIN_WEIGHTS_INVALID', `${weightsFile}: ${w.length} weights, a ${opts.layers} model has ${paramCount(shape)}`);
       const net = await createNetwork({ signer: id.signer, listen: [opts.listen], loopback: true, syncOnConnect: [], topics: [], ...(opts.next ? { bootstrap: [opts.next] } : {}) });
-      await serveStage(net, { shape, w, range, ...(allow ? { allow } : {}) });
-      await net.start();
+      try {
+        await serveStage(net, { shape, w, range, ...(allow ? { allow } : {}) });
+        await net.start();
+      } catch (e) {
+        // a node that did not start (NET_LISTEN_FAILED) is stopped, or its open handles keep the process alive after the error
+        await net.stop().catch(() => {});
+        throw e;
+      }
       out(`serving stage ${opts.stage} of ${opts.of} (layers ${range[0]}–${range[1]}) as ${id.did} at ${net.addrs()[0]}${allow ? `, to ${allow.length} allowed caller${allow.length === 1 ? '' : 's'}` : ''}`);
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);

@@ -298,8 +298,15 @@ export class TrainerWorker {
     const bootstrap = this.members.filter((d) => d !== this.o.did && this.o.addrs[d]).map((d) => `${this.o.addrs[d]}/p2p/${peerIdFromDid(d).toString()}`);
     this.net = await createNetwork({ signer: this.o.signer, listen: [self], bootstrap, loopback: true, syncOnConnect: [], logger: this.#log });
     this.wire = new TrainWire(this.net, (from, head, payload) => this.#onMessage(from, head, payload), this.#wireOptions());
-    await this.wire.start();
-    await this.net.start();
+    try {
+      await this.wire.start();
+      await this.net.start();
+    } catch (e) {
+      // a node that did not start (its address in use or not listenable: NET_LISTEN_FAILED) is stopped, or its open
+      // handles keep the process alive after the error is printed
+      await this.net.stop().catch(() => {});
+      throw e;
+    }
   }
 
   /**
