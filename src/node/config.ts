@@ -9,8 +9,7 @@ import { readRegularFile } from '../util/bounded-read.js';
 import { isIPv6 } from 'node:net';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
-import { multiaddr } from '@multiformats/multiaddr';
-import { peerIdFromString } from '@libp2p/peer-id';
+import { isMultiaddr, isPeerAddr } from '../net/addr-text.js';
 import { C0Error } from '../errors.js';
 import { AMOUNT_RE, CURRENCY_RE } from '../records/money.js';
 import { PRESENCE_TARGET_PER_MARKET } from '../matching/presence-rate.js';
@@ -74,29 +73,9 @@ const abuseSchema = z.object({ appSpecificWeight: z.number().nonnegative(), disc
 const recordsServeSchema = z.object({ maxResponseBytes: z.number().int().positive(), maxResponseRecords: z.number().int().positive(), peer: bucket }).partial().strict();
 const recordCacheSchema = z.object({ maxPerKind: z.number().int().positive(), maxBytesPerKind: z.number().int().positive(), maxBytes: z.number().int().positive(), ttlMs: z.number().int().positive() }).partial().strict();
 
-/** A multiaddr libp2p can parse (refused at start with CONFIG_INVALID naming the entry, not at listen or dial). */
-function isMultiaddr(s: string): boolean {
-  try {
-    multiaddr(s);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/**
- * A peer to join through: a multiaddr, whose `/p2p/<PeerId>` (the documented form) must parse when it is there. Without
- * one the node dials the address and learns the PeerId (src/net/connectivity.ts), as it always has.
- */
-function isPeerAddr(s: string): boolean {
-  try {
-    const id = multiaddr(s).getComponents().findLast((c) => c.name === 'p2p')?.value;
-    if (id !== undefined) peerIdFromString(id);
-    return true;
-  } catch {
-    return false;
-  }
-}
+// A multiaddr libp2p can parse (refused at start with CONFIG_INVALID naming the entry, not at listen or dial); a peer to
+// join through: a multiaddr, whose `/p2p/<PeerId>` (the documented form) must parse when it is there. Without one the
+// node dials the address and learns the PeerId (src/net/connectivity.ts), as it always has. Both in src/net/addr-text.ts.
 
 /** The control API's address: `host:port` or `[IPv6]:port`, the port 0–65535 (0: any free port). */
 function isListenAddr(s: string): boolean {

@@ -137,12 +137,13 @@ export function register(program: Command): void {
     .option('--allow <dids>', 'only these callers (DIDs, comma-separated: the driver for stage 0, the stage before for the others); others are refused PIPELINE_NOT_ALLOWED before their request is read (default: anyone)')
     .action(async (weightsFile: string, opts: { layers: string; stage: string; of: string; listen: string; next?: string; allow?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
-      const [{ loadNodeIdentity }, { partition }, { paramCount, weightsFromBytes }, { createNetwork }, { serveStage, parseAllow }] = await Promise.all([
+      const [{ loadNodeIdentity }, { partition }, { paramCount, weightsFromBytes }, { createNetwork }, { serveStage, parseAllow }, { isMultiaddr, isPeerAddr }] = await Promise.all([
         import('../signer.js'),
         import('../../training/pipeline.js'),
         import('../../training/model.js'),
         import('../../net/node.js'),
         import('../../training/pipeline-net.js'),
+        import('../../net/addr-text.js'),
       ]);
       // checked before anything is loaded or started: a bad list is a usage error, not a stage that serves anyone
       let allow: string[] | undefined;
@@ -151,6 +152,9 @@ export function register(program: Command): void {
       } catch (e) {
         throw e instanceof C0Error ? new UsageError(e.code, e.message, { field: 'allow' }) : e;
       }
+      // a multiaddr each, checked before the node is made: not `internal error: String multiaddr must start with "/"`
+      if (!isMultiaddr(opts.listen)) throw new UsageError('TRAIN_BAD_OPTION', `--listen: "${opts.listen.slice(0, 80)}" is not a multiaddr (e.g. /ip4/127.0.0.1/tcp/4200)`, { field: 'listen' });
+      if (opts.next !== undefined && !isPeerAddr(opts.next)) throw new UsageError('TRAIN_BAD_OPTION', `--next: "${opts.next.slice(0, 80)}" is not a multiaddr (e.g. /ip4/127.0.0.1/tcp/4201/p2p/<peer id>)`, { field: 'next' });
       const id = await loadNodeIdentity(dataDir);
       const shape = { layers: opts.layers.split(',').map(Number) };
       const ranges = partition(shape, Number(opts.of));

@@ -15,13 +15,29 @@ import { accuracy, initWeights, weightsBytes } from '../../training/model.js';
 import { addressOf, referenceRun } from '../../training/engine.js';
 import { TRAIN_T, type TrainRun } from '../../training/record-kinds.js';
 import { parsePlainYaml } from '../../util/yaml.js';
+import { isMultiaddr } from '../../net/addr-text.js';
+
+/**
+ * A member's address: a multiaddr it listens on, without `/p2p` (its DID gives the peer; the worker adds it). Checked
+ * at `train start` and when a bundle is read, so a bad one is TRAIN_RUN_FILE naming the member, not an internal error
+ * when the worker listens or dials.
+ */
+const ADDR_HINT = 'a multiaddr to listen on, e.g. /ip4/10.0.0.1/tcp/4101 (no /p2p: the DID names the peer)';
+function isMemberAddr(s: string): boolean {
+  return isMultiaddr(s) && !/\/p2p(\/|$)/.test(s);
+}
+
+/** A zod issue's path as it reads in run.yaml: members[0].addr. */
+function fieldOf(path: ReadonlyArray<PropertyKey>): string {
+  return path.map((k, i) => (typeof k === 'number' ? `[${k}]` : `${i ? '.' : ''}${String(k)}`)).join('');
+}
 
 const runYaml = z
   .object({
     name: z.string(),
     model: z.object({ layers: z.array(z.number().int()).min(2).max(8) }).strict(),
     seed: z.number().int().min(0).max(0xffffffff).default(1),
-    members: z.array(z.object({ did: z.string(), addr: z.string() }).strict()).min(1).max(64),
+    members: z.array(z.object({ did: z.string(), addr: z.string().refine(isMemberAddr, ADDR_HINT) }).strict()).min(1).max(64),
     witnesses: z.array(z.string()).optional(),
     batch: z.number().int().min(1).default(8),
     stepsPerEpoch: z.number().int().min(1).default(10),
@@ -48,7 +64,8 @@ export function buildRun(yamlText: string, signer: Signer, now: number): { bundl
   const p = runYaml.safeParse(raw);
   if (!p.success) {
     const i = p.error.issues[0]!;
-    throw new C0Error('TRAIN_RUN_FILE', `${i.path.join('.') || 'run'}: ${i.message}`, { field: i.path.join('.') });
+    const field = fieldOf(i.path);
+    throw new C0Error('TRAIN_RUN_FILE', `${field || 'run'}: ${i.message}`, { field });
   }
   const y = p.data;
   const members = [...new Set(y.members.map((m) => m.did))].sort();
@@ -92,6 +109,9 @@ export function readRunBundle(path: string): RunBundle {
   }
   if (typeof j.run !== 'string' || !/^([0-9a-f]{2})+$/.test(j.run) || typeof j.addrs !== 'object' || j.addrs === null) throw new C0Error('TRAIN_RUN_FILE', `${path}: not a run bundle (run, addrs)`);
   const run = open(new Uint8Array(Buffer.from(j.run, 'hex')), TRAIN_T.run) as Opened<TrainRun>;
+  for (const [did, a] of Object.entries(j.addrs)) {
+    if (typeof a !== 'string' || !isMemberAddr(a)) throw new C0Error('TRAIN_RUN_FILE', `${path}: addrs.${did.slice(0, 80)}: ${JSON.stringify(a)?.slice(0, 80)} is not ${ADDR_HINT}`, { field: `addrs.${did}` });
+  }
   return { run, addrs: j.addrs as Record<string, string> };
 }
 

@@ -1,0 +1,78 @@
+/**
+ * `c0mpute train start|join|stage` refuse bad input with a stable code naming what is wrong, never an internal error
+ * (exit 70): a member's `addr` that is not a multiaddr (TRAIN_RUN_FILE naming members[i].addr at start, the bundle's
+ * addrs entry at join), and `train stage --listen`/`--next` that are not multiaddrs (TRAIN_BAD_OPTION, exit 2, naming
+ * the flag). Real files, the real binary.
+ */
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { createIdentity } from '../../../src/node/identity.js';
+import { Ed25519Signer } from '../../../src/records/ed25519.js';
+import { buildRun } from '../../../src/roles/trainer/run-file.js';
+import { initWeights, weightsBytes } from '../../../src/training/model.js';
+import { EXIT } from '../../../src/cli/context.js';
+import { tempDir } from '../ledger/helpers.js';
+import { runNode } from './cli-run.js';
+
+const bin = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
+
+describe('train: bad input is refused with a stable code', () => {
+  const t = tempDir('c0-train-input-');
+  const data = join(t.dir, 'd');
+  const env = { ...process.env, C0MPUTE_HOME: join(t.dir, 'home'), C0MPUTE_LOG_LEVEL: 'silent' };
+  const c0 = (...args: string[]) => runNode([bin, '--data-dir', data, ...args], { env, timeout: 30_000 });
+  let me = '';
+  let other = '';
+  const yaml = (members: string[], extra: string[] = []) => ['name: t', 'model: { layers: [4, 8, 3] }', 'members:', ...members, ...extra].join('\n') + '\n';
+  const file = (name: string, text: string) => {
+    writeFileSync(join(t.dir, name), text);
+    return join(t.dir, name);
+  };
+  const weights = () => join(t.dir, 'w.bin');
+
+  before(() => {
+    me = createIdentity(data).did;
+    other = createIdentity(join(t.dir, 'other')).did;
+    writeFileSync(weights(), weightsBytes(initWeights({ layers: [4, 8, 3] }, 1)));
+  });
+  after(() => t.cleanup());
+
+  it('train start: a member addr that is not a multiaddr is TRAIN_RUN_FILE naming members[1].addr (exit 3), nothing signed', async () => {
+    const p = file('bad-addr.yaml', yaml([`  - { did: ${me}, addr: /ip4/127.0.0.1/tcp/4101 }`, `  - { did: ${other}, addr: notamultiaddr }`]));
+    const r = await c0('train', 'start', p);
+    assert.equal(r.status, EXIT.OPERATOR, r.stdout + r.stderr);
+    assert.match(r.stderr, /^error TRAIN_RUN_FILE: members\[1\]\.addr: a multiaddr/);
+    assert.throws(() => readFileSync(join(t.dir, 'bad-addr.run.json')), /ENOENT/);
+  });
+
+  it('train start: an addr with /p2p is refused too (the worker adds the DID’s peer id)', async () => {
+    const p = file('p2p-addr.yaml', yaml([`  - { did: ${me}, addr: /ip4/127.0.0.1/tcp/4101/p2p/12D3KooWDpJ7As7BWAwRMfu1VU2WCqNjvq387JEYKDBj4kx6nXTN }`]));
+    const r = await c0('train', 'start', p);
+    assert.equal(r.status, EXIT.OPERATOR, r.stdout + r.stderr);
+    assert.match(r.stderr, /^error TRAIN_RUN_FILE: members\[0\]\.addr:/);
+  });
+
+  it('train join: a bundle whose addrs entry is not a multiaddr is TRAIN_RUN_FILE naming it (exit 3), not an internal error', async () => {
+    const { json } = buildRun(yaml([`  - { did: ${me}, addr: /ip4/127.0.0.1/tcp/4101 }`, `  - { did: ${other}, addr: /ip4/127.0.0.1/tcp/4102 }`]), Ed25519Signer.generate(), Date.now());
+    const j = JSON.parse(json) as { addrs: Record<string, string> };
+    j.addrs[me] = 'notamultiaddr';
+    const r = await c0('train', 'join', file('bad.run.json', JSON.stringify(j)));
+    assert.equal(r.status, EXIT.OPERATOR, r.stdout + r.stderr);
+    assert.match(r.stderr, new RegExp(`^error TRAIN_RUN_FILE: .*bad\\.run\\.json: addrs\\.${me}: "notamultiaddr" is not a multiaddr`));
+  });
+
+  for (const [flag, value] of [
+    ['--listen', 'garbage'],
+    ['--next', 'garbage'],
+    ['--next', '/ip4/127.0.0.1/tcp/1/p2p/notapeerid'],
+  ] as const) {
+    it(`train stage ${flag} ${value}: TRAIN_BAD_OPTION naming ${flag}, exit 2`, async () => {
+      const r = await c0('train', 'stage', weights(), '--layers', '4,8,3', '--stage', '0', '--of', '1', flag, value);
+      assert.equal(r.status, EXIT.USAGE, r.stdout + r.stderr);
+      assert.match(r.stderr, new RegExp(`^error TRAIN_BAD_OPTION: ${flag}: `));
+    });
+  }
+});
