@@ -38,7 +38,7 @@ const runYaml = z
     model: z.object({ layers: z.array(z.number().int()).min(2).max(8) }).strict(),
     seed: z.number().int().min(0).max(0xffffffff).default(1),
     members: z.array(z.object({ did: z.string(), addr: z.string().refine(isMemberAddr, ADDR_HINT) }).strict()).min(1).max(64),
-    witnesses: z.array(z.string()).optional(),
+    witnesses: z.array(z.string()).min(1, 'name at least one member, or leave witnesses out (every other member witnesses)').optional(),
     batch: z.number().int().min(1).default(8),
     stepsPerEpoch: z.number().int().min(1).default(10),
     epochs: z.number().int().min(1).default(3),
@@ -70,6 +70,7 @@ export function buildRun(yamlText: string, signer: Signer, now: number): { bundl
   const y = p.data;
   const members = [...new Set(y.members.map((m) => m.did))].sort();
   if (members.length !== y.members.length) throw new C0Error('TRAIN_RUN_FILE', 'members: a DID is listed twice', { field: 'members' });
+  checkWitnesses(y.witnesses, members, '');
   const shape = { layers: y.model.layers };
   const rec: TrainRun = {
     name: y.name,
@@ -100,6 +101,17 @@ export function buildRun(yamlText: string, signer: Signer, now: number): { bundl
   return { bundle, json: JSON.stringify({ run: Buffer.from(env.bytes).toString('hex'), addrs }, null, 2) + '\n' };
 }
 
+/**
+ * Witnesses named in a run must be its members (docs/training.md "Epoch roots": a non-member does not hold the step
+ * commitments to recompute the root). Before, a run naming others was signed and ran to `done` with every epoch
+ * witnessed by nobody, so none verified (TRAIN_VERIFY_NO_WITNESS). TRAIN_RUN_FILE naming witnesses[i].
+ */
+function checkWitnesses(witnesses: readonly string[] | undefined, members: readonly string[], where: string): void {
+  (witnesses ?? []).forEach((w, i) => {
+    if (!members.includes(w)) throw new C0Error('TRAIN_RUN_FILE', `${where}witnesses[${i}]: ${w.slice(0, 120)} is not a member of the run; witnesses must be members`, { field: `witnesses[${i}]` });
+  });
+}
+
 export function readRunBundle(path: string): RunBundle {
   let j: { run?: unknown; addrs?: unknown };
   try {
@@ -109,6 +121,7 @@ export function readRunBundle(path: string): RunBundle {
   }
   if (typeof j.run !== 'string' || !/^([0-9a-f]{2})+$/.test(j.run) || typeof j.addrs !== 'object' || j.addrs === null) throw new C0Error('TRAIN_RUN_FILE', `${path}: not a run bundle (run, addrs)`);
   const run = open(new Uint8Array(Buffer.from(j.run, 'hex')), TRAIN_T.run) as Opened<TrainRun>;
+  checkWitnesses(run.record.witnesses, run.record.members, `${path}: `);
   for (const [did, a] of Object.entries(j.addrs)) {
     if (typeof a !== 'string' || !isMemberAddr(a)) throw new C0Error('TRAIN_RUN_FILE', `${path}: addrs.${did.slice(0, 80)}: ${JSON.stringify(a)?.slice(0, 80)} is not ${ADDR_HINT}`, { field: `addrs.${did}` });
   }

@@ -2,7 +2,8 @@
  * `c0mpute train start|join|stage` refuse bad input with a stable code naming what is wrong, never an internal error
  * (exit 70): a member's `addr` that is not a multiaddr (TRAIN_RUN_FILE naming members[i].addr at start, the bundle's
  * addrs entry at join), and `train stage --listen`/`--next` that are not multiaddrs (TRAIN_BAD_OPTION, exit 2, naming
- * the flag). Real files, the real binary.
+ * the flag); witnesses that are not members (TRAIN_RUN_FILE naming witnesses[i], at start and wherever a bundle is
+ * read). Real files, the real binary.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -11,6 +12,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createIdentity } from '../../../src/node/identity.js';
 import { Ed25519Signer } from '../../../src/records/ed25519.js';
+import { didFromPublicKey } from '../../../src/records/index.js';
+import { seal } from '../../../src/records/envelope.js';
+import { TRAIN_T } from '../../../src/training/record-kinds.js';
 import { buildRun } from '../../../src/roles/trainer/run-file.js';
 import { initWeights, weightsBytes } from '../../../src/training/model.js';
 import { EXIT } from '../../../src/cli/context.js';
@@ -62,6 +66,35 @@ describe('train: bad input is refused with a stable code', () => {
     const r = await c0('train', 'join', file('bad.run.json', JSON.stringify(j)));
     assert.equal(r.status, EXIT.OPERATOR, r.stdout + r.stderr);
     assert.match(r.stderr, new RegExp(`^error TRAIN_RUN_FILE: .*bad\\.run\\.json: addrs\\.${me}: "notamultiaddr" is not a multiaddr`));
+  });
+
+  it('train start: witnesses naming a DID that is not a member is TRAIN_RUN_FILE naming witnesses[1] and the DID (exit 3), nothing signed', async () => {
+    const stranger = didFromPublicKey(Ed25519Signer.generate().publicKey);
+    const p = file('bad-witness.yaml', yaml([`  - { did: ${me}, addr: /ip4/127.0.0.1/tcp/4101 }`, `  - { did: ${other}, addr: /ip4/127.0.0.1/tcp/4102 }`], ['witnesses:', `  - ${other}`, `  - ${stranger}`]));
+    const r = await c0('train', 'start', p);
+    assert.equal(r.status, EXIT.OPERATOR, r.stdout + r.stderr);
+    assert.match(r.stderr, new RegExp(`^error TRAIN_RUN_FILE: witnesses\\[1\\]: ${stranger} is not a member of the run`));
+    assert.throws(() => readFileSync(join(t.dir, 'bad-witness.run.json')), /ENOENT/);
+    // an empty list names no witness at all: no epoch would verify either
+    const empty = await c0('train', 'start', file('no-witness.yaml', yaml([`  - { did: ${me}, addr: /ip4/127.0.0.1/tcp/4101 }`], ['witnesses: []'])));
+    assert.equal(empty.status, EXIT.OPERATOR, empty.stdout + empty.stderr);
+    assert.match(empty.stderr, /^error TRAIN_RUN_FILE: witnesses: name at least one member/);
+    // members as witnesses are signed
+    const ok = await c0('train', 'start', file('good-witness.yaml', yaml([`  - { did: ${me}, addr: /ip4/127.0.0.1/tcp/4101 }`, `  - { did: ${other}, addr: /ip4/127.0.0.1/tcp/4102 }`], ['witnesses:', `  - ${other}`])));
+    assert.equal(ok.status, EXIT.OK, ok.stdout + ok.stderr);
+  });
+
+  it('a bundle whose signed run names a non-member witness is refused where it is read (join, reference): TRAIN_RUN_FILE, exit 3', async () => {
+    const owner = Ed25519Signer.generate();
+    const { bundle } = buildRun(yaml([`  - { did: ${me}, addr: /ip4/127.0.0.1/tcp/4101 }`, `  - { did: ${other}, addr: /ip4/127.0.0.1/tcp/4102 }`]), owner, Date.now());
+    const stranger = didFromPublicKey(Ed25519Signer.generate().publicKey);
+    const env = seal(TRAIN_T.run, { ...bundle.run.record, witnesses: [stranger] } as never, owner);
+    const p = file('stranger.run.json', JSON.stringify({ run: Buffer.from(env.bytes).toString('hex'), addrs: bundle.addrs }));
+    for (const cmd of ['join', 'reference']) {
+      const r = await c0('train', cmd, p);
+      assert.equal(r.status, EXIT.OPERATOR, cmd + r.stdout + r.stderr);
+      assert.match(r.stderr, new RegExp(`^error TRAIN_RUN_FILE: .*stranger\\.run\\.json: witnesses\\[0\\]: ${stranger} is not a member`));
+    }
   });
 
   for (const [flag, value] of [
