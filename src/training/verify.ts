@@ -44,9 +44,22 @@ const bad = (code: string, msg: string): never => {
   throw new C0Error(code, msg);
 };
 
+/**
+ * An input record opened, or its failure (ENVELOPE_BAD_SIGNATURE for a forged one, RECORD_WRONG_TYPE, …) with the code
+ * kept and the input named: `the step commitment: signature does not verify for …`.
+ */
+function openInput<T>(bytes: Uint8Array, type: string, what: string): Opened<T> {
+  try {
+    return open(bytes, type) as Opened<T>;
+  } catch (e) {
+    if (e instanceof C0Error) throw new C0Error(e.code, `${what}: ${e.message}`, { field: what, ...(e.detail ? { detail: e.detail } : {}) });
+    throw e;
+  }
+}
+
 export function verifyInclusion(i: VerifyInput): VerifyResult {
-  const run = open(i.run, TRAIN_T.run) as Opened<TrainRun>;
-  const ep = open(i.epoch, TRAIN_T.epoch) as Opened<TrainEpoch>;
+  const run = openInput<TrainRun>(i.run, TRAIN_T.run, 'the run');
+  const ep = openInput<TrainEpoch>(i.epoch, TRAIN_T.epoch, 'the epoch commitment');
   const e = ep.record;
   if (e.run !== run.address) bad('TRAIN_VERIFY_WRONG_RUN', 'the epoch commitment is for another run');
   // an epoch covers its own steps, of an epoch the run has (the leaf count follows from the range: a rule of the record)
@@ -62,8 +75,8 @@ export function verifyInclusion(i: VerifyInput): VerifyResult {
   if (e.members.length !== expected.length || e.members.some((m, k) => m !== expected[k])) bad('TRAIN_VERIFY_MEMBERS', 'the epoch’s members are not the run’s members less the dropped ones');
   if (electCoordinator(run.address, e.epoch, e.members) !== ep.signer) bad('TRAIN_VERIFY_NOT_COORDINATOR', 'the epoch commitment is not signed by the elected coordinator');
   const witnesses: string[] = [];
-  for (const wb of i.witnesses) {
-    const w = open(wb, TRAIN_T.witness) as Opened<TrainWitness>;
+  for (const [k, wb] of i.witnesses.entries()) {
+    const w = openInput<TrainWitness>(wb, TRAIN_T.witness, `witness ${k}`);
     if (w.record.epochCommitment !== ep.address || w.record.root !== e.root) bad('TRAIN_VERIFY_WITNESS', `witness ${w.signer} countersigned another commitment`);
     if (w.signer === ep.signer) bad('TRAIN_VERIFY_WITNESS', 'the coordinator cannot witness itself');
     const allowed = run.record.witnesses ?? run.record.members;
@@ -72,7 +85,7 @@ export function verifyInclusion(i: VerifyInput): VerifyResult {
     if (!witnesses.includes(w.signer)) witnesses.push(w.signer);
   }
   if (witnesses.length === 0) bad('TRAIN_VERIFY_NO_WITNESS', 'no counted member other than the coordinator countersigned this epoch commitment');
-  const st = open(i.step, TRAIN_T.step) as Opened<TrainStep>;
+  const st = openInput<TrainStep>(i.step, TRAIN_T.step, 'the step commitment');
   const s = st.record;
   if (s.run !== run.address) bad('TRAIN_VERIFY_WRONG_RUN', 'the step commitment is for another run');
   if (!e.members.includes(st.signer)) bad('TRAIN_VERIFY_NOT_MEMBER', 'the step commitment’s signer is not counted in this epoch');

@@ -7,8 +7,8 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
-import type { EpochResult, TrainerEvent } from '../../roles/trainer/worker.js';
-import type { InclusionProof } from '../../training/merkle.js';
+import type { TrainerEvent } from '../../roles/trainer/worker.js';
+import type { VerifyResult } from '../../training/verify.js';
 import { NegativeAnswer, out, outJson, readInput, UsageError, writingTo } from '../context.js';
 import { globals } from './index.js';
 import { registerBuy } from './train-buy.js';
@@ -194,30 +194,42 @@ export function register(program: Command): void {
     .option('--proof <file>', 'check this inclusion proof (JSON) instead of building one from the epoch’s leaves')
     .option('--json', 'machine-readable output (includes the proof)')
     .action(async (runBundle: string, epochFile: string, stepFile: string, opts: { proof?: string; json?: boolean }) => {
-      const [{ readRunBundle }, { verifyInclusion }] = await Promise.all([import('../../roles/trainer/run-file.js'), import('../../training/verify.js')]);
-      const bundle = readRunBundle(runBundle);
-      let ep: EpochResult;
+      const [{ readRunBundle }, { verifyInclusion }, { parseEpochFile, parseProof, checkStepFile }] = await Promise.all([
+        import('../../roles/trainer/run-file.js'),
+        import('../../training/verify.js'),
+        import('../../training/verify-input.js'),
+      ]);
+      const notVerified = (e: C0Error) => new NegativeAnswer([`not verified: ${e.code}: ${e.message}`]);
+      let bundle;
       try {
-        ep = JSON.parse(new TextDecoder().decode(readInput(epochFile))) as EpochResult;
+        bundle = readRunBundle(runBundle);
       } catch (e) {
-        if (e instanceof C0Error) throw e;
-        throw new C0Error('TRAIN_RUN_FILE', `${epochFile}: not an epoch file`);
+        // a forged run (a flipped byte: ENVELOPE_BAD_SIGNATURE) is a verdict, as for the other records; a file that is no bundle stays TRAIN_RUN_FILE (exit 3)
+        if (e instanceof C0Error && /^(ENVELOPE_|RECORD_)/.test(e.code)) throw notVerified(new C0Error(e.code, `the run: ${e.message}`));
+        throw e;
       }
-      const proof = opts.proof ? (JSON.parse(new TextDecoder().decode(readInput(opts.proof))) as InclusionProof) : undefined;
+      // the files' form first (TRAIN_VERIFY_INPUT_INVALID naming the argument, exit 3), then what their records say (exit 1)
+      const ep = parseEpochFile(new TextDecoder().decode(readInput(epochFile)), epochFile);
+      const proof = opts.proof ? parseProof(new TextDecoder().decode(readInput(opts.proof)), opts.proof) : undefined;
+      const step = readInput(stepFile);
+      checkStepFile(step, stepFile);
+      if (!proof && !ep.leaves) throw new C0Error('TRAIN_VERIFY_INPUT_INVALID', `epochFile ${epochFile}: no leaves to build the proof from; give --proof`, { field: 'epochFile' });
+      let r: VerifyResult;
       try {
-        const r = verifyInclusion({
+        r = verifyInclusion({
           run: bundle.run.bytes,
           epoch: new Uint8Array(Buffer.from(ep.envelope, 'hex')),
           witnesses: ep.witnesses.map((w) => new Uint8Array(Buffer.from(w.envelope, 'hex'))),
-          step: readInput(stepFile),
-          ...(proof ? { proof } : { leaves: ep.leaves }),
+          step,
+          ...(proof ? { proof } : { leaves: ep.leaves! }),
         });
-        if (opts.json) return outJson({ ok: true, ...r });
-        out(`included: step ${r.step} of ${r.worker}`);
-        out(`  under root ${r.root} (epoch ${r.epoch}), signed by the elected coordinator ${r.coordinator}, witnessed by ${r.witnesses.length}`);
       } catch (e) {
-        if (e instanceof C0Error && e.code.startsWith('TRAIN_')) throw new NegativeAnswer([`not verified: ${e.code}: ${e.message}`]);
+        // every check of the records is the verdict: a record that does not open (forged, another type) as much as one that opens and says otherwise
+        if (e instanceof C0Error) throw notVerified(e);
         throw e;
       }
+      if (opts.json) return outJson({ ok: true, ...r });
+      out(`included: step ${r.step} of ${r.worker}`);
+      out(`  under root ${r.root} (epoch ${r.epoch}), signed by the elected coordinator ${r.coordinator}, witnessed by ${r.witnesses.length}`);
     });
 }
