@@ -155,11 +155,18 @@ export function register(program: Command): void {
       // a multiaddr each, checked before the node is made: not `internal error: String multiaddr must start with "/"`
       if (!isMultiaddr(opts.listen)) throw new UsageError('TRAIN_BAD_OPTION', `--listen: "${opts.listen.slice(0, 80)}" is not a multiaddr (e.g. /ip4/127.0.0.1/tcp/4200)`, { field: 'listen' });
       if (opts.next !== undefined && !isPeerAddr(opts.next)) throw new UsageError('TRAIN_BAD_OPTION', `--next: "${opts.next.slice(0, 80)}" is not a multiaddr (e.g. /ip4/127.0.0.1/tcp/4201/p2p/<peer id>)`, { field: 'next' });
-      const id = await loadNodeIdentity(dataDir);
-      const shape = { layers: opts.layers.split(',').map(Number) };
+      // the model's shape and this stage's place in it: a wrong value is the command line's (exit 2), naming the flag
+      const layers = opts.layers.split(',').map((x) => x.trim());
+      if (layers.length < 2 || layers.some((x) => !/^[1-9][0-9]{0,8}$/.test(x))) {
+        throw new UsageError('TRAIN_BAD_OPTION', `--layers: "${opts.layers.slice(0, 80)}" is not a list of at least two positive layer widths, e.g. 4,16,3`, { field: 'layers' });
+      }
+      const shape = { layers: layers.map(Number) };
+      const L = shape.layers.length - 1;
+      if (!/^[0-9]+$/.test(opts.of) || Number(opts.of) < 1 || Number(opts.of) > L) throw new UsageError('PIPELINE_STAGES_INVALID', `--of: "${opts.of.slice(0, 40)}" stages; a ${opts.layers} model has 1 to ${L}`, { field: 'of' });
       const ranges = partition(shape, Number(opts.of));
-      const range = ranges[Number(opts.stage)];
-      if (!range) throw new UsageError('PIPELINE_STAGES_INVALID', `--stage must be 0 to ${ranges.length - 1}`);
+      const range = /^[0-9]+$/.test(opts.stage) ? ranges[Number(opts.stage)] : undefined;
+      if (!range) throw new UsageError('PIPELINE_STAGES_INVALID', `--stage: "${opts.stage.slice(0, 40)}"; with --of ${opts.of} it must be 0 to ${ranges.length - 1}`, { field: 'stage' });
+      const id = await loadNodeIdentity(dataDir);
       const w = weightsFromBytes(readInput(weightsFile));
       if (w.length !== paramCount(shape)) throw new C0Error('TRAIN_WEIGHTS_INVALID', `${weightsFile}: ${w.length} weights, a ${opts.layers} model has ${paramCount(shape)}`);
       const net = await createNetwork({ signer: id.signer, listen: [opts.listen], loopback: true, syncOnConnect: [], topics: [], ...(opts.next ? { bootstrap: [opts.next] } : {}) });

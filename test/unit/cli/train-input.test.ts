@@ -2,7 +2,7 @@
  * `c0mpute train start|join|stage` refuse bad input with a stable code naming what is wrong, never an internal error
  * (exit 70): a member's `addr` that is not a multiaddr (TRAIN_RUN_FILE naming members[i].addr at start, the bundle's
  * addrs entry at join), and `train stage --listen`/`--next` that are not multiaddrs (TRAIN_BAD_OPTION, exit 2, naming
- * the flag); witnesses that are not members (TRAIN_RUN_FILE naming witnesses[i], at start and wherever a bundle is
+ * the flag); `train stage --layers/--of/--stage` out of form (exit 2, naming the flag); witnesses that are not members (TRAIN_RUN_FILE naming witnesses[i], at start and wherever a bundle is
  * read). Real files, the real binary.
  */
 import { after, before, describe, it } from 'node:test';
@@ -106,6 +106,28 @@ describe('train: bad input is refused with a stable code', () => {
       const r = await c0('train', 'stage', weights(), '--layers', '4,8,3', '--stage', '0', '--of', '1', flag, value);
       assert.equal(r.status, EXIT.USAGE, r.stdout + r.stderr);
       assert.match(r.stderr, new RegExp(`^error TRAIN_BAD_OPTION: ${flag}: `));
+    });
+  }
+
+  for (const [args, code, flag] of [
+    [['--layers=4,x,3'], 'TRAIN_BAD_OPTION', '--layers'],
+    [['--layers=4,-16,3'], 'TRAIN_BAD_OPTION', '--layers'],
+    [['--layers=4'], 'TRAIN_BAD_OPTION', '--layers'],
+    [['--layers=4,,3'], 'TRAIN_BAD_OPTION', '--layers'],
+    [['--layers=4,0,3'], 'TRAIN_BAD_OPTION', '--layers'],
+    [['--of=0'], 'PIPELINE_STAGES_INVALID', '--of'],
+    [['--of=x'], 'PIPELINE_STAGES_INVALID', '--of'],
+    [['--of=3'], 'PIPELINE_STAGES_INVALID', '--of'],
+    [['--stage=2'], 'PIPELINE_STAGES_INVALID', '--stage'],
+    [['--stage=x'], 'PIPELINE_STAGES_INVALID', '--stage'],
+    [['--stage=-1'], 'PIPELINE_STAGES_INVALID', '--stage'],
+  ] as const) {
+    it(`train stage ${args.join(' ')}: ${code} naming ${flag}, exit 2`, async () => {
+      const o: Record<string, string> = { '--layers': '4,8,3', '--stage': '1', '--of': '2' };
+      for (const a of args) o[a.slice(0, a.indexOf('='))] = a.slice(a.indexOf('=') + 1);
+      const r = await c0('train', 'stage', weights(), ...Object.entries(o).map(([k, v]) => `${k}=${v}`));
+      assert.equal(r.status, EXIT.USAGE, r.stdout + r.stderr);
+      assert.match(r.stderr, new RegExp(`^error ${code}: ${flag}: `));
     });
   }
 });
