@@ -105,21 +105,24 @@ export function register(program: Command): void {
       if (runBundle) dir = runDir(dataDir, (await import('../../roles/trainer/run-file.js')).readRunBundle(runBundle).run.address);
       else {
         const base = join(dataDir, 'train');
-        const runs = existsSync(base) ? readdirSync(base) : [];
+        // a run's directory is named by 16 hex digits of its address (runDir): a stray file or directory beside them is no run
+        const runs = existsSync(base) ? readdirSync(base, { withFileTypes: true }).filter((d) => d.isDirectory() && /^[0-9a-f]{16}$/.test(d.name)) : [];
         if (runs.length !== 1) throw new C0Error('TRAIN_RUN_UNKNOWN', runs.length ? 'several runs here: name the run bundle' : 'no training run in this data directory');
-        dir = join(base, runs[0]!);
+        dir = join(base, runs[0]!.name);
       }
       const p = join(dir, 'status.json');
       if (!existsSync(p)) throw new C0Error('TRAIN_RUN_UNKNOWN', 'this node has not joined that run');
-      const s = JSON.parse(readFileSync(p, 'utf8')) as Record<string, unknown> & {
-        losses: Array<{ step: number; loss: number }>;
-        epochs: Array<{ epoch: number; root: string; coordinator: string; witnesses: string[] }>;
-        contributions: Record<string, number>;
-        ignored: { count: number };
-      };
+      const { parseStatusFile } = await import('../../roles/trainer/status.js');
+      let text: string;
+      try {
+        text = readFileSync(p, 'utf8');
+      } catch (e) {
+        throw new C0Error('TRAIN_STATUS_UNREADABLE', `cannot read ${p}: ${(e as Error).message}`, { field: 'status.json', detail: { path: p } });
+      }
+      const s = parseStatusFile(text, p);
       if (opts.json) return outJson(s);
       const last = s.losses[s.losses.length - 1];
-      out(`run ${String(s.run)} (${String(s.name)}): ${String(s.status)}${s.stopReason ? ` (${(s.stopReason as { code: string }).code})` : ''}, view ${String(s.view)}`);
+      out(`run ${s.run} (${s.name}): ${s.status}${s.stopReason ? ` (${s.stopReason.code})` : ''}, view ${s.view}`);
       out(`step ${String(s.step)}/${String(s.totalSteps)}, loss ${last ? last.loss.toFixed(4) : '-'}, ${Number(s.stepsPerSec).toFixed(1)} steps/s${s.accuracy !== undefined ? `, held-out accuracy ${(Number(s.accuracy) * 100).toFixed(1)} % (baseline ${(Number(s.baseline) * 100).toFixed(1)} %)` : ''}`);
       for (const [m, n] of Object.entries(s.contributions)) out(`  member ${m}: ${n} step commitments counted`);
       for (const e of s.epochs) out(`  epoch ${e.epoch}: root ${e.root}, coordinator ${short(e.coordinator)}, ${e.witnesses.length} witnesses`);

@@ -11,6 +11,8 @@
  *   finish; while steps run, at most every `everyMs` of the worker's
  *   monotonic clock (a wall clock stepped back would stop the writes as long).
  */
+import { z } from 'zod';
+import { C0Error } from '../../errors.js';
 import { baselineAccuracy, iris } from '../../training/data.js';
 import { addressOf } from '../../training/engine.js';
 import { weightsBytes } from '../../training/model.js';
@@ -113,4 +115,47 @@ export class StatusFile {
   step(): void {
     if (this.clock() - this.#last >= this.everyMs) this.write();
   }
+}
+
+/** status.json as `train status` reads it: the fields it shows, the others kept as they are. */
+const statusFileSchema = z
+  .object({
+    run: z.string(),
+    name: z.string(),
+    status: z.string(),
+    stopReason: z.object({ code: z.string() }).passthrough().optional(),
+    view: z.number(),
+    step: z.number(),
+    totalSteps: z.number(),
+    stepsPerSec: z.number(),
+    losses: z.array(z.object({ step: z.number(), loss: z.number() }).passthrough()),
+    contributions: z.record(z.string(), z.number()),
+    epochs: z.array(z.object({ epoch: z.number(), root: z.string(), coordinator: z.string(), witnesses: z.array(z.string()) }).passthrough()),
+    ignored: z.object({ count: z.number() }).passthrough(),
+    weights: z.string(),
+    accuracy: z.number().optional(),
+    baseline: z.number().optional(),
+  })
+  .passthrough();
+
+export type StatusFileView = z.infer<typeof statusFileSchema>;
+
+/**
+ * A run's status.json read back (`train status`): one that is not JSON or not a worker's status (torn by hand, another
+ * file put there) is TRAIN_STATUS_UNREADABLE naming the file and the field, not an internal error. The worker writes it
+ * whole by a rename (record-file.ts replaceFile), so a run of this build never leaves one half written.
+ */
+export function parseStatusFile(text: string, path: string): StatusFileView {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw new C0Error('TRAIN_STATUS_UNREADABLE', `${path}: not JSON (${(e as Error).message.slice(0, 80)}); not a worker's status`, { field: 'status.json', detail: { path } });
+  }
+  const p = statusFileSchema.safeParse(raw);
+  if (!p.success) {
+    const i = p.error.issues[0]!;
+    throw new C0Error('TRAIN_STATUS_UNREADABLE', `${path}: not a worker's status (${i.path.join('.') || 'the file'}: ${i.message})`, { field: 'status.json', detail: { path } });
+  }
+  return p.data;
 }

@@ -1,0 +1,85 @@
+/**
+ * `c0mpute train status` on a run directory whose status.json is not a worker's status (`{`, `{}`, a directory) is
+ * TRAIN_STATUS_UNREADABLE naming the file (exit 3); before, an internal error (exit 70). A stray file or directory
+ * under <data>/train/ beside the run's (named by 16 hex digits of the run's address) is not taken for a run. Real
+ * files, the real binary.
+ */
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { EXIT } from '../../../src/cli/context.js';
+import { tempDir } from '../ledger/helpers.js';
+import { runNode } from './cli-run.js';
+
+const bin = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
+const RUN = 'sha256:0123456789abcdef' + '0'.repeat(48);
+const good = {
+  run: RUN,
+  name: 'iris',
+  self: 'did:key:z6Mkself',
+  status: 'done',
+  view: 0,
+  members: [],
+  dropped: [],
+  step: 9,
+  totalSteps: 10,
+  stepsPerSec: 12.5,
+  losses: [{ step: 9, loss: 0.5 }],
+  contributions: { 'did:key:z6Mka': 10 },
+  epochs: [{ epoch: 0, view: 0, root: 'sha256:' + 'ab'.repeat(32), address: 'sha256:' + 'cd'.repeat(32), coordinator: 'did:key:z6Mka', witnesses: ['did:key:z6Mkb'] }],
+  views: [],
+  ignored: { count: 0, recent: [] },
+  weights: 'sha256:' + 'ef'.repeat(32),
+};
+
+describe('train status: a status.json that is not a worker status, stray files', () => {
+  const t = tempDir('c0-train-status-');
+  after(() => t.cleanup());
+  const env = { ...process.env, C0MPUTE_HOME: join(t.dir, 'home') };
+  let n = 0;
+  /** A data directory with train/<entries>: a name mapped to a file's text, or null for a directory. */
+  const data = (entries: Record<string, string | null>) => {
+    const d = join(t.dir, `d${n++}`);
+    for (const [name, text] of Object.entries(entries)) {
+      const p = join(d, 'train', name);
+      mkdirSync(text === null ? p : join(p, '..'), { recursive: true });
+      if (text !== null) writeFileSync(p, text);
+    }
+    return d;
+  };
+  const status = (d: string, ...more: string[]) => runNode([bin, '--data-dir', d, 'train', 'status', ...more], { env, timeout: 30_000 });
+
+  for (const [what, text] of [
+    ['{', '{'],
+    ['{}', '{}'],
+    ['losses: null', JSON.stringify({ ...good, losses: null })],
+  ] as const) {
+    it(`status.json ${what}: TRAIN_STATUS_UNREADABLE naming the file, exit 3`, async () => {
+      for (const json of [[], ['--json']]) {
+        const r = await status(data({ '0123456789abcdef/status.json': text }), ...json);
+        assert.equal(r.status, EXIT.OPERATOR, r.stdout + r.stderr);
+        assert.match(r.stderr, /^error TRAIN_STATUS_UNREADABLE: \S*0123456789abcdef\/status\.json: not /);
+      }
+    });
+  }
+
+  it('status.json a directory: TRAIN_STATUS_UNREADABLE, exit 3', async () => {
+    const r = await status(data({ '0123456789abcdef/status.json': null }));
+    assert.equal(r.status, EXIT.OPERATOR, r.stdout + r.stderr);
+    assert.match(r.stderr, /^error TRAIN_STATUS_UNREADABLE: cannot read /);
+  });
+
+  it('a stray file and directory beside the run are not runs: the run is shown', async () => {
+    const r = await status(data({ '0123456789abcdef/status.json': JSON.stringify(good), 'notes.txt': 'mine', 'old/x': 'y' }));
+    assert.equal(r.status, EXIT.OK, r.stdout + r.stderr);
+    assert.match(r.stdout, /^run sha256:0123456789abcdef0+ \(iris\): done, view 0/);
+  });
+
+  it('only a stray file: no training run (TRAIN_RUN_UNKNOWN, exit 3)', async () => {
+    const r = await status(data({ 'notes.txt': 'mine' }));
+    assert.equal(r.status, EXIT.OPERATOR, r.stdout + r.stderr);
+    assert.match(r.stderr, /^error TRAIN_RUN_UNKNOWN: no training run in this data directory/);
+  });
+});
