@@ -603,6 +603,8 @@ export class TrainerWorker {
     const others = this.members.filter((d) => d !== this.o.did);
     const deadline = this.#mono() + (this.o.joinTimeoutMs ?? 60_000);
     const sent = new Set<string>();
+    // each member's last refusal: kept trying (it may not be up yet, or be restarted on this run), named at the timeout
+    const refused = new Map<string, C0Error | Error>();
     while (sent.size < others.length || others.some((d) => !this.#memberships.has(d))) {
       if (this.box.closedBy) throw this.box.closedBy;
       for (const d of others) {
@@ -610,11 +612,17 @@ export class TrainerWorker {
         try {
           await this.wire.send(d, { k: 'member' }, mine, 5_000);
           sent.add(d);
-        } catch {
-          /* not up yet */
+          refused.delete(d);
+        } catch (e) {
+          refused.set(d, e as Error);
         }
       }
-      if (this.#mono() > deadline) throw new C0Error('TRAIN_JOIN_TIMEOUT', `members not joined: ${others.filter((d) => !this.#memberships.has(d) || !sent.has(d)).join(', ')}`);
+      if (this.#mono() > deadline) {
+        const missing = others.filter((d) => !this.#memberships.has(d) || !sent.has(d));
+        throw new C0Error('TRAIN_JOIN_TIMEOUT', `members not joined: ${missing.map((d) => `${d}: ${notJoined(refused.get(d), sent.has(d))}`).join('; ')}`, {
+          detail: { members: Object.fromEntries(missing.map((d) => [d, refused.get(d) instanceof C0Error ? (refused.get(d) as C0Error).code : sent.has(d) ? 'NO_MEMBERSHIP' : 'NO_ANSWER'])) },
+        });
+      }
       await new Promise((r) => setTimeout(r, 200));
     }
     this.#emit({ e: 'joined', members: this.members });
@@ -1004,6 +1012,18 @@ export function parseProposal(bytes: Uint8Array, from: string, next: number, mem
   // a member that missed the last epoch's result is one behind, one that got it while this worker did not is one ahead
   if (typeof resume !== 'number' || !Number.isInteger(resume) || resume < own - 1 || resume > own + 1 || (resume < own && !hasSnapshot(resume))) throw bad(`resume ${String(resume)} is not within one epoch of ${own}`);
   return { alive: alive as string[], resume };
+}
+
+/**
+ * Why a member is not joined at the join's timeout, by the last refusal it gave: a membership for another run
+ * (TRAIN_BAD_MEMBERSHIP: it joined a run with another address, a bundle differing in seed or createdAt, say), or the
+ * last failure to reach it, or ours taken but its own never received.
+ */
+function notJoined(e: Error | undefined, sent: boolean): string {
+  if (sent) return 'took this node’s membership but sent none of its own for this run';
+  if (!e) return 'not reached';
+  if (e instanceof C0Error && e.code === 'TRAIN_BAD_MEMBERSHIP') return `on another run (TRAIN_BAD_MEMBERSHIP: it refused this run’s membership; is it joined to another bundle of the same members?)`;
+  return `${e instanceof C0Error ? `${e.code}: ` : ''}${e.message.slice(0, 160)}`;
 }
 
 /**
