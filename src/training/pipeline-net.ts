@@ -124,8 +124,10 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
     const left = () => ac.abort(caller.reason);
     if (caller.aborted) left();
     else caller.addEventListener('abort', left, { once: true });
+    // made before the try: only what the request to the next stage brings is its failure, never this stage's own work
+    const frames: CborValue[] = [{ ...h, route: route.slice(1) }, ...splitPayload(weightsBytes(y))];
     try {
-      return joinBytes(await withRetry(() => net.request(route[0]!, PIPELINE_PROTOCOL, [{ ...h, route: route.slice(1) }, ...splitPayload(weightsBytes(y))], { limits: { ...LIMITS, deadlineMs: ms }, signal: ac.signal })));
+      return joinBytes(await withRetry(() => net.request(route[0]!, PIPELINE_PROTOCOL, frames, { limits: { ...LIMITS, deadlineMs: ms }, signal: ac.signal })));
     } catch (e) {
       if (e instanceof C0Error && e.code === 'PIPELINE_NEXT_STAGE_FAILED') throw e;
       const why = (e instanceof C0Error ? `${e.code}: ${e.message}` : (e as Error).message).slice(0, 300);
@@ -144,6 +146,10 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
       const head = reqs[0] as { batch?: unknown; mb?: unknown; route?: unknown } | undefined;
       if (!head || typeof head.batch !== 'number' || !Array.isArray(head.route)) throw new C0Error('PIPELINE_BAD_REQUEST', 'first frame must be {batch, mb, route}');
       if (!Number.isSafeInteger(head.batch) || head.batch < 1) throw new C0Error('PIPELINE_BAD_REQUEST', `batch ${String(head.batch)} is not a positive integer`);
+      // the request's own fields, all checked here: a bad one is this caller's request, never reported later as the next stage's failure
+      const mb = head.mb ?? 0;
+      if (typeof mb !== 'number' || !Number.isSafeInteger(mb) || mb < 0) throw new C0Error('PIPELINE_BAD_REQUEST', `mb ${JSON.stringify(mb)?.slice(0, 40)} is not a micro-batch number (an integer ≥ 0)`);
+      if (!reqs.slice(1).every((f) => f instanceof Uint8Array)) throw new C0Error('PIPELINE_BAD_REQUEST', 'the frames after the first must be the activations’ bytes');
       // the input is bounded before it is decoded or computed (the wire bounds it as it is read; this is the documented figure)
       checkSize(reqs.slice(1).reduce((n: number, f) => n + (f instanceof Uint8Array ? f.length : 0), 0));
       if (head.batch * widest > MAX_STAGE_VALUES) throw new C0Error('PIPELINE_TOO_LARGE', `${head.batch} rows × a widest layer of ${widest} is over ${MAX_STAGE_VALUES} values; use more micro-batches`);
@@ -151,12 +157,14 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
       checkSize(head.batch * outW * 8);
       if (head.route.length > stagesLeft) throw new C0Error('PIPELINE_BAD_REQUEST', `a route of ${head.route.length} stages; at most ${stagesLeft} can follow this one (layers ${o.range[0]}–${o.range[1]} of ${o.shape.layers.length - 1})`);
       if (!head.route.every((d) => isDid(d))) throw new C0Error('PIPELINE_BAD_REQUEST', 'route entries must be DIDs');
-      const x = weightsFromBytes(joinBytes(reqs.slice(1)));
+      const payload = joinBytes(reqs.slice(1));
+      if (payload.length % 8 !== 0) throw new C0Error('PIPELINE_BAD_REQUEST', `activations of ${payload.length} bytes: not a whole number of 8-byte values`);
+      const x = weightsFromBytes(payload);
       if (x.length !== head.batch * inW) throw new C0Error('PIPELINE_BAD_REQUEST', `activations of ${x.length} values, expected ${head.batch * inW}`);
       const batch = head.batch;
       const y = await queue.run(ctx.peer.toString(), ctx.signal, () => stageForward(o.shape, o.w, o.range, x, batch));
       const route = head.route as string[];
-      const outBytes = route.length > 0 ? await forward(route, { batch: head.batch, mb: Number(head.mb ?? 0) }, y, ctx.signal) : weightsBytes(y);
+      const outBytes = route.length > 0 ? await forward(route, { batch: head.batch, mb }, y, ctx.signal) : weightsBytes(y);
       for (const f of splitPayload(outBytes)) await ctx.send(f);
     },
     LIMITS,
