@@ -112,7 +112,7 @@ export function register(program: Command): void {
       }
       const p = join(dir, 'status.json');
       if (!existsSync(p)) throw new C0Error('TRAIN_RUN_UNKNOWN', 'this node has not joined that run');
-      const { parseStatusFile } = await import('../../roles/trainer/status.js');
+      const { parseStatusFile, interruptedPid } = await import('../../roles/trainer/status.js');
       let text: string;
       try {
         text = readFileSync(p, 'utf8');
@@ -120,9 +120,11 @@ export function register(program: Command): void {
         throw new C0Error('TRAIN_STATUS_UNREADABLE', `cannot read ${p}: ${(e as Error).message}`, { field: 'status.json', detail: { path: p } });
       }
       const s = parseStatusFile(text, p);
-      if (opts.json) return outJson(s);
+      const gone = interruptedPid(s);
+      if (opts.json) return outJson(gone === undefined ? s : { ...s, interrupted: true });
       const last = s.losses[s.losses.length - 1];
-      out(`run ${s.run} (${s.name}): ${s.status}${s.stopReason ? ` (${s.stopReason.code})` : ''}, view ${s.view}`);
+      const state = gone === undefined ? s.status : `interrupted (status.json says ${s.status}, but its worker process ${gone} is gone)`;
+      out(`run ${s.run} (${s.name}): ${state}${s.stopReason ? ` (${s.stopReason.code})` : ''}, view ${s.view}`);
       out(`step ${String(s.step)}/${String(s.totalSteps)}, loss ${last ? last.loss.toFixed(4) : '-'}, ${Number(s.stepsPerSec).toFixed(1)} steps/s${s.accuracy !== undefined ? `, held-out accuracy ${(Number(s.accuracy) * 100).toFixed(1)} % (baseline ${(Number(s.baseline) * 100).toFixed(1)} %)` : ''}`);
       for (const [m, n] of Object.entries(s.contributions)) out(`  member ${m}: ${n} step commitments counted`);
       for (const e of s.epochs) out(`  epoch ${e.epoch}: root ${e.root}, coordinator ${short(e.coordinator)}, ${e.witnesses.length} witnesses`);

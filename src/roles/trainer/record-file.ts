@@ -10,6 +10,7 @@ import { closeSync, existsSync, fsyncSync, linkSync, openSync, readdirSync, read
 import { basename, dirname, join } from 'node:path';
 import { C0Error } from '../../errors.js';
 import { osReason } from '../../util/os-reason.js';
+import { interruptedPid } from './worker-gone.js';
 
 /** Where a worker keeps the run's signed records: a run directory holding any is refused (TRAIN_RUN_EXISTS). */
 const EVIDENCE = ['steps', 'epochs', 'witnessed'];
@@ -40,8 +41,19 @@ export function refuseEvidence(dir: string): void {
   for (const sub of EVIDENCE) {
     const d = join(dir, sub);
     if (existsSync(d) && readdirSync(d).length > 0) {
-      throw new C0Error('TRAIN_RUN_EXISTS', `${d} already holds this run’s signed records: a run is not restarted over them (sign a new run with train start, or move ${dir} away; nothing was changed)`, { detail: { path: d } });
+      const gone = lastWorkerGone(dir);
+      const was = gone === undefined ? '' : ` The run was interrupted: its worker process ${gone} is gone, though status.json says training.`;
+      throw new C0Error('TRAIN_RUN_EXISTS', `${d} already holds this run’s signed records: a run is not restarted over them (sign a new run with train start, or move ${dir} away; nothing was changed).${was}`, { detail: { path: d, ...(gone === undefined ? {} : { interrupted: true }) } });
     }
+  }
+}
+
+/** The pid of the run's last worker when its status still says joining/training and that process is gone (status.ts interruptedPid). */
+function lastWorkerGone(dir: string): number | undefined {
+  try {
+    return interruptedPid(JSON.parse(readFileSync(join(dir, 'status.json'), 'utf8')) as { status?: unknown; pid?: unknown });
+  } catch {
+    return undefined;
   }
 }
 

@@ -18,6 +18,7 @@ import { addressOf } from '../../training/engine.js';
 import { weightsBytes } from '../../training/model.js';
 import type { TrainerWorker } from './worker.js';
 import { replaceFile } from './record-file.js';
+export { interruptedPid } from './worker-gone.js';
 
 /** Default least interval between two step-time writes of status.json, ms. */
 export const STATUS_EVERY_MS = 250;
@@ -76,6 +77,8 @@ export function statusView(w: StatusSource, more: { self: string; stepsPerSec: n
     name: w.rec.name,
     self: more.self,
     status: w.status,
+    // the process writing it: a `joining`/`training` status whose process is gone was interrupted (interruptedPid)
+    pid: process.pid,
     ...(w.stopReason ? { stopReason: w.stopReason } : {}),
     view: w.view,
     members: w.members,
@@ -133,6 +136,7 @@ const statusFileSchema = z
     epochs: z.array(z.object({ epoch: z.number(), root: z.string(), coordinator: z.string(), witnesses: z.array(z.string()) }).passthrough()),
     ignored: z.object({ count: z.number() }).passthrough(),
     weights: z.string(),
+    pid: z.number().optional(),
     accuracy: z.number().optional(),
     baseline: z.number().optional(),
   })
@@ -159,3 +163,4 @@ export function parseStatusFile(text: string, path: string): StatusFileView {
   }
   return p.data;
 }
+

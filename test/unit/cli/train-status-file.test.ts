@@ -2,14 +2,19 @@
  * `c0mpute train status` on a run directory whose status.json is not a worker's status (`{`, `{}`, a directory) is
  * TRAIN_STATUS_UNREADABLE naming the file (exit 3); before, an internal error (exit 70). A stray file or directory
  * under <data>/train/ beside the run's (named by 16 hex digits of the run's address) is not taken for a run. Real
- * files, the real binary.
+ * files, the real binary. A status that says training whose worker process is gone (SIGKILL) reads as interrupted, and
+ * a `train join` refused TRAIN_RUN_EXISTS over it says so; before, `training` for good.
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EXIT } from '../../../src/cli/context.js';
+import { createIdentity } from '../../../src/node/identity.js';
+import { Ed25519Signer } from '../../../src/records/ed25519.js';
+import { buildRun } from '../../../src/roles/trainer/run-file.js';
 import { tempDir } from '../ledger/helpers.js';
 import { runNode } from './cli-run.js';
 
@@ -81,5 +86,33 @@ describe('train status: a status.json that is not a worker status, stray files',
     const r = await status(data({ 'notes.txt': 'mine' }));
     assert.equal(r.status, EXIT.OPERATOR, r.stdout + r.stderr);
     assert.match(r.stderr, /^error TRAIN_RUN_UNKNOWN: no training run in this data directory/);
+  });
+
+  it('a status that says training whose worker process is gone reads as interrupted; its process alive, as training', async () => {
+    const dead = spawnSync(process.execPath, ['-e', '']).pid!;
+    const gone = await status(data({ '0123456789abcdef/status.json': JSON.stringify({ ...good, status: 'training', pid: dead }) }));
+    assert.equal(gone.status, EXIT.OK, gone.stdout + gone.stderr);
+    assert.match(gone.stdout, new RegExp(`: interrupted \\(status.json says training, but its worker process ${dead} is gone\\), view 0`));
+    const json = await status(data({ '0123456789abcdef/status.json': JSON.stringify({ ...good, status: 'training', pid: dead }) }), '--json');
+    assert.equal((JSON.parse(json.stdout) as { interrupted?: boolean }).interrupted, true);
+    const alive = await status(data({ '0123456789abcdef/status.json': JSON.stringify({ ...good, status: 'training', pid: process.pid }) }));
+    assert.match(alive.stdout, /: training, view 0/);
+  });
+
+  it('train join refused TRAIN_RUN_EXISTS over a run whose worker was killed says the run was interrupted', async () => {
+    const d = join(t.dir, 'joined');
+    const me = createIdentity(d).did;
+    const yaml = ['name: t', 'model: { layers: [4, 8, 3] }', 'members:', `  - { did: ${me}, addr: /ip4/127.0.0.1/tcp/4101 }`].join('\n');
+    const { bundle, json } = buildRun(yaml, Ed25519Signer.generate(), Date.now());
+    const bundlePath = join(t.dir, 'joined.run.json');
+    writeFileSync(bundlePath, json);
+    const runDir = join(d, 'train', bundle.run.address.slice(7, 23));
+    mkdirSync(join(runDir, 'steps'), { recursive: true });
+    writeFileSync(join(runDir, 'steps', '0.cbor'), 'a step');
+    const dead = spawnSync(process.execPath, ['-e', '']).pid!;
+    writeFileSync(join(runDir, 'status.json'), JSON.stringify({ ...good, run: bundle.run.address, status: 'training', pid: dead }));
+    const r = await runNode([bin, '--data-dir', d, 'train', 'join', bundlePath], { env, timeout: 30_000 });
+    assert.equal(r.status, EXIT.OPERATOR, r.stdout + r.stderr);
+    assert.match(r.stderr, new RegExp(`^error TRAIN_RUN_EXISTS: .*The run was interrupted: its worker process ${dead} is gone`));
   });
 });
