@@ -31,6 +31,7 @@ import { RosterState } from './roster-state.js';
 import { code, PoolCoordinator, type PoolMetrics } from './coordinator.js';
 import { setLongTimeout, type LongTimer } from '../../util/timers.js';
 import { TrailSync } from './sync.js';
+import { duration, isoTime } from '../../market/say.js';
 
 export { POOL_PROTOCOL, type PoolReply } from './protocol.js';
 export { TRAIL_KEPT_BYTES, TRAIL_KEPT_ENTRIES } from '../../pools/trail.js';
@@ -56,6 +57,14 @@ export interface PoolMemberOptions extends PoolGates {
 /** How much of its trail another coordinator may keep here (DispatchTrail.record's `keep`); `evict`: drop its earliest closed entries for a new one. */
 export function trailKeep(o: PoolMemberOptions, evict: boolean): TrailKeep {
   return { entries: o.maxKeptDispatches ?? TRAIL_KEPT_ENTRIES, bytes: o.maxKeptBytes ?? TRAIL_KEPT_BYTES, evict };
+}
+
+/**
+ * How long before the roster in use expires a member warns (docs/pools.md "Roster expiry"): a day, or a tenth of the
+ * roster's lifetime when that is shorter.
+ */
+export function expiryWarningMs(r: PoolRoster): number {
+  return Math.min(24 * 3600_000, Math.max(0, r.expiresAt - r.issuedAt) / 10);
 }
 
 export const POOL_MEMBER_DEFAULTS: PoolMemberOptions = { maxInputBytes: 512 * 1024, sizeParam: 'maxTokens', maxSizeParam: 8192, memberTimeoutMs: 30_000, livenessMs: 2000, maxOpenDispatches: 64 };
@@ -177,6 +186,8 @@ export class PoolMember {
   #syncGate: Promise<void> | undefined;
   #openGate: (() => void) | undefined;
   #m: PoolMetrics | undefined;
+  /** What was logged of the roster in use's expiry (once each: 'soon', then 'expired'); cleared when a new roster is adopted. */
+  #expiryNoted: 'soon' | 'expired' | undefined;
   /** Jobs this member runs now as the member a dispatch chose (`op: status` says so: recovery leaves their dispatch alone). */
   #runningHere = new Set<string>();
 
@@ -367,6 +378,7 @@ export class PoolMember {
 
   /** A tick; `wait`: until its sync step ends (the loop does not wait: the step runs beside it, one at a time). */
   async #tick(wait: boolean): Promise<void> {
+    this.#noteExpiry();
     const e = this.elected();
     if (!this.#elected || this.#elected.epoch !== e.epoch || this.#elected.who !== e.coordinator) {
       this.#m?.epochs.inc();
@@ -395,6 +407,31 @@ export class PoolMember {
 
   // ---- rosters ---------------------------------------------------------------
 
+  /** Whether the roster in use has expired (docs/pools.md "Roster expiry"): buyers refuse its adverts, so this member quotes nothing. */
+  get expired(): boolean {
+    return this.d.clock() >= this.#rs.roster.record.expiresAt;
+  }
+
+  /**
+   * Log the roster in use's expiry, once each (docs/pools.md "Roster expiry"): a warning once it is within
+   * expiryWarningMs of it, an error once past it (at start too, on a roster already expired). A member that left says nothing.
+   */
+  #noteExpiry(): void {
+    if (this.#rs.left) return;
+    const r = this.#rs.roster.record;
+    const now = this.d.clock();
+    const at = isoTime(r.expiresAt);
+    if (now >= r.expiresAt) {
+      if (this.#expiryNoted === 'expired') return;
+      this.#expiryNoted = 'expired';
+      this.d.log.error({ pool: this.pool, seq: r.seq, expiresAt: at }, `pool: roster seq ${r.seq} in use expired at ${at}: buyers refuse the pool's adverts, so this member quotes nothing for it; sign a renewed roster (pool-provider roster) and join it (pool-provider join)`);
+    } else if (now >= r.expiresAt - expiryWarningMs(r)) {
+      if (this.#expiryNoted !== undefined) return;
+      this.#expiryNoted = 'soon';
+      this.d.log.warn({ pool: this.pool, seq: r.seq, expiresAt: at }, `pool: roster seq ${r.seq} in use expires at ${at} (in ${duration(r.expiresAt - now)}): sign a renewed roster (pool-provider roster) and have every member join it`);
+    }
+  }
+
   /**
    * Act on this member's own countersignature of a newer roster (`pool-provider
    * join` on a running node): verified, kept, the advert signed again, and the
@@ -404,7 +441,8 @@ export class PoolMember {
     const roster = open(rosterBytes, T.poolRoster);
     const membership = open(membershipBytes, T.poolMembership);
     if (membership.record.status === 'left') return this.leave(roster, membership);
-    const old = this.#rs.adopt(roster, membership);
+    const old = this.#rs.adopt(roster, membership, this.d.clock());
+    this.#expiryNoted = undefined;
     await this.d.saveRoster?.(roster, membership);
     this.d.log.info({ pool: this.pool, seq: roster.record.seq, from: old.record.seq, members: this.members.length }, 'pool: adopted a new roster');
     this.d.onRosterChanged?.();
@@ -450,7 +488,7 @@ export class PoolMember {
 
   #heard(bytes: Uint8Array): void {
     const r = open(bytes, T.poolRoster);
-    if (!this.#rs.heard(r)) return;
+    if (!this.#rs.heard(r, this.d.clock())) return;
     this.d.log.warn({ pool: this.pool, seq: r.record.seq, using: this.#rs.seq, removed: this.#rs.removed }, this.#rs.removed ? 'pool: a newer roster removed this member; it stops quoting for the pool' : 'pool: a newer roster exists; not quoting until this member joins it');
   }
 
@@ -484,7 +522,7 @@ export class PoolMember {
    * provider's own checks (mayQuoteAt).
    */
   mayQuote(job: Opened<Job>): boolean {
-    if (!this.#ready || this.#rs.left || this.#rs.behind || this.elected().coordinator !== this.d.did) return false;
+    if (!this.#ready || this.#rs.left || this.#rs.behind || this.expired || this.elected().coordinator !== this.d.did) return false;
     return this.#active(job).length > 0;
   }
 
@@ -607,12 +645,24 @@ export class PoolMember {
     const live = this.live();
     const next = coordinatorRanking(this.pool, e.epoch + 1, live)[0];
     const f = await this.#figures.read();
+    const notQuoting = !this.#ready
+      ? 'starting'
+      : this.#rs.left
+        ? 'left'
+        : this.#rs.removed
+          ? 'removed'
+          : this.#rs.behind
+            ? 'behind'
+            : now >= this.#rs.roster.record.expiresAt
+              ? 'expired'
+              : undefined;
     return {
       pool: this.pool,
-      roster: { address: this.#rs.roster.address, seq: this.#rs.roster.record.seq, epochMs: this.#rs.roster.record.epochMs },
+      roster: { address: this.#rs.roster.address, seq: this.#rs.roster.record.seq, epochMs: this.#rs.roster.record.epochMs, expiresAt: this.#rs.roster.record.expiresAt },
       me: this.d.did,
       newestSeq: this.#rs.newest.record.seq,
-      quoting: this.#ready && !this.#rs.left && !this.#rs.behind,
+      quoting: notQuoting === undefined,
+      ...(notQuoting !== undefined ? { notQuoting } : {}),
       left: this.#rs.left !== undefined,
       removed: this.#rs.removed,
       pending: f.pending,

@@ -7,13 +7,16 @@
  *   higher-seq roster of the same pool (from `pool-provider join` on a running
  *   node, or loaded at start). The chain is verified for this member
  *   (verifyPoolProof); a lower or equal seq is refused (POOL_ROSTER_STALE), a
- *   roster of another pool too (POOL_WRONG_POOL). From then on the member signs
+ *   roster of another pool too (POOL_WRONG_POOL), one past its `expiresAt` at
+ *   `now` too (POOL_ROSTER_EXPIRED: buyers refuse its adverts, so acting on it
+ *   would stop the pool). From then on the member signs
  *   with it, counts as live only members on the same seq, and elects among them.
  * - `heard(roster)`: a higher-seq roster of this pool that another member sent
  *   (`op: roster`, or a ping answer). The member cannot sign with it (it has not
  *   countersigned it): it stops quoting until it joins it, and when the roster
  *   no longer lists it, it is removed and stops for good (until a later roster
- *   lists it and it joins).
+ *   lists it and it joins). One past its `expiresAt` at `now` is ignored (it
+ *   would stop this member quoting for a roster nobody can act on).
  * - `leave(roster, membership)`: this member's own signed `left` membership
  *   (`pool-provider leave` on a running node; docs/pools.md "A member leaves a
  *   running pool"), of the roster in use or a newer one of the pool. From then
@@ -30,6 +33,7 @@ import { C0Error } from '../../errors.js';
 import type { Opened } from '../../records/envelope.js';
 import type { PoolMembership, PoolRoster } from '../../records/kinds.js';
 import { verifyPoolProof } from '../../pools/chain.js';
+import { duration, isoTime } from '../../market/say.js';
 
 export class RosterState {
   readonly pool: string;
@@ -101,9 +105,10 @@ export class RosterState {
   }
 
   /** Act on this member's own countersignature of a newer roster. Returns the roster replaced. */
-  adopt(roster: Opened<PoolRoster>, membership: Opened<PoolMembership>): Opened<PoolRoster> {
+  adopt(roster: Opened<PoolRoster>, membership: Opened<PoolMembership>, now: number): Opened<PoolRoster> {
     if (roster.signer !== this.pool) throw new C0Error('POOL_WRONG_POOL', `the roster is pool ${roster.signer}'s, not ${this.pool}'s`, { field: 'roster' });
     if (roster.record.seq <= this.#roster.record.seq) throw new C0Error('POOL_ROSTER_STALE', `roster seq ${roster.record.seq} is not newer than seq ${this.#roster.record.seq} in use`, { field: 'roster' });
+    if (now >= roster.record.expiresAt) throw rosterExpired(roster, now);
     verifyPoolProof({ roster: roster.bytes, membership: membership.bytes }, this.did);
     const old = this.#roster;
     this.#roster = roster;
@@ -140,9 +145,14 @@ export class RosterState {
   }
 
   /** Note a roster another member sent; true when it is newer than any heard before. */
-  heard(roster: Opened<PoolRoster>): boolean {
-    if (roster.signer !== this.pool || roster.record.seq <= this.#newest.record.seq) return false;
+  heard(roster: Opened<PoolRoster>, now: number): boolean {
+    if (roster.signer !== this.pool || roster.record.seq <= this.#newest.record.seq || now >= roster.record.expiresAt) return false;
     this.#newest = roster;
     return true;
   }
+}
+
+/** POOL_ROSTER_EXPIRED for a roster past its `expiresAt` at `now` (docs/pools.md "Roster expiry"). */
+export function rosterExpired(roster: Opened<PoolRoster>, now: number): C0Error {
+  return new C0Error('POOL_ROSTER_EXPIRED', `roster seq ${roster.record.seq} (${roster.address}) expired at ${isoTime(roster.record.expiresAt)} (${duration(now - roster.record.expiresAt)} ago): sign a renewed one (pool-provider roster) and join that`, { field: 'roster' });
 }
