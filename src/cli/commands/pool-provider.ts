@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { C0Error } from '../../errors.js';
 import { apiCall } from '../../node/api-client.js';
 import type { PoolRoster } from '../../records/kinds.js';
-import { out, outJson, readInput, writeOutput } from '../context.js';
+import { checkWritable, out, outJson, readInput, writeOutput } from '../context.js';
 import { short } from '../short.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
 import { readDaemonInfo } from '../../node/daemon-info.js';
@@ -82,19 +82,36 @@ export function register(program: Command): void {
         const roster = open(readInput(o.roster), T.poolRoster);
         const did = readKeyFileDid(dataDir);
         if (!roster.record.members.some((m) => m.did === did)) throw new C0Error('POOL_NOT_MEMBER', `${did} is not on roster ${roster.address}`);
+        // An expired roster stands for nothing (buyers refuse its adverts): joining it would stop the pool (docs/pools.md "Roster expiry").
+        if (status === 'member' && Date.now() >= roster.record.expiresAt) throw (await import('../../roles/pool-member/roster-state.js')).rosterExpired(roster, Date.now());
         const id = await loadNodeIdentity(dataDir);
         const env = seal(T.poolMembership, { pool: roster.signer, roster: roster.address, seq: roster.record.seq, status, signedAt: Date.now() }, id.signer);
-        writeOutput(o.out, env.bytes);
-        out(`${status === 'member' ? 'joined' : 'left'} pool ${roster.signer} (roster seq ${roster.record.seq}) as ${did}`);
+        const done = `${status === 'member' ? 'joined' : 'left'} pool ${roster.signer} (roster seq ${roster.record.seq}) as ${did}`;
         // A running member acts on the new roster at once (docs/pools.md "A new roster reaches running members").
-        // Leaving reaches it the same way ("A member leaves a running pool").
+        // Leaving reaches it the same way ("A member leaves a running pool"). It is asked first: the file is written
+        // only once it accepted (a refused roster, stale or of another pool, left the file replaced, and the member
+        // then could not restart on it).
         const running = readDaemonInfo(dataDir);
         if (running && o.push !== false) {
+          checkWritable(o.out);
           const c = requireDaemon(dataDir);
           // the member tells the others before it answers (each call bounded by its pool liveness, 2 s by default)
           const r = (await apiCall(c.api, c.token, 'POST', `/v1/pool/roster${overlayQuery(o.overlay)}`, { roster: Buffer.from(roster.bytes).toString('base64'), membership: Buffer.from(env.bytes).toString('base64') }, { workMs: 30_000 })) as { seq: number; members: string[] };
+          try {
+            writeOutput(o.out, env.bytes);
+          } catch (e) {
+            const ce = e instanceof C0Error ? e : new C0Error('OUTPUT_UNWRITABLE', (e as Error).message, { field: 'out' });
+            throw new C0Error(ce.code, `${ce.message}; the running member already acts on roster seq ${r.seq} and keeps it in its database (a restart uses it): write the membership again with --no-push`, { field: 'out' });
+          }
+          out(done);
           out(status === 'member' ? `the running member now uses roster seq ${r.seq} (${r.members.length} members) and sent it to the others` : `the running member left the pool at once: no more quotes or work for it, advert withdrawn, the others told`);
+          return;
         }
+        // No running member to ask: the membership already at --out is what the node starts on; one of another pool or
+        // of a newer roster is not replaced (the node could not start on the pair, or would go back a roster).
+        await keptMembership(o.out, roster.signer, roster.record.seq, did);
+        writeOutput(o.out, env.bytes);
+        out(done);
       });
   }
   pp.command('status')
@@ -109,9 +126,10 @@ export function register(program: Command): void {
         epoch: number;
         coordinator?: string;
         nextCoordinator?: string;
-        roster: { seq: number };
+        roster: { seq: number; expiresAt?: number };
         newestSeq?: number;
         quoting?: boolean;
+        notQuoting?: string;
         removed?: boolean;
         left?: boolean;
         pending?: number;
@@ -122,6 +140,11 @@ export function register(program: Command): void {
       if (o.json) return outJson(s);
       out(`pool ${s.pool} roster seq ${s.roster.seq} epoch ${s.epoch}`);
       out(`coordinator ${short(s.coordinator)} (next epoch ${short(s.nextCoordinator)})`);
+      if (s.roster.expiresAt !== undefined) {
+        const at = new Date(s.roster.expiresAt).toISOString();
+        if (s.notQuoting === 'expired') out(`roster seq ${s.roster.seq} EXPIRED at ${at}: buyers refuse the pool's adverts, no member quotes; sign a renewed roster (pool-provider roster) and join it`);
+        else out(`roster expires ${at}`);
+      }
       if (s.left) out('this member has left the pool: it no longer quotes or runs work for it');
       else if (s.removed) out(`removed by roster seq ${s.newestSeq}: this member no longer quotes for the pool`);
       else if (s.newestSeq !== undefined && s.newestSeq > s.roster.seq) out(`roster seq ${s.newestSeq} exists: join it (pool-provider join) to quote again`);
@@ -133,4 +156,24 @@ export function register(program: Command): void {
         out(`  ${short(m.did)} w${m.weight} ${m.left ? 'left' : m.live ? 'live' : 'gone'}  jobs ${m.jobs.completed}/${m.jobs.dispatched} ok, ${m.jobs.failed} failed  earned ${earned}`);
       }
     });
+}
+
+/**
+ * Before `join`/`leave` without a running member writes `out`: a membership this node signed already there, of
+ * another pool (POOL_WRONG_POOL) or of a newer roster (POOL_ROSTER_STALE), is not replaced. Anything else there (no
+ * file, another signer's, not a membership) is left to the write.
+ */
+async function keptMembership(path: string, pool: string, seq: number, did: string): Promise<void> {
+  if (!existsSync(path) || statSync(path).isDirectory()) return;
+  const [{ open }, { T }] = await Promise.all([import('../../records/envelope.js'), import('../../records/kinds.js')]);
+  let m;
+  try {
+    m = open(readInput(path), T.poolMembership);
+  } catch {
+    return;
+  }
+  if (m.signer !== did) return;
+  const keep = 'nothing written: give another --out, or move that file away first';
+  if (m.record.pool !== pool) throw new C0Error('POOL_WRONG_POOL', `${path} holds this node's membership of pool ${m.record.pool}, not ${pool} (${keep})`, { field: 'roster' });
+  if (m.record.seq > seq) throw new C0Error('POOL_ROSTER_STALE', `${path} holds this node's membership of roster seq ${m.record.seq}, newer than seq ${seq} (${keep})`, { field: 'roster' });
 }

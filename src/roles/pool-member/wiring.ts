@@ -27,6 +27,7 @@ import { DispatchTrail, RunLog } from '../../pools/trail.js';
 import type { Executor } from '../provider/executors.js';
 import { PoolMember, POOL_PROTOCOL, type PoolMemberOptions, type PoolReply, type PoolSlots } from './member.js';
 import { admitMembers } from './serve.js';
+import { verifyPoolProof } from '../../pools/chain.js';
 import { RECEIPT_ASK_FRAMES, RECEIPT_ASK_MS } from './coordinator.js';
 import { PROTOCOLS, REQUEST_BASE_MS } from '../../net/protocols.js';
 import { encodeRecordsRequest } from '../../net/records-protocol.js';
@@ -121,12 +122,22 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
   if (maxOutputBytes < d.maxOutputBytes) {
     d.log.info({ maxOutputBytes, configured: d.maxOutputBytes }, 'pool: outputs are bounded by one frame between members; provider.maxOutputBytes is clamped to 3 MiB for pool work');
   }
-  let roster, membership;
+  // Each file named in what is said of it: a bad one is found without guessing which of the two it is.
+  const load = <K extends typeof T.poolRoster | typeof T.poolMembership>(path: string, kind: K, what: string) => {
+    try {
+      return open(new Uint8Array(readFileSync(path)), kind);
+    } catch (e) {
+      throw new C0Error(e instanceof C0Error ? e.code : 'CONFIG_INVALID', `pool: cannot load the ${what} ${path} (pool.${what}): ${(e as Error).message}`, { field: `pool.${what}` });
+    }
+  };
+  let roster = load(d.config.roster, T.poolRoster, 'roster') as Opened<PoolRoster>;
+  let membership = load(d.config.membership, T.poolMembership, 'membership') as Opened<PoolMembership>;
+  // Whether the config's pair is this node's place on that roster (the chain PoolMember checks): the error, if not.
+  let unfit: C0Error | undefined;
   try {
-    roster = open(new Uint8Array(readFileSync(d.config.roster)), T.poolRoster);
-    membership = open(new Uint8Array(readFileSync(d.config.membership)), T.poolMembership);
+    verifyPoolProof({ roster: roster.bytes, membership: membership.bytes }, d.did, membership.record.status === 'left' ? 'left' : 'member');
   } catch (e) {
-    throw new C0Error(e instanceof C0Error ? e.code : 'CONFIG_INVALID', `pool: cannot load the roster or membership: ${(e as Error).message}`, { field: 'pool' });
+    unfit = e instanceof C0Error ? e : new C0Error('POOL_PROOF_INVALID', (e as Error).message);
   }
   const kept = d.sub('pool-roster');
   const saved = await kept.get('current');
@@ -134,12 +145,19 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
     const v = decodeCanonical(saved) as { roster: Uint8Array; membership: Uint8Array };
     const r = open(v.roster, T.poolRoster);
     const m = open(v.membership, T.poolMembership);
-    // A `left` record kept while running (PoolMember.leave) also wins over the config's files of the same seq.
-    if (r.signer === roster.signer && (r.record.seq > roster.record.seq || (r.record.seq === roster.record.seq && m.record.status === 'left'))) {
+    // A `left` record kept while running (PoolMember.leave) also wins over the config's files of the same seq; and so
+    // does the pair kept when the config's of the same seq is not this node's place on it (a membership file
+    // overwritten since: docs/pools.md "Running a member").
+    if (r.signer === roster.signer && (r.record.seq > roster.record.seq || (r.record.seq === roster.record.seq && (m.record.status === 'left' || unfit !== undefined)))) {
+      if (unfit && r.record.seq === roster.record.seq) {
+        d.log.warn({ code: unfit.code, membership: d.config.membership, roster: d.config.roster, seq: r.record.seq }, `pool: ${d.config.membership} (pool.membership) is not this node's place on roster seq ${roster.record.seq} in ${d.config.roster} (${unfit.code}: ${unfit.message}); using the pair of that seq kept in the database instead. Run pool-provider join --roster ${d.config.roster} --out ${d.config.membership} to write it again`);
+      }
       roster = r;
       membership = m;
+      unfit = undefined;
     }
   }
+  if (unfit) throw new C0Error(unfit.code, `pool: ${d.config.membership} (pool.membership) is not this node's place on roster seq ${roster.record.seq} in ${d.config.roster} (pool.roster): ${unfit.message}`, { field: 'pool.membership' });
   // The other members' `left` records (PoolMember keeps them as they come: `left!<member>`).
   const membersLeft: Array<{ roster: Opened<PoolRoster>; membership: Opened<PoolMembership> }> = [];
   for await (const [, v] of kept.iterator({ gt: LEFT, lt: `${LEFT}\uffff` })) {
