@@ -15,13 +15,15 @@ import { join } from 'node:path';
 import { C0Error } from '../../errors.js';
 import { apiCall } from '../../node/api-client.js';
 import type { PoolRoster } from '../../records/kinds.js';
-import { checkWritable, out, outJson, readInput, writeOutput } from '../context.js';
+import { checkWritable, UsageError, out, outJson, readInput, writeOutput } from '../context.js';
 import { short } from '../short.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
 import { readDaemonInfo } from '../../node/daemon-info.js';
 import { globals } from './index.js';
 
 const DAY = 24 * 3600_000;
+/** A roster's longest lifetime (MAX_ROSTER_LIFETIME_MS in src/records/kinds.ts, not imported here: the CLI's start stays light). */
+const MAX_ROSTER_DAYS = 90;
 /** The last roster `pool-provider roster` signed, kept in the pool's key folder (its seq bounds the next one's). */
 export const LAST_ROSTER = 'last-roster.cose';
 
@@ -46,6 +48,9 @@ export function register(program: Command): void {
     .option('--seq <n>', 'sequence number, greater than any this pool signed here (default: the highest known, plus one)')
     .action(async (o: { poolDir: string; members: string; out: string; epochMs: string; lifetimeDays: string; seq?: string }) => {
       const [{ loadIdentity }, { open, seal }, { T }, { nextRosterSeq }] = await Promise.all([import('../../node/identity.js'), import('../../records/envelope.js'), import('../../records/kinds.js'), import('../../pools/roster-seq.js')]);
+      // The options first, named as typed (before, `--epoch-ms abc` came out as RECORD_FIELD_TYPE on epochMs, exit 3).
+      const epochMs = rosterEpochMs(o.epochMs);
+      const lifetimeMs = rosterLifetimeMs(o.lifetimeDays);
       const pool = loadIdentity(o.poolDir);
       // The highest seq this pool is known here to have signed: the previous roster at --out (a directory there is
       // refused when writing), and the last one signed from this key folder (LAST_ROSTER), whatever its --out was.
@@ -57,7 +62,7 @@ export function register(program: Command): void {
         if (r.signer === pool.did && r.record.seq > (known?.seq ?? -1)) known = { seq: r.record.seq, where };
       }
       const now = Date.now();
-      const roster: PoolRoster = { seq: nextRosterSeq(o.seq, known), issuedAt: now, expiresAt: now + Number(o.lifetimeDays) * DAY, epochMs: Number(o.epochMs), members: await (await import('../members-file.js')).readMembers(o.members) };
+      const roster: PoolRoster = { seq: nextRosterSeq(o.seq, known), issuedAt: now, expiresAt: now + lifetimeMs, epochMs, members: await (await import('../members-file.js')).readMembers(o.members) };
       const env = seal(T.poolRoster, roster, pool.signer);
       writeOutput(o.out, env.bytes);
       // Kept beside the key: the next roster is checked against it wherever it is written. The roster is written
@@ -176,4 +181,19 @@ async function keptMembership(path: string, pool: string, seq: number, did: stri
   const keep = 'nothing written: give another --out, or move that file away first';
   if (m.record.pool !== pool) throw new C0Error('POOL_WRONG_POOL', `${path} holds this node's membership of pool ${m.record.pool}, not ${pool} (${keep})`, { field: 'roster' });
   if (m.record.seq > seq) throw new C0Error('POOL_ROSTER_STALE', `${path} holds this node's membership of roster seq ${m.record.seq}, newer than seq ${seq} (${keep})`, { field: 'roster' });
+}
+
+/** `roster --epoch-ms`: a whole number of ms from 1000 to a day (the roster's bounds), else POOL_ROSTER_EPOCH_INVALID (exit 2). */
+export function rosterEpochMs(v: string): number {
+  const n = /^\s*\d+\s*$/.test(v) ? Number(v) : NaN;
+  if (!Number.isSafeInteger(n) || n < 1000 || n > DAY) throw new UsageError('POOL_ROSTER_EPOCH_INVALID', `--epoch-ms ${JSON.stringify(v.slice(0, 40))} is not a whole number of milliseconds from 1000 to ${DAY} (a day)`, { field: 'epoch-ms' });
+  return n;
+}
+
+/** `roster --lifetime-days`: a number of days above 0, at most 90 (the roster's bound), as whole ms; else POOL_ROSTER_LIFETIME_INVALID (exit 2). */
+export function rosterLifetimeMs(v: string): number {
+  const days = /^\s*(\d+(\.\d*)?|\.\d+)\s*$/.test(v) ? Number(v) : NaN;
+  const ms = Math.round(days * DAY);
+  if (!Number.isFinite(days) || ms < 1 || days > MAX_ROSTER_DAYS) throw new UsageError('POOL_ROSTER_LIFETIME_INVALID', `--lifetime-days ${JSON.stringify(v.slice(0, 40))} is not a number of days above 0, at most ${MAX_ROSTER_DAYS}`, { field: 'lifetime-days' });
+  return ms;
 }

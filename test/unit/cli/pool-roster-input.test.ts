@@ -57,3 +57,26 @@ test('a members file with an unknown key is refused naming it; nothing is writte
   const ok = await c0('pool-provider', 'roster', '--pool-dir', poolDir, '--members', members('ok.yaml', `members:\n  - { did: ${did}, weight: 5, hardware: ${hw} }\n`), '--out', join(root, 'ok.cose'));
   assert.equal(ok.code, 0, ok.err);
 });
+
+test('--epoch-ms and --lifetime-days that are not values a roster takes: a usage error naming the option (exit 2), nothing written', async () => {
+  await setup();
+  const file = members('opts.yaml', `members:\n  - { did: ${did}, weight: 1, hardware: { cpuCores: 4, memoryMiB: 8192 } }\n`);
+  const cases: Array<[string[], string, RegExp]> = [
+    [['--epoch-ms', 'abc'], 'POOL_ROSTER_EPOCH_INVALID', /--epoch-ms "abc"/],
+    [['--epoch-ms', '500'], 'POOL_ROSTER_EPOCH_INVALID', /--epoch-ms "500"/],
+    [['--epoch-ms', '1.5e3'], 'POOL_ROSTER_EPOCH_INVALID', /--epoch-ms/],
+    [['--lifetime-days', 'abc'], 'POOL_ROSTER_LIFETIME_INVALID', /--lifetime-days "abc"/],
+    [['--lifetime-days', '0'], 'POOL_ROSTER_LIFETIME_INVALID', /--lifetime-days "0"/],
+    [['--lifetime-days', '91'], 'POOL_ROSTER_LIFETIME_INVALID', /at most 90/],
+  ];
+  for (const [opts, code, says] of cases) {
+    const out = join(root, `opt-${opts.join('')}.cose`);
+    const r = await c0('pool-provider', 'roster', '--pool-dir', poolDir, '--members', file, '--out', out, ...opts);
+    assert.equal(r.code, 2, `${opts.join(' ')}: ${r.out}${r.err}`);
+    assert.match(r.err, new RegExp(code));
+    assert.match(r.err, says);
+    assert.equal(existsSync(out), false);
+  }
+  const ok = await c0('pool-provider', 'roster', '--pool-dir', poolDir, '--members', file, '--out', join(root, 'opt-ok.cose'), '--epoch-ms', '2000', '--lifetime-days', '0.3');
+  assert.equal(ok.code, 0, ok.err);
+});
