@@ -173,6 +173,8 @@ export async function runPoolScenario(net: Devnet, render: (label: string, ev: W
   const { ids, procs, bapi, pool, live } = await startPoolNet(net, print);
   const name = net.names();
   const v0 = await pool('m1');
+  // jobs completed in earlier runs on the same --dir (the status figures are the whole trail's)
+  const completedBefore = v0.members.reduce((s, m) => s + m.jobs.completed, 0);
   print(`  epoch ${v0.epoch}: coordinator ${name(v0.coordinator!)}, next epoch ${name(v0.nextCoordinator!)}`);
   const run = async (label: string, spec: Record<string, unknown>, onEv: (ev: WireEvent) => void = () => {}) =>
     net.runJob(bapi, { maxPrice: { amount: '0.01', currency: 'USD' }, deadlineMs: 60_000, ...spec }, (ev) => {
@@ -223,6 +225,11 @@ export async function runPoolScenario(net: Devnet, render: (label: string, ev: W
     total = total.add(e);
     print(`  ${name(m.did).padEnd(6)} weight ${m.weight} ${m.live ? 'live' : 'gone'}  jobs ${m.jobs.completed} completed / ${m.jobs.failed} failed of ${m.jobs.dispatched}  earned ${e} USD`);
   }
-  print(`  settlements sum to ${total.toFixed()} USD = 3 completed jobs × 0.003 USD`);
+  // The trail's figures: on a reused --dir they hold the earlier runs' jobs too, so the count is the trail's, not this run's three.
+  const completed = fin.members.reduce((s, m) => s + m.jobs.completed, 0);
+  const each = new Decimal('0.003');
+  if (total.equals(each.times(completed))) print(`  settlements sum to ${total.toFixed()} USD = ${completed} completed jobs × ${each.toFixed()} USD`);
+  else print(`  settlements sum to ${total.toFixed()} USD over ${completed} completed jobs (× ${each.toFixed()} USD would be ${each.times(completed).toFixed()} USD)`);
+  if (completedBefore > 0) print(`  (totals over the whole trail: ${completed - completedBefore} of these jobs completed in this run, ${completedBefore} in earlier runs on this --dir)`);
   return { outcomes };
 }
