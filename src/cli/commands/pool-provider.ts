@@ -51,7 +51,14 @@ export function register(program: Command): void {
       // The options first, named as typed (before, `--epoch-ms abc` came out as RECORD_FIELD_TYPE on epochMs, exit 3).
       const epochMs = rosterEpochMs(o.epochMs);
       const lifetimeMs = rosterLifetimeMs(o.lifetimeDays);
-      const pool = loadIdentity(o.poolDir);
+      let pool;
+      try {
+        pool = loadIdentity(o.poolDir);
+      } catch (e) {
+        // the pool's key is made by `pool-provider init`, not `keys init` (which makes a node's key)
+        if (e instanceof C0Error && e.code === 'KEY_MISSING') throw new C0Error('KEY_MISSING', `no pool key in ${o.poolDir}: run \`c0mpute pool-provider init --pool-dir ${o.poolDir}\` first (or give the folder it was made in)`, { field: 'pool-dir' });
+        throw e;
+      }
       // The highest seq this pool is known here to have signed: the previous roster at --out (a directory there is
       // refused when writing), and the last one signed from this key folder (LAST_ROSTER), whatever its --out was.
       const last = join(o.poolDir, LAST_ROSTER);

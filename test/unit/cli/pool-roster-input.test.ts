@@ -80,3 +80,14 @@ test('--epoch-ms and --lifetime-days that are not values a roster takes: a usage
   const ok = await c0('pool-provider', 'roster', '--pool-dir', poolDir, '--members', file, '--out', join(root, 'opt-ok.cose'), '--epoch-ms', '2000', '--lifetime-days', '0.3');
   assert.equal(ok.code, 0, ok.err);
 });
+
+test('--pool-dir without a pool key: KEY_MISSING says to run pool-provider init, not keys init', async () => {
+  await setup();
+  const missing = join(root, 'no-such-poolkey');
+  const file = members('nokey.yaml', `members:\n  - { did: ${did}, weight: 1, hardware: { cpuCores: 4, memoryMiB: 8192 } }\n`);
+  const r = await c0('pool-provider', 'roster', '--pool-dir', missing, '--members', file, '--out', join(root, 'nokey.cose'));
+  assert.equal(r.code, 3, r.err);
+  assert.match(r.err, /KEY_MISSING/);
+  assert.ok(r.err.includes(`pool-provider init --pool-dir ${missing}`), r.err);
+  assert.doesNotMatch(r.err, /keys init/);
+});
