@@ -1,4 +1,5 @@
 /** Small formatting helpers the views and the pure modules share (ui/lib.ts re-exports them). Free of the DOM. */
+import { ApiError } from './api.js';
 
 export function ago(t: number | undefined, now = Date.now()): string {
   if (!t) return '—';
@@ -39,4 +40,16 @@ export function isTimeField(key: string, v: unknown): v is number {
 /** A time with how long ago or how far ahead it is: `2026-12-07 01:53:02 (15 s ago)`. */
 export function whenText(ms: number, now = Date.now()): string {
   return `${dateTime(ms)} (${ago(ms, now)})`;
+}
+
+/**
+ * The form's energy estimate in µJ: a number of joules, checked here (FORM_ENERGY_INVALID), since NaN went to the
+ * daemon as null and came back as "energy.uj: Invalid input: expected number, received null".
+ */
+export function energyUj(text: string): number {
+  const t = text.trim();
+  const j = /^[0-9]+(\.[0-9]+)?$/.test(t) ? Number(t) : Number.NaN;
+  const uj = Math.round(j * 1e6);
+  if (!Number.isSafeInteger(uj)) throw new ApiError('FORM_ENERGY_INVALID', `Energy estimate: expected a number of joules (e.g. 1000 or 2.5), got "${t.slice(0, 40)}"`, 0);
+  return uj;
 }

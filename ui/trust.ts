@@ -87,7 +87,8 @@ export function witnessSummary(w: WitnessView): { text: string; warn: boolean } 
 export function witnessStewardLine(s: WitnessStewardView, now = Date.now()): string {
   // with its age, as `c0mpute witness status` says it: a refusal stays the last word until the next head
   const last = !s.last ? '' : `${s.last.refused ? `, last refused ${s.last.refused}` : `, last cosigned length ${s.last.length}`} ${agoText(now - s.last.at)}`;
-  return `held length ${s.held.length}, evidence ${plural(s.evidence, 'pair', 'pairs')} kept${last}`;
+  // the head held, as the CLI prints it: what a steward's own status can be compared with
+  return `held length ${s.held.length}${s.held.length && s.held.head ? ` head ${s.held.head}` : ''}, evidence ${plural(s.evidence, 'pair', 'pairs')} kept${last}`;
 }
 
 /** `c0mpute witness status`'s warning for a steward whose ledger is shorter than the head this witness holds (undefined: none). */

@@ -8,6 +8,7 @@ import { ApiError, CONNECTION_LOST, postStream, useFeedState, useJson, useRunEve
 import { AddrLink, ErrorBox, Status } from '../parts.js';
 import { Narration } from './jobs.js';
 import { RUN_LOG_EVENTS } from '../../src/util/run-log.js';
+import { energyUj } from '../format.js';
 
 const POLICIES = ['balanced', 'cheapest', 'fastest', 'trusted', 'private'];
 const TIERS = ['', 'community', 'standard', 'verified', 'private', 'enterprise'];
@@ -59,7 +60,7 @@ export function formToJobFile(f: Form): string {
     ...(Object.keys(req).length ? { requirements: req } : {}),
     ...(f.entitlement.trim() ? { entitlement: f.entitlement.trim() } : {}),
     ...(f.cls.trim() ? { class: f.cls.trim() } : {}),
-    ...(f.energyJ.trim() ? { energy: { uj: Math.round(Number(f.energyJ) * 1e6), grade: 'Estimator' } } : {}),
+    ...(f.energyJ.trim() ? { energy: { uj: energyUj(f.energyJ), grade: 'Estimator' } } : {}),
   };
   return JSON.stringify(job, null, 2);
 }

@@ -2,9 +2,9 @@
  * Times on the console (ui/format.ts). QA (session 49): the Record page showed startedAt/completedAt as raw epoch
  * milliseconds, and a job's deadline was a time of day alone.
  */
-import { describe, it } from 'node:test';
+import { describe, it, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { dateTime, isTimeField, whenText } from '../../../ui/format.js';
+import { dateTime, energyUj, isTimeField, whenText } from '../../../ui/format.js';
 
 describe('console times', () => {
   it('a date and a time, ISO-like', () => {
@@ -20,4 +20,17 @@ describe('console times', () => {
     assert.ok(!isTimeField('uj', t), 'energy is no date');
     assert.ok(!isTimeField('deadline', '1796000000000'));
   });
+});
+
+test('the Run form’s energy estimate is a number of joules, or FORM_ENERGY_INVALID naming the field', () => {
+  assert.equal(energyUj('1000'), 1_000_000_000);
+  assert.equal(energyUj(' 2.5 '), 2_500_000);
+  // "abc" went to the daemon as null: "energy.uj: Invalid input: expected number, received null"
+  for (const bad of ['abc', '-1', '1e3', '1,5', '99999999999']) {
+    assert.throws(
+      () => energyUj(bad),
+      (e: Error & { code?: string }) => e.code === 'FORM_ENERGY_INVALID' && e.message.startsWith('Energy estimate: expected a number of joules') && e.message.includes(`"${bad}"`),
+      bad,
+    );
+  }
 });

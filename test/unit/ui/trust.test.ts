@@ -62,10 +62,10 @@ describe('witness panel', () => {
 
   it('per steward: held, evidence, the last refusal, and the rolled-back warning', () => {
     const s = rolled.stewards[STEWARD]!;
-    assert.equal(witnessStewardLine(s, s.last!.at + 4 * 60_000), 'held length 6, evidence 1 pair kept, last refused WITNESS_LEDGER_ROLLED_BACK (4 min ago)');
+    assert.equal(witnessStewardLine(s, s.last!.at + 4 * 60_000), 'held length 6 head sha256:ab, evidence 1 pair kept, last refused WITNESS_LEDGER_ROLLED_BACK (4 min ago)');
     assert.equal(rolledBackWarning(s), 'WITNESS_LEDGER_ROLLED_BACK: the steward’s ledger is shorter than the length 6 held (heard a head of length 5, it serves 5 entries), 2026-01-01T00:00:00.000Z: restored from an old copy or truncated');
     const o = rolled.stewards['did:key:z6Mkother']!;
-    assert.equal(witnessStewardLine(o, o.last!.at + 12_000), 'held length 2, evidence 0 pairs kept, last cosigned length 2 (12 s ago)');
+    assert.equal(witnessStewardLine(o, o.last!.at + 12_000), 'held length 2 head sha256:cd, evidence 0 pairs kept, last cosigned length 2 (12 s ago)');
     assert.equal(rolledBackWarning(o), undefined);
   });
 });
