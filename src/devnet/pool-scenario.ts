@@ -27,7 +27,7 @@ export interface PoolView {
   epoch: number;
   coordinator?: string;
   nextCoordinator?: string;
-  members: Array<{ did: string; weight: number; live: boolean; jobs: { dispatched: number; completed: number; failed: number }; earned: Record<string, string> }>;
+  members: Array<{ did: string; weight?: number; offRoster?: boolean; live: boolean; jobs: { dispatched: number; completed: number; failed: number }; earned: Record<string, string> }>;
 }
 
 const MEMBERS = ['m1', 'm2', 'm3'] as const;
@@ -163,7 +163,7 @@ export async function startPoolNet(net: Devnet, print: (s: string) => void): Pro
   await net.waitForMarket('the buyer', bapi, 3, (v) => v.market.total === 3 && v.market.adverts.some((a) => a.pool?.members === 3));
   await waitFor(`the members to agree within ${net.startTimeoutMs / 1000} s (--start-timeout)`, net.startTimeoutMs, async () => {
     const v = await Promise.all(live().map(pool));
-    return v.every((x) => x.members.every((m) => m.live)) && new Set(v.map((x) => x.coordinator)).size === 1 ? true : undefined;
+    return v.every((x) => x.members.every((m) => m.offRoster || m.live)) && new Set(v.map((x) => x.coordinator)).size === 1 ? true : undefined;
   });
   return { ids, procs, apis, bapi, pool, live, poolDid: poolId.did };
 }
@@ -223,7 +223,7 @@ export async function runPoolScenario(net: Devnet, render: (label: string, ev: W
   for (const m of fin.members) {
     const e = m.earned.USD ?? '0';
     total = total.add(e);
-    print(`  ${name(m.did).padEnd(6)} weight ${m.weight} ${m.live ? 'live' : 'gone'}  jobs ${m.jobs.completed} completed / ${m.jobs.failed} failed of ${m.jobs.dispatched}  earned ${e} USD`);
+    print(`  ${name(m.did).padEnd(6)} ${m.offRoster ? 'not on the roster now' : `weight ${m.weight} ${m.live ? 'live' : 'gone'}`}  jobs ${m.jobs.completed} completed / ${m.jobs.failed} failed of ${m.jobs.dispatched}  earned ${e} USD`);
   }
   // The trail's figures: on a reused --dir they hold the earlier runs' jobs too, so the count is the trail's, not this run's three.
   const completed = fin.members.reduce((s, m) => s + m.jobs.completed, 0);

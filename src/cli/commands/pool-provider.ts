@@ -147,7 +147,7 @@ export function register(program: Command): void {
         pending?: number;
         disputed?: number;
         keepDays?: number;
-        members: Array<{ did: string; weight: number; live: boolean; left?: boolean; jobs: { dispatched: number; completed: number; failed: number }; earned: Record<string, string> }>;
+        members: Array<{ did: string; weight?: number; offRoster?: boolean; live: boolean; left?: boolean; jobs: { dispatched: number; completed: number; failed: number }; earned: Record<string, string> }>;
       };
       if (o.json) return outJson(s);
       out(`pool ${s.pool} roster seq ${s.roster.seq} epoch ${s.epoch}`);
@@ -165,7 +165,7 @@ export function register(program: Command): void {
       if (s.keepDays) out(`jobs and earnings of the trail kept: jobs up to ${s.keepDays} days past their deadline (history.keepDays)`);
       for (const m of s.members) {
         const earned = Object.entries(m.earned).map(([cur, a]) => `${a} ${cur}`).join(', ') || '0';
-        out(`  ${short(m.did)} w${m.weight} ${m.left ? 'left' : m.live ? 'live' : 'gone'}  jobs ${m.jobs.completed}/${m.jobs.dispatched} ok, ${m.jobs.failed} failed  earned ${earned}`);
+        out(`  ${short(m.did)} ${m.offRoster ? 'not on this roster (left or removed)' : `w${m.weight} ${m.left ? 'left' : m.live ? 'live' : 'gone'}`}  jobs ${m.jobs.completed}/${m.jobs.dispatched} ok, ${m.jobs.failed} failed  earned ${earned}`);
       }
     });
 }

@@ -674,10 +674,21 @@ export class PoolMember {
       epoch: e.epoch,
       coordinator: e.coordinator,
       nextCoordinator: next,
-      members: this.#rs.roster.record.members.map((m) => {
-        const p = f.member(m.did);
-        return { did: m.did, weight: m.weight, live: live.includes(m.did), left: this.#rs.hasLeft(m.did), ...(this.#takesWrites(m.did) ? {} : { storeFailing: true }), jobs: { dispatched: p.dispatched, completed: p.completed, failed: p.failed }, earned: p.earned };
-      }),
+      members: [
+        ...this.#rs.roster.record.members.map((m) => {
+          const p = f.member(m.did);
+          return { did: m.did, weight: m.weight, live: live.includes(m.did), left: this.#rs.hasLeft(m.did), ...(this.#takesWrites(m.did) ? {} : { storeFailing: true }), jobs: { dispatched: p.dispatched, completed: p.completed, failed: p.failed }, earned: p.earned };
+        }),
+        // a member the roster in use no longer lists keeps its figures in the trail: shown, so the members' figures add
+        // up to the pool's (the failures above count its failures too) and one that left is not forgotten (QA s49)
+        ...f
+          .members()
+          .filter((did) => !this.#rs.roster.record.members.some((m) => m.did === did))
+          .map((did) => {
+            const p = f.member(did);
+            return { did, offRoster: true, live: live.includes(did), jobs: { dispatched: p.dispatched, completed: p.completed, failed: p.failed }, earned: p.earned };
+          }),
+      ],
     };
   }
 }

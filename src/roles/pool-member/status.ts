@@ -106,6 +106,8 @@ export function jobFigure(list: TrailEntry[], c: TallyContext): JobFigure {
 export interface PoolFigures {
   /** A member's figures (zeros for one with none). */
   member(did: string): MemberFigures;
+  /** Every member with figures in the trail kept, on the roster in use or not (one that left or was removed). */
+  members(): string[];
   failures: Record<string, number>;
   disputed: number;
   pending: number;
@@ -234,6 +236,7 @@ export class TrailFigures {
         const earned = [...t.earned].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([cur, e]) => [cur, e.sum.isZero() ? '0' : e.sum.toFixed()]);
         return { dispatched: t.dispatched, completed: t.completed, failed: t.failed, earned: Object.fromEntries(earned) };
       },
+      members: () => [...this.#per.keys()].sort(),
       failures,
       disputed: this.#disputed,
       pending: this.#pending,

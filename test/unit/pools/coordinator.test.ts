@@ -196,6 +196,29 @@ describe('pool coordinator and members (in process, real stores)', () => {
     for (const m of w.members.values()) assert.equal((await (m as unknown as { d: { trail: DispatchTrail } }).d.trail.get(j.address))?.state, 'completed');
   });
 
+  test('status keeps a member the roster in use no longer lists: its figures, marked off the roster, so the members add up to the pool', async () => {
+    const w = await world('off-roster');
+    const chosenFor = (j: Opened<Job>) => selectMember(j.address, MEMBERS);
+    // a job run by a member other than the one that stays coordinator
+    let j = job();
+    while (chosenFor(j.job) === MEMBERS[0]) j = job();
+    const coord = w.members.get(MEMBERS[0]!)!;
+    const o = offer(j.job, MEMBERS[0]!);
+    await finish(coord, j.job, o, MEMBERS[0]!, coord.run(j.job, o, ctx(j.input)));
+    const gone = chosenFor(j.job);
+    // roster seq 2 without it: before, status listed only the roster's members and their earnings no longer summed to the price
+    const r2 = roster({ seq: 2, members: MEMBERS.filter((d) => d !== gone).map((did) => ({ did })) });
+    await coord.adopt(r2.bytes, membership(r2, keyOf(MEMBERS[0]!)).bytes);
+    const st = (await coord.status()) as { members: Array<{ did: string; offRoster?: boolean; weight?: number; jobs: { completed: number }; earned: Record<string, string> }> };
+    const off = st.members.filter((m) => m.offRoster);
+    assert.deepEqual(
+      off.map((m) => [m.did, m.jobs.completed, m.weight]),
+      [[gone, 1, undefined]],
+    );
+    assert.ok(Math.abs(st.members.reduce((a, m) => a + Number(m.earned.USD ?? '0'), 0) - 0.009) < 1e-12, 'the members shown sum to the price');
+    assert.equal(st.members.filter((m) => !m.offRoster).length, MEMBERS.length - 1);
+  });
+
   test('two coordinators that both believe they are elected choose the same member, and it runs the job once', async () => {
     const w = await world('race');
     const [a, b] = [MEMBERS[0]!, MEMBERS[1]!];
