@@ -46,8 +46,13 @@ async function pageMs(browser: Browser, url: string, ready: string, market?: unk
   const p = await ctx.newPage();
   if (market) {
     await p.setRequestInterception(true);
-    const body = JSON.stringify({ total: market.length, live: market.length, presence: { live: 0, freeSlots: 0, providers: [] }, adverts: market });
-    p.on('request', (r) => void (new URL(r.url()).pathname === '/v1/market' ? r.respond({ status: 200, contentType: 'application/json', body }) : r.continue()));
+    // the daemon's paged answer (src/node/market-page.ts): the first page of `limit`, with how many match. The whole
+    // list without `matched` (the answer before paging) left the grid's row count NaN and the bench waiting for good
+    const page = (limit: number) => JSON.stringify({ total: market.length, live: market.length, presence: { live: 0, freeSlots: 0, providers: [] }, matched: market.length, offset: 0, workloads: [], adverts: market.slice(0, limit) });
+    p.on('request', (r) => {
+      const u = new URL(r.url());
+      void (u.pathname === '/v1/market' ? r.respond({ status: 200, contentType: 'application/json', body: page(Number(u.searchParams.get('limit') ?? market.length)) }) : r.continue());
+    });
   }
   const t0 = performance.now();
   await p.goto(url);
