@@ -19,24 +19,9 @@ import { TrainerWorker } from './worker.js';
 import { citeOf } from '../gang-cite.js';
 import { hashHex } from '../../records/address.js';
 import { isRunning, markRunning, writeMark, type MemberJobMark } from './run-dirs.js';
-import { checkJobModel, checkJobRows } from '../../training/model.js';
 
-/** The most steps (epochs × stepsPerEpoch) a member job runs: a synced step commitment of about 4 KiB each, so at most about 400 MiB of them. */
-export const MAX_MEMBER_STEPS = 100_000;
-
-/**
- * A run a member job takes, checked before anything is allocated (review s43 R4 F2: a run of 33.6 M weights took a
- * provider to 2.2 GB and minutes of compute per step): the model within the jobs' bound (MAX_JOB_PARAMS weights, as
- * builtin.mlp-pipeline), the batch × its widest layer within MAX_JOB_ACTIVATIONS, at most MAX_MEMBER_STEPS steps;
- * EXEC_BAD_INPUT naming the run's field past them.
- */
-export function checkMemberBounds(run: Pick<TrainRun, 'model' | 'batch' | 'epochs' | 'stepsPerEpoch'>): void {
-  const shape = { layers: run.model.layers };
-  checkJobModel(shape, 'model.layers');
-  checkJobRows(shape, run.batch, 'batch');
-  const steps = run.epochs * run.stepsPerEpoch;
-  if (steps > MAX_MEMBER_STEPS) throw new C0Error('EXEC_BAD_INPUT', `epochs: ${run.epochs} epochs × ${run.stepsPerEpoch} steps is ${steps} steps; a member job runs at most ${MAX_MEMBER_STEPS}`, { field: 'epochs' });
-}
+export { MAX_MEMBER_STEPS, checkMemberBounds } from './run-bounds.js';
+import { checkMemberBounds } from './run-bounds.js';
 
 export async function runMemberJob(ctx: ExecContext): Promise<Uint8Array> {
   const host = ctx.host;

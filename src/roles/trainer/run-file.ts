@@ -16,6 +16,7 @@ import { addressOf, referenceRun } from '../../training/engine.js';
 import { TRAIN_T, type TrainRun } from '../../training/record-kinds.js';
 import { parsePlainYaml } from '../../util/yaml.js';
 import { isMultiaddr } from '../../net/addr-text.js';
+import { checkMemberBounds } from './run-bounds.js';
 
 /**
  * A member's address: a multiaddr it listens on, without `/p2p` (its DID gives the peer; the worker adds it). Checked
@@ -72,6 +73,8 @@ export function buildRun(yamlText: string, signer: Signer, now: number): { bundl
   if (members.length !== y.members.length) throw new C0Error('TRAIN_RUN_FILE', 'members: a DID is listed twice', { field: 'members' });
   checkWitnesses(y.witnesses, members, '');
   const shape = { layers: y.model.layers };
+  // before the initial weights are made (84 M of them took 670 MB): the bounds a member job keeps
+  runBounds({ model: { arch: 'mlp', layers: y.model.layers }, batch: y.batch, epochs: y.epochs, stepsPerEpoch: y.stepsPerEpoch }, '');
   const rec: TrainRun = {
     name: y.name,
     model: { arch: 'mlp', layers: y.model.layers },
@@ -112,6 +115,20 @@ function checkWitnesses(witnesses: readonly string[] | undefined, members: reado
   });
 }
 
+/**
+ * A run within the bounds a member job keeps (run-bounds.ts: weights, batch × widest layer, epochs × steps), else
+ * TRAIN_RUN_FILE naming the field: the same run is bought as member jobs or run by `train join`, and past them a worker
+ * holds hundreds of MB before the first step and `train reference` does not end.
+ */
+function runBounds(run: Parameters<typeof checkMemberBounds>[0], where: string): void {
+  try {
+    checkMemberBounds(run);
+  } catch (e) {
+    if (e instanceof C0Error) throw new C0Error('TRAIN_RUN_FILE', `${where}${e.message}`, { field: e.field ?? 'run' });
+    throw e;
+  }
+}
+
 export function readRunBundle(path: string): RunBundle {
   let j: { run?: unknown; addrs?: unknown };
   try {
@@ -122,6 +139,7 @@ export function readRunBundle(path: string): RunBundle {
   if (typeof j.run !== 'string' || !/^([0-9a-f]{2})+$/.test(j.run) || typeof j.addrs !== 'object' || j.addrs === null) throw new C0Error('TRAIN_RUN_FILE', `${path}: not a run bundle (run, addrs)`);
   const run = open(new Uint8Array(Buffer.from(j.run, 'hex')), TRAIN_T.run) as Opened<TrainRun>;
   checkWitnesses(run.record.witnesses, run.record.members, `${path}: `);
+  runBounds(run.record, `${path}: `);
   for (const [did, a] of Object.entries(j.addrs)) {
     if (typeof a !== 'string' || !isMemberAddr(a)) throw new C0Error('TRAIN_RUN_FILE', `${path}: addrs.${did.slice(0, 80)}: ${JSON.stringify(a)?.slice(0, 80)} is not ${ADDR_HINT}`, { field: `addrs.${did}` });
   }

@@ -97,6 +97,32 @@ describe('train: bad input is refused with a stable code', () => {
     }
   });
 
+  it('a run past the bounds a member job keeps is refused at start and where a bundle is read: TRAIN_RUN_FILE naming the field, exit 3', async () => {
+    const m = [`  - { did: ${me}, addr: /ip4/127.0.0.1/tcp/4101 }`];
+    // 84 M weights and 10^8 steps were signed (exit 0); the worker then held 780 MB waiting for members
+    for (const [name, extra, field] of [
+      ['wide', ['model: { layers: [4, 4096, 4096, 4096, 4096, 4096, 4096, 3] }'], /model\.layers: a model of \d+ weights; at most 4194304/],
+      ['long', ['stepsPerEpoch: 10000', 'epochs: 10000'], /epochs: 10000 epochs × 10000 steps is 100000000 steps; a member job runs at most 100000/],
+    ] as const) {
+      const text = yaml(m, [...extra]).replace(name === 'wide' ? 'model: { layers: [4, 8, 3] }\n' : '\u0000', '');
+      const r = await c0('train', 'start', file(`${name}.yaml`, text));
+      assert.equal(r.status, EXIT.OPERATOR, name + r.stdout + r.stderr);
+      assert.match(r.stderr, /^error TRAIN_RUN_FILE: /);
+      assert.match(r.stderr, field);
+      assert.throws(() => readFileSync(join(t.dir, `${name}.run.json`)), /ENOENT/);
+    }
+    // a bundle signed past them (by a build before this) is refused where it is read
+    const owner = Ed25519Signer.generate();
+    const { bundle } = buildRun(yaml(m), owner, Date.now());
+    const env = seal(TRAIN_T.run, { ...bundle.run.record, epochs: 10_000, stepsPerEpoch: 10_000 } as never, owner);
+    const p = file('long.run.json', JSON.stringify({ run: Buffer.from(env.bytes).toString('hex'), addrs: bundle.addrs }));
+    for (const cmd of ['join', 'reference']) {
+      const r = await c0('train', cmd, p);
+      assert.equal(r.status, EXIT.OPERATOR, cmd + r.stdout + r.stderr);
+      assert.match(r.stderr, /^error TRAIN_RUN_FILE: .*long\.run\.json: epochs: 10000 epochs × 10000 steps/);
+    }
+  });
+
   for (const [flag, value] of [
     ['--listen', 'garbage'],
     ['--next', 'garbage'],

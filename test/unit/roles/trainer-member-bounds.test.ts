@@ -11,6 +11,8 @@ import { existsSync, readdirSync } from 'node:fs';
 import { stringify } from 'yaml';
 import { C0Error } from '../../../src/errors.js';
 import { buildRun } from '../../../src/roles/trainer/run-file.js';
+import { seal } from '../../../src/records/envelope.js';
+import { TRAIN_T } from '../../../src/training/record-kinds.js';
 import { MAX_MEMBER_STEPS, checkMemberBounds, runMemberJob } from '../../../src/roles/trainer/member-job.js';
 import { MAX_JOB_ACTIVATIONS, MAX_JOB_PARAMS, paramCount } from '../../../src/training/model.js';
 import { tempDir } from '../ledger/helpers.js';
@@ -32,14 +34,16 @@ describe('builtin.train-member bounds the run it takes', () => {
   });
 
   for (const [what, extra, field] of [
-    ['a model over MAX_JOB_PARAMS', { model: { layers: [4, 2048, 2048, 3] }, stepsPerEpoch: 1, epochs: 1 }, 'model.layers'],
+    ['a model over MAX_JOB_PARAMS', { model: { arch: 'mlp', layers: [4, 2048, 2048, 3] }, stepsPerEpoch: 1, epochs: 1 }, 'model.layers'],
     ['more steps than MAX_MEMBER_STEPS', { stepsPerEpoch: 1000, epochs: MAX_MEMBER_STEPS / 1000 + 1 }, 'epochs'],
   ] as const) {
     it(`a member job of ${what} is refused EXEC_BAD_INPUT (${field}) before it trains`, async () => {
       const A = P(540);
       const d = tempDir('c0-member-bounds-');
       try {
-        const run = buildRun(stringify({ name: 'big', model: { layers: [4, 8, 3] }, seed: 1, timeoutMs: 2_000, ...extra, members: [{ did: A.did, addr: '/ip4/127.0.0.1/tcp/1' }] }), A.signer, NOW).bundle.run;
+        // `train start` refuses such a run (run-file.ts runBounds): one signed elsewhere is sealed here past the bounds
+        const small = buildRun(stringify({ name: 'big', model: { layers: [4, 8, 3] }, seed: 1, timeoutMs: 2_000, members: [{ did: A.did, addr: '/ip4/127.0.0.1/tcp/1' }] }), A.signer, NOW).bundle.run;
+        const run = seal(TRAIN_T.run, { ...small.record, ...extra } as never, A.signer);
         let units = 0;
         const ctx = {
           input: new TextEncoder().encode(JSON.stringify({ run: Buffer.from(run.bytes).toString('hex') })),
