@@ -125,7 +125,8 @@ export function register(program: Command): void {
       const last = s.losses[s.losses.length - 1];
       const state = gone === undefined ? s.status : `interrupted (status.json says ${s.status}, but its worker process ${gone} is gone)`;
       out(`run ${s.run} (${s.name}): ${state}${s.stopReason ? ` (${s.stopReason.code})` : ''}, view ${s.view}`);
-      out(`step ${String(s.step)}/${String(s.totalSteps)}, loss ${last ? last.loss.toFixed(4) : '-'}, ${Number(s.stepsPerSec).toFixed(1)} steps/s${s.accuracy !== undefined ? `, held-out accuracy ${(Number(s.accuracy) * 100).toFixed(1)} % (baseline ${(Number(s.baseline) * 100).toFixed(1)} %)` : ''}`);
+      // `step` is the last step's index (0-based, -1 before the first): a finished run of 30 read 'step 29/30'
+      out(`steps done ${String(s.step + 1)}/${String(s.totalSteps)}, loss ${last ? last.loss.toFixed(4) : '-'}, ${Number(s.stepsPerSec).toFixed(1)} steps/s${s.accuracy !== undefined ? `, held-out accuracy ${(Number(s.accuracy) * 100).toFixed(1)} % (baseline ${(Number(s.baseline) * 100).toFixed(1)} %)` : ''}`);
       for (const [m, n] of Object.entries(s.contributions)) out(`  member ${m}: ${n} step commitments counted`);
       for (const e of s.epochs) out(`  epoch ${e.epoch}: root ${e.root}, coordinator ${short(e.coordinator)}, ${e.witnesses.length} witnesses`);
       if (s.ignored.count) out(`  ignored step commitments: ${s.ignored.count}`);

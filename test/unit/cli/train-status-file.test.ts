@@ -80,6 +80,8 @@ describe('train status: a status.json that is not a worker status, stray files',
     const r = await status(data({ '0123456789abcdef/status.json': JSON.stringify(good), 'notes.txt': 'mine', 'old/x': 'y' }));
     assert.equal(r.status, EXIT.OK, r.stdout + r.stderr);
     assert.match(r.stdout, /^run sha256:0123456789abcdef0+ \(iris\): done, view 0/);
+    // step is the last step's index: a finished run of 10 has done 10 (it read 'step 9/10')
+    assert.match(r.stdout, /^steps done 10\/10, loss 0\.5000/m);
   });
 
   it('only a stray file: no training run (TRAIN_RUN_UNKNOWN, exit 3)', async () => {
