@@ -194,9 +194,11 @@ async function withDevnet(net: Devnet, scenario: () => Promise<void>): Promise<v
     failed = false;
   } finally {
     for (const sig of STOP_SIGNALS) process.removeListener(sig, onSignal);
-    out('\n▸ stopping every node…');
+    // said only when a node was started: a scenario refused before any (DEVNET_STATE_INVALID) stopped nothing
+    const started = net.nodes.length > 0;
+    if (started) out('\n▸ stopping every node…');
     // a failed run keeps its directory (a temporary one too): the nodes' logs say why
     await net.stop({ failed });
-    out('▸ done');
+    if (started) out('▸ done');
   }
 }

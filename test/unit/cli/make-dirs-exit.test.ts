@@ -9,7 +9,7 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -64,6 +64,17 @@ describe('a directory that cannot be made is the command’s own code, exit 3, a
       assert.doesNotMatch(r.stderr, /internal error|this is a bug/);
     });
   }
+
+  it('devnet --pool on a --dir whose roster.cose is no roster: DEVNET_STATE_INVALID, the file kept, and no "stopping every node" (none was started)', async () => {
+    const d = join(dir, 'pooldev');
+    mkdirSync(d, { recursive: true });
+    writeFileSync(join(d, 'roster.cose'), 'junk');
+    const r = await runNode([bin, 'devnet', '--pool', '--dir', d], { env: { ...process.env, C0MPUTE_HOME: join(dir, 'unused-home') }, timeout: 60_000 });
+    assert.equal(r.status, EXIT.OPERATOR, r.stderr);
+    assert.match(r.stderr, /^error DEVNET_STATE_INVALID: /m);
+    assert.doesNotMatch(r.stdout, /stopping every node/);
+    assert.equal(readFileSync(join(d, 'roster.cose'), 'utf8'), 'junk');
+  });
 
   it('the file in the way is left as it was', () => {
     assert.ok(statSync(afile).isFile());
