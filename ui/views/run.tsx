@@ -4,7 +4,7 @@
  * the same checks as `c0mpute run job.yaml`, then streams the narration here.
  */
 import { useState } from 'preact/hooks';
-import { ApiError, CONNECTION_LOST, postStream, useFeedState, useJson, useRunEvents } from '../lib.js';
+import { ApiError, CONNECTION_LOST, plural, postStream, useFeedState, useJson, useLiveVersion, useRunEvents } from '../lib.js';
 import { AddrLink, ErrorBox, Status } from '../parts.js';
 import { Narration } from './jobs.js';
 import { RUN_LOG_EVENTS } from '../../src/util/run-log.js';
@@ -67,6 +67,7 @@ export function formToJobFile(f: Form): string {
 
 export function RunJob() {
   const ovs = useJson<{ primary: string; overlays: Array<{ name: string; roles: string[] }> }>('/v1/console/overview');
+  const running = useJson<{ running: Array<{ run: number; job?: string }> }>('/v1/console/jobs', useLiveVersion((e) => e.type === 'job', 2000));
   const [mode, setMode] = useState<'form' | 'yaml'>('form');
   const [form, setForm] = useState<Form>(INITIAL);
   const [yaml, setYaml] = useState(EXAMPLE_YAML);
@@ -119,9 +120,23 @@ export function RunJob() {
     }
   };
   const jobLink = job ? `#/jobs/${encodeURIComponent(job)}${overlay ? `/${encodeURIComponent(overlay)}` : ''}` : undefined;
+  // runs the node has going that this page did not start (a reload mid-job forgot its run: QA s49): linked, not lost
+  const elsewhere = !busy && !job ? (running.data?.running ?? []) : [];
   return (
     <>
       <h1 tabIndex={-1}>Run a job</h1>
+      {elsewhere.length ? (
+        <p class="explain" role="status" id="running-elsewhere">
+          This node is running {plural(elsewhere.length, 'job')} now, started before this page was loaded or from another tab:{' '}
+          {elsewhere.map((x, i) => (
+            <span key={x.run}>
+              {i ? ', ' : ''}
+              {x.job ? <a href={`#/jobs/${encodeURIComponent(x.job)}`}>job {x.job.slice(7, 15)}…</a> : `run ${x.run} (not yet announced)`}
+            </span>
+          ))}
+          . <a href="#/jobs">Jobs</a> lists them under Running now.
+        </p>
+      ) : null}
       {buyerOverlays.length === 0 && ovs.data ? <p class="error">This node is not a buyer on any overlay: add `buyer` to its roles to run jobs here.</p> : null}
       <form onSubmit={submit} aria-describedby="run-help">
         <p id="run-help">The same checks as <code>c0mpute run job.yaml</code>: the daemon reads what you send as a job file.</p>
