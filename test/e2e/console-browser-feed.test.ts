@@ -237,7 +237,8 @@ test("a steward whose witness contradicts its ledger is warned about, whatever i
   await p.waitForSelector('#witness-summary', { timeout: 30_000 });
   assert.match(await p.$eval('#witness-summary', (e) => (e as HTMLElement).innerText as string), /^1 steward held \(longest length 6\), ⚠ evidence 1 pair kept, ⚠ 1 steward rolled back \[WITNESS_LEDGER_ROLLED_BACK\]/);
   const row = await p.$eval('#witness-panel dd', (e) => (e as HTMLElement).innerText as string);
-  assert.match(row, /held length 6, evidence 1 pair kept, last refused WITNESS_LEDGER_ROLLED_BACK/);
+  // with the head held and the refusal's age, as `c0mpute witness status` prints them
+  assert.match(row, /held length 6 head sha256:[0-9a-f]{64}, evidence 1 pair kept, last refused WITNESS_LEDGER_ROLLED_BACK \(\d+ s ago\)/);
   assert.match(row, /WITNESS_LEDGER_ROLLED_BACK: the steward’s ledger is shorter than the length 6 held \(heard a head of length 5, it serves 5 entries\)/);
   await ctx.close();
 });

@@ -45,10 +45,13 @@ before(async () => {
     join(t.dir, 'tree.yaml'),
     'entitlements:\n  - { id: org, guarantee_uj: 10000, guarantee_devices: 8 }\n  - { id: a, parent: org, guarantee_uj: 1000, guarantee_devices: 2, over_quota_weight: 1 }\n  - { id: b, parent: org, guarantee_uj: 1000, guarantee_devices: 2, over_quota_weight: 1 }\n',
   );
-  const claim = (id: string, uj: number, grade: string) => `id: ${id}\nentitlement: a\nclass: train.small\ngang_size: 1\ndevices_per_member: 1\nestimate: { uj: ${uj}, grade: ${grade} }\n`;
+  const claim = (id: string, uj: number, grade: string, ent = 'a') => `id: ${id}\nentitlement: ${ent}\nclass: train.small\ngang_size: 1\ndevices_per_member: 1\nestimate: { uj: ${uj}, grade: ${grade} }\n`;
   writeFileSync(join(t.dir, 'fits.yaml'), claim('k1', 400, 'Estimator'));
   writeFileSync(join(t.dir, 'borrow.yaml'), claim('k2', 800, 'HwShunt'));
-  writeFileSync(join(t.dir, 'guess.yaml'), claim('k3', 800, 'Estimator'));
+  // b holds j2's open 300 µJ: a guess of 800 does not fit beside it now, and may once j2 is released for less
+  writeFileSync(join(t.dir, 'guess.yaml'), claim('k3', 800, 'Estimator', 'b'));
+  // a spent 500 µJ for good (j1 released): a guess of 800 can never fit in its 1000 without borrowing
+  writeFileSync(join(t.dir, 'guess-spent.yaml'), claim('k5', 800, 'Estimator'));
   writeFileSync(join(t.dir, 'derive.yaml'), 'id: k4\nentitlement: a\nclass: train.small\ngang_size: 1\ndevices_per_member: 1\nestimate: derive\n');
   writeFileSync(join(t.dir, 'derive1.yaml'), 'id: k4\nentitlement: a\nclass: train.small\ngang_size: 1\ndevices_per_member: 1\nestimate: derive\nrequired_evidence: 1\n');
   writeFileSync(join(t.dir, 'bad.yaml'), 'id: k5\nentitlement: a\ngang_size: 1\ndevices_per_member: one\nestimate: { uj: 1, grade: HwShunt }\n');
@@ -305,13 +308,20 @@ describe('c0mpute pool check', { concurrency: 4 }, () => {
     assert.match(r.stdout, new RegExp(`ledger\\s+3 entries, steward ${S}, self-attested`));
   });
 
-  it('Queue with its reason for an unobserved estimate past the guarantee (exit 1); nothing written', async () => {
+  it('Queue with its reason for an unobserved estimate past the guarantee beside an open claim (exit 1); nothing written', async () => {
     const r = await check('guess.yaml');
     assert.equal(r.code, 1);
     assert.match(r.stdout, /verdict\s+Queue/);
     assert.match(r.stdout, /reason\s+GUARANTEE_EXHAUSTED_UNOBSERVED/);
     const v = await c0('ledger', 'verify', dir);
     assert.match(v.stdout, /length\s+3/);
+  });
+
+  it('Deny for an unobserved estimate that cannot fit on top of what released claims spent (exit 1): impossible, not pending', async () => {
+    const r = await check('guess-spent.yaml');
+    assert.equal(r.code, 1);
+    assert.match(r.stdout, /verdict\s+Deny/);
+    assert.match(r.stdout, /reason\s+UNOBSERVED_EXCEEDS_GUARANTEE/);
   });
 
   it('derives the estimate from history when asked, and explains why it cannot', async () => {

@@ -45,7 +45,7 @@ interface PoolView {
   pending: number;
   failures: Record<string, number>;
   left?: boolean;
-  members: Array<{ did: string; live: boolean; left?: boolean; jobs: { dispatched: number; completed: number; failed: number }; earned: Record<string, string> }>;
+  members: Array<{ did: string; live: boolean; left?: boolean; offRoster?: boolean; jobs: { dispatched: number; completed: number; failed: number }; earned: Record<string, string> }>;
 }
 
 function memberConfig(i: number, boot: string[]): Record<string, unknown> {
@@ -57,6 +57,8 @@ function memberConfig(i: number, boot: string[]): Record<string, unknown> {
 
 const alive = (n: NodeProc) => n.child.exitCode === null && n.child.signalCode === null;
 const view = (n: NodeProc) => get<PoolView>(n, '/v1/pool');
+/** The members the roster in use lists (status also shows one it no longer lists, with its figures: offRoster). */
+const onRoster = (v: PoolView) => v.members.filter((x) => !x.offRoster);
 /** A job only m2 (5 cores) and m3 (6 cores) can run: m1 coordinates it, the hash picks one of them. */
 const spec = (workload: string, params: string, extra: Record<string, unknown> = {}) => ({
   workload,
@@ -207,7 +209,7 @@ test('a roster change mid-epoch reaches the running members: m3 removed stops qu
     await waitFor('m1 and m2 on seq 2, agreeing on the coordinator; m3 removed', async () => {
       const [v1, v2, v3] = await Promise.all([view(m.m1!), view(m.m2!), view(m.m3!)]);
       const ok =
-        v1.roster.seq === 2 && v2.roster.seq === 2 && v1.members.length === 2 && v1.members.every((x) => x.live) && v2.members.every((x) => x.live) && v1.coordinator === v2.coordinator && v3.removed && !v3.quoting && v3.newestSeq === 2;
+        v1.roster.seq === 2 && v2.roster.seq === 2 && onRoster(v1).length === 2 && onRoster(v1).every((x) => x.live) && onRoster(v2).every((x) => x.live) && v1.coordinator === v2.coordinator && v3.removed && !v3.quoting && v3.newestSeq === 2;
       return ok;
     }, 45_000);
     // The pool serves on the new roster: no requirement, so the hash picks among m1 and m2.
@@ -219,6 +221,9 @@ test('a roster change mid-epoch reaches the running members: m3 removed stops qu
     const job = (run.result.job as { address: string }).address;
     const chosen = selectMember(job, [m.m1!.did, m.m2!.did]);
     await waitFor('the chosen member’s completed job in the trail', async () => (await view(m.m1!)).members.find((x) => x.did === chosen)!.jobs.completed >= 1);
+    // m3, removed, is still in m1's status with the figures the trail holds for it, marked off the roster
+    const m3row = (await view(m.m1!)).members.find((x) => x.did === m.m3!.did);
+    if (m3row) assert.equal(m3row.offRoster, true);
     // A restart keeps the adopted roster (kept in LevelDB): the config still names seq 1's files.
     // (Bootstrapping from the current addresses: m1 came back on a new port in an earlier case.)
     m.m2 = await c.restart(m.m2!, { ...m.m2!.config, network: { ...(m.m2!.config.network as Record<string, unknown>), bootstrap: [bootstrapAddr(m.m1!), bootstrapAddr(p)] } });
@@ -228,7 +233,7 @@ test('a roster change mid-epoch reaches the running members: m3 removed stops qu
 
 test('a member leaves the running pool: m2 stops at once and withdraws its advert, m1 drops it without a new roster and serves alone', async () => {
   await withLogs(c, async () => {
-    await waitFor('m1 and m2 live on seq 2', async () => (await Promise.all([view(m.m1!), view(m.m2!)])).every((v) => v.roster.seq === 2 && v.members.every((x) => x.live)), 45_000);
+    await waitFor('m1 and m2 live on seq 2', async () => (await Promise.all([view(m.m1!), view(m.m2!)])).every((v) => v.roster.seq === 2 && onRoster(v).every((x) => x.live)), 45_000);
     const l = await c0mpute(m.m2!.dir, ['pool-provider', 'leave', '--roster', join(c.root, 'roster2.cose'), '--out', join(m.m2!.dir, 'left2.cose')]);
     assert.equal(l.code, 0, l.err);
     assert.match(l.out, /left the pool at once/);
