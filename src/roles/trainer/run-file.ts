@@ -17,6 +17,7 @@ import { TRAIN_T, type TrainRun } from '../../training/record-kinds.js';
 import { parsePlainYaml } from '../../util/yaml.js';
 import { isMultiaddr } from '../../net/addr-text.js';
 import { checkMemberBounds } from './run-bounds.js';
+import { osReason } from '../../util/os-reason.js';
 
 /**
  * A member's address: a multiaddr it listens on, without `/p2p` (its DID gives the peer; the worker adds it). Checked
@@ -130,11 +131,19 @@ function runBounds(run: Parameters<typeof checkMemberBounds>[0], where: string):
 }
 
 export function readRunBundle(path: string): RunBundle {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    // a file argument that cannot be read is INPUT_UNREADABLE, as everywhere (README); TRAIN_RUN_FILE is for its content
+    const code = (e as NodeJS.ErrnoException).code;
+    throw new C0Error('INPUT_UNREADABLE', `cannot read run bundle ${path}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'a directory, not a file' : osReason(e)}`, { field: 'runBundle' });
+  }
   let j: { run?: unknown; addrs?: unknown };
   try {
-    j = JSON.parse(readFileSync(path, 'utf8')) as typeof j;
+    j = JSON.parse(text) as typeof j;
   } catch (e) {
-    throw new C0Error('TRAIN_RUN_FILE', `cannot read run bundle ${path}: ${(e as Error).message}`);
+    throw new C0Error('TRAIN_RUN_FILE', `${path}: not a run bundle (not JSON: ${(e as Error).message.slice(0, 80)})`);
   }
   if (typeof j.run !== 'string' || !/^([0-9a-f]{2})+$/.test(j.run) || typeof j.addrs !== 'object' || j.addrs === null) throw new C0Error('TRAIN_RUN_FILE', `${path}: not a run bundle (run, addrs)`);
   const run = open(new Uint8Array(Buffer.from(j.run, 'hex')), TRAIN_T.run) as Opened<TrainRun>;

@@ -123,6 +123,21 @@ describe('train: bad input is refused with a stable code', () => {
     }
   });
 
+  it('a run bundle that cannot be read is INPUT_UNREADABLE (exit 3), as every file argument; one that is no JSON is TRAIN_RUN_FILE', async () => {
+    for (const [p, why] of [
+      [join(t.dir, 'missing.run.json'), /no such file/],
+      [t.dir, /a directory, not a file/],
+    ] as const) {
+      const r = await c0('train', 'reference', p);
+      assert.equal(r.status, EXIT.OPERATOR, r.stdout + r.stderr);
+      assert.match(r.stderr, /^error INPUT_UNREADABLE: cannot read run bundle /);
+      assert.match(r.stderr, why);
+    }
+    const r = await c0('train', 'reference', file('torn.run.json', '{'));
+    assert.equal(r.status, EXIT.OPERATOR);
+    assert.match(r.stderr, /^error TRAIN_RUN_FILE: .*torn\.run\.json: not a run bundle \(not JSON/);
+  });
+
   for (const [flag, value] of [
     ['--listen', 'garbage'],
     ['--next', 'garbage'],
