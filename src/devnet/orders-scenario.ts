@@ -14,6 +14,7 @@
  * `/v1/run`. A node without the open-order path answers ORDERS_NOT_SUPPORTED:
  * the scenario then says those steps are pending and goes on.
  */
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import { apiCall } from '../node/api.js';
@@ -178,6 +179,8 @@ export async function runOrdersScenario(net: Devnet, render: (label: string, ev:
   const ports = apiBatchPorts({ api: api.api, token: api.token, ceiling: 128, outputDir, onEvent });
   await ports.refreshSlots();
   const summary = await runBatch({ batch, lines, concurrency: 8 }, ports);
+  // as `batch run` writes it (the line below names it; it was never written here: QA pass on matching)
+  writeFileSync(join(outputDir, 'summary.json'), JSON.stringify({ outputDir, ...summary }, null, 2) + '\n');
   const per = new Map<string, number>();
   for (const l of summary.perLine) if (l.provider) per.set(names(l.provider), (per.get(names(l.provider)) ?? 0) + 1);
   print(`batch: ${summary.done} of ${summary.lines} lines done, ${summary.failed} failed, ${summary.replanned} re-planned; ${summary.receipts.length} receipts; cost ${summary.cost.map(formatMoney).join(' + ')}`);
