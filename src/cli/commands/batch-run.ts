@@ -20,7 +20,7 @@
  * summary is written as when the daemon is lost, and one line,
  * BATCH_INTERRUPTED, ends the command (exit 130); a second Ctrl-C exits at once.
  */
-import { rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, rmdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
@@ -41,12 +41,22 @@ interface RunFlags {
   ceiling?: string;
   overlay?: string;
   json?: boolean;
+  resume?: boolean;
+  rerunUnknown?: boolean;
 }
 
 const whole = (flag: string, v: string, min: number, max = Number.MAX_SAFE_INTEGER): number => {
   if (!/^[0-9]{1,9}$/.test(v) || Number(v) < min || Number(v) > max) throw new UsageError('BATCH_FIELD_INVALID', `${flag} must be a whole number${min ? ` ≥ ${min}` : ''}${max < Number.MAX_SAFE_INTEGER ? ` and ≤ ${max}` : ''}, got "${v.slice(0, 40)}"`, { field: flag.slice(2) });
   return Number(v);
 };
+
+/** Where a resumed run keeps the earlier summary: summary.<its start>.json, never over a file already there. */
+function keptName(dir: string, startedAt: number | undefined): string {
+  const base = `summary.${startedAt ?? Date.now()}`;
+  let p = join(dir, `${base}.json`);
+  for (let i = 2; existsSync(p); i++) p = join(dir, `${base}-${i}.json`);
+  return p;
+}
 
 export function registerBatchRun(batch: Command): void {
   batch
@@ -57,6 +67,8 @@ export function registerBatchRun(batch: Command): void {
     .option('--concurrency <n>', `lines in flight at once, over all providers (default ${BATCH_RUN_CONCURRENCY}, at most ${BATCH_RUN_MAX_CONCURRENCY}; per provider at most its free slots)`)
     .option('--ceiling <lines>', 'per-provider ceiling on lines in one plan (default 64)')
     .option('--overlay <name>', 'the overlay (default: the node’s first)')
+    .option('--resume', 'the output directory holds an earlier run’s summary.json: post only the lines it does not record done (the earlier summary is kept)')
+    .option('--rerun-unknown', 'with --resume: post again the lines that were in flight when the earlier run stopped (check `c0mpute jobs` first: they may have completed and been paid)')
     .option('--json', 'progress events and the summary as JSON lines on stdout')
     .action(async (file: string, o: RunFlags, cmd: Command) => {
       const { dataDir } = globals(cmd);
@@ -66,9 +78,36 @@ export function registerBatchRun(batch: Command): void {
       const ceiling = o.ceiling === undefined ? undefined : whole('--ceiling', o.ceiling, 0);
       const inputDir = resolve(o.inputDir ?? dirname(file));
       const outputDir = resolve(o.outputDir ?? join(dirname(file), `${basename(file, extname(file))}.out`));
-      const lines = batchLines(fromFile, run, inputDir);
+      const allLines = batchLines(fromFile, run, inputDir);
+      if (o.rerunUnknown && !o.resume) throw new UsageError('BATCH_FIELD_INVALID', '--rerun-unknown goes with --resume', { field: 'rerun-unknown' });
+      // An earlier run's summary here is its only record of which lines were done, in flight or never posted: a run
+      // into the same directory re-ran and re-paid every line and overwrote it (QA pass on matching, session 49).
+      const summaryFile = join(outputDir, 'summary.json');
+      const { readEarlierSummary, earlierCounts, resumeSelection, subsetBatch } = await import('../batch-resume.js');
+      const earlier = existsSync(summaryFile) ? readEarlierSummary(summaryFile) : undefined;
+      if (earlier && !o.resume) {
+        throw new C0Error(
+          'BATCH_OUTPUT_HAS_SUMMARY',
+          `${outputDir} holds the summary of an earlier run${earlier.batch && earlier.batch !== resolve(file) ? ` of another batch (${earlier.batch})` : ''}: ${earlierCounts(earlier)}. Run again with --resume to post only the lines it does not record done, or give another --output-dir; nothing was posted`,
+          { field: 'output-dir' },
+        );
+      }
+      if (earlier && earlier.batch !== undefined && earlier.batch !== resolve(file)) {
+        throw new C0Error('BATCH_RESUME_OTHER_BATCH', `${summaryFile} is the summary of another batch (${earlier.batch}), not ${resolve(file)}: --resume continues the same batch file; give another --output-dir`, { field: 'output-dir' });
+      }
+      const resumed = earlier ? resumeSelection(earlier, allLines, o.rerunUnknown === true) : undefined;
+      const lines = resumed ? resumed.run : allLines;
+      if (resumed) {
+        const left = resumed.unknown.length ? `; ${resumed.unknown.length} in flight when it stopped left out (outcome unknown here: check \`c0mpute jobs\`${resumed.unknown.some((u) => u.job) ? ` for ${resumed.unknown.filter((u) => u.job).slice(0, 5).map((u) => `${u.id} (job ${u.job})`).join(', ')}${resumed.unknown.length > 5 ? ', …' : ''}` : ''}, then --rerun-unknown to post them again)` : '';
+        process.stderr.write(printable(`resuming ${summaryFile}: ${resumed.done} line${resumed.done === 1 ? '' : 's'} done earlier, not posted again${left}; ${lines.length} to post`) + '\n');
+        if (lines.length === 0) {
+          if (resumed.unknown.length) throw new NegativeAnswer([`✘ nothing posted: ${resumed.unknown.length} line${resumed.unknown.length === 1 ? '' : 's'} left out with outcome unknown (see above); the rest were done`], 'stderr');
+          out(`batch: every line was done by the earlier run; nothing to post`);
+          return;
+        }
+      }
       // the planner prices a per-MiB ask by the largest line's input, as its provider will claim it
-      const b = withLineInputs(fromFile, lines);
+      const b = withLineInputs(resumed ? subsetBatch(fromFile, lines) : fromFile, lines);
       // Made now, before anything is asked of the daemon, as `run --output` is checked (checkWritable): one that cannot
       // be made (a file there or in its path, /proc) is OUTPUT_UNWRITABLE at once. Found only at the first line's
       // delivery, the lines' jobs ran and were paid for, and their outputs were thrown away.
@@ -127,18 +166,21 @@ export function registerBatchRun(batch: Command): void {
       } finally {
         ctrlC.dispose();
       }
-      const summaryFile = join(outputDir, 'summary.json');
+      // a resumed run keeps the earlier summary beside its own (summary.<its start>.json), never over it
+      const kept = earlier ? keptName(outputDir, earlier.startedAt) : undefined;
       writingTo(summaryFile, () => {
         // made before the first line (above); made again if removed since
         makeOutputDir(outputDir, 'output-dir');
-        writeFileSync(summaryFile, JSON.stringify({ batch: resolve(file), outputDir, ...summary }, jsonReplacer, 2) + '\n');
+        if (kept) renameSync(summaryFile, kept);
+        const resumedFrom = resumed && kept ? { resumed: { from: basename(kept), doneEarlier: resumed.done, leftOutUnknown: resumed.unknown, carried: resumed.carried } } : {};
+        writeFileSync(summaryFile, JSON.stringify({ batch: resolve(file), outputDir, ...resumedFrom, ...summary }, jsonReplacer, 2) + '\n');
       });
       const cost = summary.cost.map(formatMoney).join(' + ') || 'nothing';
       if (o.json) out(JSON.stringify({ e: 'summary', summary: { ...summary, file: summaryFile } }, jsonReplacer));
       else {
         const stopped = summary.stopped ? `, ${summary.unknown} in flight when ${summary.stopped.code === BATCH_INTERRUPTED ? 'interrupted' : 'the daemon was lost'}, ${summary.notPosted} not posted` : '';
-        out(`batch: ${summary.lines} lines, ${summary.done} done, ${summary.failed} failed${stopped}, ${summary.replanned} re-planned; ${summary.receipts.length} receipts; cost ${cost}`);
-        out(`outputs in ${outputDir}, summary in ${summaryFile}`);
+        out(`batch: ${summary.lines} lines${resumed ? ` posted on resuming (${resumed.done} done earlier)` : ''}, ${summary.done} done, ${summary.failed} failed${stopped}, ${summary.replanned} re-planned; ${summary.receipts.length} receipts; cost ${cost}${resumed ? ' (this run)' : ''}`);
+        out(`outputs in ${outputDir}, summary in ${summaryFile}${kept ? ` (the earlier one kept as ${basename(kept)})` : ''}`);
       }
       if (summary.stopped?.code === BATCH_INTERRUPTED) {
         throw new Interrupted(
@@ -150,6 +192,9 @@ export function registerBatchRun(batch: Command): void {
         // the daemon's own error, as `c0mpute run` reports it (exit 3): not a negative answer about the lines
         const { code, message } = summary.stopped;
         throw new C0Error(code, `the batch stopped because it lost the daemon: ${message}. ${summary.done} of ${summary.lines} lines done, ${summary.unknown} in flight (their outcome: \`c0mpute jobs\` once the daemon is back), ${summary.notPosted} not posted${summary.failed ? `, ${summary.failed} failed` : ''}; no provider was blamed for it; per line in ${summaryFile}`);
+      }
+      if (resumed?.unknown.length && !summary.failed) {
+        throw new NegativeAnswer([`✘ ${resumed.unknown.length} line${resumed.unknown.length === 1 ? '' : 's'} left out with outcome unknown (in flight when the earlier run stopped): check \`c0mpute jobs\`, then --resume --rerun-unknown`], 'stderr');
       }
       if (summary.failed) {
         const failed = summary.perLine.filter((l) => l.status === 'failed');
