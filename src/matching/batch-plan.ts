@@ -113,6 +113,12 @@ export interface Shortfall {
   lines: number;
   planned: number;
   shortfall: number;
+  /**
+   * Why, when it is not capacity: no live provider serves the workload (`no-provider`), none serving it prices it
+   * in the batch's currency (`no-currency`), none in a unit a line can be billed in (`no-unit`: per second with no
+   * timeout said), or none serving it passes its requirements (`no-eligible`).
+   */
+  reason?: 'no-provider' | 'no-currency' | 'no-unit' | 'no-eligible';
 }
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
@@ -176,10 +182,16 @@ export function planBatch(inp: PlanInputs): BatchPlan {
     // providers that serve the workload and pass the gate: how many ask at most maxPrice a line, and the cheapest above
     let withinPrice = 0;
     let cheapestAbove: Decimal | undefined;
+    // how far the live providers got, for a shortfall that is not capacity: serving it, pricing it here, eligible
+    let serving = 0;
+    let inCurrency = 0;
+    let priceable = 0;
+    let eligible = 0;
     // Candidates: eligible, priced in the workload's currency, under maxPrice, with a share left.
     const cands: Array<{ p: LiveProvider; key: Decimal; ask: Money; unit: string; qty: Decimal; share: number }> = [];
     for (const p of providers) {
       if (!p.workloads.includes(w.workload)) continue;
+      serving++;
       // Its ask as askFor picks one for an order (cheapestAsk): of its prices for the workload in the batch's
       // currency and in a unit a line can be billed in (lineUnits; an entry in another unit cannot be costed), the
       // cheapest here.
@@ -196,8 +208,11 @@ export function planBatch(inp: PlanInputs): BatchPlan {
         },
         (a, b) => a.key.lt(b.key),
       );
+      if ((p.advert.record.prices ?? []).some((pe) => pe.workload === w.workload && pe.price.currency === currency)) inCurrency++;
       if (!pick) continue;
+      priceable++;
       if (inp.eligible && !inp.eligible(p, w)) continue;
+      eligible++;
       if (pick.cost.key.gt(maxTotal)) {
         if (!cheapestAbove || pick.cost.key.lt(cheapestAbove)) cheapestAbove = pick.cost.key;
         continue;
@@ -247,7 +262,10 @@ export function planBatch(inp: PlanInputs): BatchPlan {
       const cost = new D(c.ask.amount).times(c.qty).times(n).div(lines);
       assignments.push({ workload: w.workload, provider: c.p.did, lines: n, ask: c.ask, unit: c.unit, cost: { amount: amount(cost), currency } });
     }
-    if (left > 0) shortfalls.push({ workload: w.workload, lines: w.lines, planned: w.lines - left, shortfall: left });
+    if (left > 0) {
+      const reason = serving === 0 ? 'no-provider' : inCurrency === 0 ? 'no-currency' : priceable === 0 ? 'no-unit' : eligible === 0 ? 'no-eligible' : undefined;
+      shortfalls.push({ workload: w.workload, lines: w.lines, planned: w.lines - left, shortfall: left, ...(reason ? { reason } : {}) });
+    }
     if (withinPrice === 0 && cheapestAbove) priced.push({ workload: w.workload, maxPrice: w.maxPrice, cheapest: { amount: amount(cheapestAbove.div(lines)), currency }, ...(perLineSeconds === undefined ? {} : { lineSeconds: perLineSeconds }), ...(perLineMib === undefined ? {} : { lineMib: perLineMib }) });
   }
 
@@ -255,11 +273,28 @@ export function planBatch(inp: PlanInputs): BatchPlan {
     const said = priced.map((x) => `${x.workload}: the cheapest asks ${x.cheapest.amount} ${x.cheapest.currency} a line${x.lineSeconds === undefined && x.lineMib === undefined ? '' : ` (${[x.lineSeconds === undefined ? '' : `${x.lineSeconds} s`, x.lineMib === undefined ? '' : `${x.lineMib} MiB`].filter(Boolean).join(', ')})`}, above maxPrice ${x.maxPrice.amount} ${x.maxPrice.currency}`).join('; ');
     throw new C0Error('BATCH_MAX_PRICE_BELOW_ASK', `no live provider would claim a line at its maxPrice (${said})`, { field: 'maxPrice', detail: { priced, shortfall: shortfalls } });
   }
+  // A workload no live provider can take at all is not a matter of capacity: said so, with why (QA pass on matching,
+  // session 49: a batch in EUR, or of a workload nobody serves, was told "a longer window … take more")
+  const none = shortfalls.filter((x) => x.reason !== undefined);
+  if (none.length) {
+    const why = (x: Shortfall) =>
+      x.reason === 'no-provider'
+        ? 'no live provider serves it'
+        : x.reason === 'no-currency'
+          ? `no live provider serving it prices it in ${batch.workloads.find((w) => w.workload === x.workload)!.maxPrice.currency} (prices are never converted)`
+          : x.reason === 'no-unit'
+            ? 'no live provider serving it prices it in a unit a line can be billed in (per second needs the lines’ timeout)'
+            : 'no live provider serving it meets its requirements';
+    throw new C0Error('BATCH_NO_PROVIDER', `no live provider can take ${none.map((x) => `${x.workload} (${why(x)})`).join('; ')}: \`c0mpute market probe\` names each provider's reason`, { field: 'workloads', detail: { shortfall: shortfalls } });
+  }
   if (shortfalls.length) {
     const said = shortfalls.map((s) => `${s.workload}: ${s.shortfall} of ${s.lines} lines unplaced`).join('; ');
+    // without lineTime a line holds its slot for the whole window: a longer window takes no more then (QA s49)
+    const whole = shortfalls.filter((x) => batch.workloads.find((w) => w.workload === x.workload)!.lineMs >= batch.windowMs).map((x) => x.workload);
+    const more = whole.length ? `; ${whole.join(', ')} ${whole.length === 1 ? 'has' : 'have'} no lineTime, so each line holds its slot for the whole window and a longer window takes no more: give lineTime (how long a line runs), and a slot takes window ÷ lineTime lines` : '; a longer window, or providers with a record here, take more';
     // the rule, said: an operator with three free slots and three lines read "2 of 3 unplaced" without the reputation
     // that scales each provider's share (QA pass, session 48)
-    throw new C0Error('BATCH_EXCEEDS_CAPACITY', `the live network cannot take this batch in its window (${said}): a provider takes at most its reputation × its free slots × the lines that fit in the window (at most ${ceiling}), less what it holds already; a longer window, or providers with a record here, take more`, { detail: { shortfall: shortfalls } });
+    throw new C0Error('BATCH_EXCEEDS_CAPACITY', `the live network cannot take this batch in its window (${said}): a provider takes at most its reputation × its free slots × the lines that fit in the window (at most ${ceiling}), less what it holds already${more}`, { detail: { shortfall: shortfalls } });
   }
 
   const perProvider = new Map<string, { lines: number; cost: Map<string, Decimal> }>();

@@ -38,7 +38,7 @@ export const BATCH_REPLAN_RETRIES = 3;
  * providers above maxPrice left (BATCH_MAX_PRICE_BELOW_ASK: the within-price ones struck off, or their presence lapsed
  * for a moment). Before, the latter failed the lines at once.
  */
-const REPLAN_AGAIN: ReadonlySet<string> = new Set(['BATCH_EXCEEDS_CAPACITY', 'BATCH_MAX_PRICE_BELOW_ASK']);
+const REPLAN_AGAIN: ReadonlySet<string> = new Set(['BATCH_EXCEEDS_CAPACITY', 'BATCH_NO_PROVIDER', 'BATCH_MAX_PRICE_BELOW_ASK']);
 /**
  * What the runner's ports throw when the daemon itself is lost, not when it answers: it cannot be reached
  * (DAEMON_UNREACHABLE), the connection broke while it answered (DAEMON_STREAM_LOST: it died or restarted), or it did

@@ -161,7 +161,7 @@ export function registerBatchRun(batch: Command): void {
         summary = await runBatch({ batch: b, lines, concurrency, signal: ctrlC.signal }, ports);
       } catch (e) {
         unmake();
-        if (e instanceof C0Error && (e.code === 'BATCH_EXCEEDS_CAPACITY' || e.code === 'BATCH_MAX_PRICE_BELOW_ASK')) throw new NegativeAnswer([`error ${e.code}: ${e.message}`], 'stderr');
+        if (e instanceof C0Error && (e.code === 'BATCH_EXCEEDS_CAPACITY' || e.code === 'BATCH_NO_PROVIDER' || e.code === 'BATCH_MAX_PRICE_BELOW_ASK')) throw new NegativeAnswer([`error ${e.code}: ${e.message}`], 'stderr');
         throw e;
       } finally {
         ctrlC.dispose();

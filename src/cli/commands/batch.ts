@@ -39,7 +39,7 @@ export function register(program: Command): void {
       try {
         plan = (await apiCall(c.api, c.token, 'POST', `/v1/batch/plan${overlayQuery(o.overlay)}`, { batch: b, ...(ceiling === undefined ? {} : { ceiling }) })) as BatchPlan;
       } catch (e) {
-        if (e instanceof C0Error && (e.code === 'BATCH_EXCEEDS_CAPACITY' || e.code === 'BATCH_MAX_PRICE_BELOW_ASK')) throw new NegativeAnswer([`error ${e.code}: ${e.message}`], 'stderr');
+        if (e instanceof C0Error && (e.code === 'BATCH_EXCEEDS_CAPACITY' || e.code === 'BATCH_NO_PROVIDER' || e.code === 'BATCH_MAX_PRICE_BELOW_ASK')) throw new NegativeAnswer([`error ${e.code}: ${e.message}`], 'stderr');
         throw e;
       }
       if (o.json) return outJson(plan);

@@ -76,6 +76,7 @@ test('a batch that does not say its lines’ timeout does not price a per-second
   assert.equal(lineSeconds(w), undefined, 'never the summed seconds ÷ lines: that is no timeout');
   assert.throws(
     () => planBatch({ batch: { ...batch, workloads: [w] }, live: [prov], now: NOW, reputation: () => 1, ceiling: 128 }),
-    (e: unknown) => e instanceof C0Error && e.code === 'BATCH_EXCEEDS_CAPACITY',
+    // not capacity: the provider's per-second ask cannot be priced for a line without its timeout (it was BATCH_EXCEEDS_CAPACITY)
+    (e: unknown) => e instanceof C0Error && e.code === 'BATCH_NO_PROVIDER' && /per second needs the lines’ timeout/.test(e.message),
   );
 });

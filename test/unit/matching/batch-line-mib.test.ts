@@ -95,7 +95,8 @@ test('a unit the claimer cannot count is not planned, stated or not', () => {
   const odd = advert(P(2), { prices: [{ workload: W, unit: 'mtoken', price: { amount: '0.0001', currency: 'USD' } }] });
   const p2: LiveProvider = { ...prov, did: P(2).did, advert: odd, presence: seal(T.presence, { workloads: [W], freeSlots: 4, issuedAt: NOW - 1000, windowMs: 15000 }, P(2).signer) };
   const b: Batch = { windowMs: 600_000, workloads: [{ workload: W, lines: 4, units: { mtoken: '100' }, lineMs: 2000, maxPrice: usd('1') }] };
-  assert.throws(() => planBatch({ batch: b, live: [p2], now: NOW, reputation: () => 1 }), (e: unknown) => e instanceof C0Error && e.code === 'BATCH_EXCEEDS_CAPACITY');
+  // not capacity: no provider prices it in a unit a line is billed in, and it says so (it was BATCH_EXCEEDS_CAPACITY)
+  assert.throws(() => planBatch({ batch: b, live: [p2], now: NOW, reputation: () => 1 }), (e: unknown) => e instanceof C0Error && e.code === 'BATCH_NO_PROVIDER' && /a unit a line can be billed in/.test(e.message));
 });
 
 test('the API takes lineInputBytes, a whole number of bytes', () => {

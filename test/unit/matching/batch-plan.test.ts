@@ -237,3 +237,27 @@ test('a provider’s ask is its cheapest price for the workload in the batch’s
   assert.ok(ask.ok);
   assert.deepEqual(ask.ask.price, one.assignments[0]!.ask);
 });
+
+test('a workload no live provider can take at all is BATCH_NO_PROVIDER with why, not capacity; without lineTime the capacity refusal says so', () => {
+  const [A, B] = [P(621), P(622)];
+  const ps = [live(A, { price: '0.1', freeSlots: 2 }), live(B, { price: '0.1', freeSlots: 2, tier: 'community' })];
+  const refused = (b: Batch, o: Partial<PlanInputs> = {}) => {
+    try {
+      planBatch({ batch: b, live: ps, now: NOW, reputation: () => 1, ...o });
+    } catch (e) {
+      assert.ok(e instanceof C0Error);
+      return `${e.code}: ${e.message}`;
+    }
+    assert.fail('planned');
+  };
+  // QA s49: each of these was "BATCH_EXCEEDS_CAPACITY … a longer window, or providers with a record here, take more"
+  assert.match(refused({ windowMs: 60_000, workloads: [wl({ workload: 'nosuch.work' })] }), /^BATCH_NO_PROVIDER: no live provider can take nosuch\.work \(no live provider serves it\)/);
+  assert.match(refused({ windowMs: 60_000, workloads: [wl({ maxPrice: { amount: '1', currency: 'EUR' } })] }), /^BATCH_NO_PROVIDER: .*\(no live provider serving it prices it in EUR \(prices are never converted\)\)/);
+  assert.match(refused({ windowMs: 60_000, workloads: [wl({ requirements: { tier: 'verified' } })] }, { eligible: meetsRequirements }), /^BATCH_NO_PROVIDER: .*meets its requirements/);
+  // 4 slots, 6 lines that each hold a slot the whole window (no lineTime: lineMs = the window): a longer window takes no more
+  const whole = refused({ windowMs: 60_000, workloads: [wl({ lines: 6, lineMs: 60_000 })] });
+  assert.match(whole, /^BATCH_EXCEEDS_CAPACITY: .*2 of 6 lines unplaced.*has no lineTime, so each line holds its slot for the whole window and a longer window takes no more: give lineTime/);
+  assert.doesNotMatch(whole, /a longer window, or providers with a record here, take more/);
+  // with lineTime the old advice stands
+  assert.match(refused({ windowMs: 60_000, workloads: [wl({ lines: 25, lineMs: 10_000 })] }), /a longer window, or providers with a record here, take more/);
+});
