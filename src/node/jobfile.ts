@@ -164,6 +164,10 @@ export function parseJobFileText(text: string, path: string, opts: JobFileOption
 
 /** The job's `order` from the file's `order:` key and the flags (`--designated` wins over the file's). */
 function orderOf(file: { designated?: string | undefined } | null | undefined, opts: JobFileOptions): { order?: { designated?: string } } {
+  // `--open` asks for an order any provider may claim: a file that designates one provider asks otherwise
+  if (opts.open && opts.designated === undefined && file?.designated !== undefined) {
+    throw new C0Error('JOB_ORDER_CONFLICT', `--open posts an order any provider may claim, and the job file's order.designated names one (${file.designated.slice(0, 80)}): drop one of them`, { field: 'order.designated' });
+  }
   const designated = opts.designated ?? file?.designated;
   if (designated !== undefined) return { order: { designated } };
   if (opts.open || file !== undefined) return { order: {} };

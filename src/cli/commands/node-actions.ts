@@ -473,6 +473,9 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
   if (f.designated !== undefined && !(await import('../../records/did.js')).isDid(f.designated)) {
     throw new UsageError('JOB_SPEC_INVALID', `--designated must be a provider DID (did:key:…), got "${String(f.designated).slice(0, 80)}"`, { field: 'designated' });
   }
+  // an order any provider may claim, and one only this provider may: the two flags ask for different things (QA s49:
+  // --open was dropped without a word and the order posted designated)
+  if (f.open && f.designated !== undefined) throw new UsageError('JOB_ORDER_CONFLICT', '--open posts an order any provider may claim; --designated one only that provider may: give one of them', { field: 'open' });
   const spec = readJobFile(jobFile, { ...(f.input ? { input: f.input } : {}), ...(f.policy ? { policy: f.policy } : {}), ...(f.open ? { open: true } : {}), ...(f.designated ? { designated: f.designated } : {}) });
   // An --output that cannot be written is refused before the job is bought, not after it is paid for.
   if (f.output) checkWritable(f.output);

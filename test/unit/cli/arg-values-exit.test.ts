@@ -37,6 +37,8 @@ describe('a bad argument value exits 2 with its own code', { concurrency: 4 }, (
     [['market', 'export', '--job', 'notajob', '--out', join(dir, 'exp')], 'ADDRESS_MALFORMED'],
     [['market', 'probe', job, '--designated', 'notadid'], 'PROBE_SPEC_INVALID'],
     [['run', job, '--designated', 'notadid'], 'JOB_SPEC_INVALID'],
+    // an order any provider may claim and one only that provider may: --open was dropped without a word (QA s49)
+    [['run', job, '--open', '--designated', 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK'], 'JOB_ORDER_CONFLICT'],
     [['start', '--role', ''], 'USAGE_EMPTY_VALUE'],
     [['start', '--role', ' , '], 'USAGE_EMPTY_VALUE'],
     [['start', '--listen', ''], 'USAGE_EMPTY_VALUE'],
@@ -49,4 +51,12 @@ describe('a bad argument value exits 2 with its own code', { concurrency: 4 }, (
       assert.match(r.stderr, new RegExp(`^error ${code}: `, 'm'));
     });
   }
+});
+
+it('run --open on a job file that designates a provider: JOB_ORDER_CONFLICT naming order.designated, exit 3 (a file, not the command line)', async () => {
+  const designated = join(dir, 'designated.yaml');
+  writeFileSync(designated, 'workload: builtin.sha256\ninput: "hello"\nmaxPrice: "0.01 USD"\ndeadline: 60s\norder: { designated: did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK }\n');
+  const r = await c0('run', designated, '--open');
+  assert.equal(r.code, 3, r.stderr);
+  assert.match(r.stderr, /^error JOB_ORDER_CONFLICT: --open posts an order any provider may claim, and the job file's order\.designated names one/m);
 });
