@@ -32,7 +32,7 @@ import { watchCtrlC } from '../run-interrupt.js';
 import { printable } from '../../util/text.js';
 import { requireDaemon } from '../daemon-client.js';
 import { globals } from './index.js';
-import { renderPlan } from './batch.js';
+import { CEILING_MAX, renderPlan } from './batch.js';
 
 interface RunFlags {
   inputDir?: string;
@@ -75,7 +75,7 @@ export function registerBatchRun(batch: Command): void {
       const [{ readBatchRunFile }, { apiBatchPorts, batchLines, withLineInputs }] = await Promise.all([import('../batchfile.js'), import('../../node/batch-client.js')]);
       const { batch: fromFile, run } = readBatchRunFile(file);
       const concurrency = o.concurrency === undefined ? BATCH_RUN_CONCURRENCY : whole('--concurrency', o.concurrency, 1, BATCH_RUN_MAX_CONCURRENCY);
-      const ceiling = o.ceiling === undefined ? undefined : whole('--ceiling', o.ceiling, 0);
+      const ceiling = o.ceiling === undefined ? undefined : whole('--ceiling', o.ceiling, 1, CEILING_MAX);
       const inputDir = resolve(o.inputDir ?? dirname(file));
       const outputDir = resolve(o.outputDir ?? join(dirname(file), `${basename(file, extname(file))}.out`));
       const allLines = batchLines(fromFile, run, inputDir);

@@ -17,6 +17,9 @@ import { overlayQuery, requireDaemon } from '../daemon-client.js';
 import { globals } from './index.js';
 import { registerBatchRun } from './batch-run.js';
 
+/** The most `--ceiling` takes (nine digits: a per-provider ceiling past any window's lines). */
+export const CEILING_MAX = 999_999_999;
+
 export function register(program: Command): void {
   const batch = program.command('batch').description('plan batches of many lines across the live providers');
   batch
@@ -31,7 +34,8 @@ export function register(program: Command): void {
       const b = readBatchFile(file);
       let ceiling: number | undefined;
       if (o.ceiling !== undefined) {
-        if (!/^[0-9]{1,9}$/.test(o.ceiling)) throw new UsageError('BATCH_FIELD_INVALID', `--ceiling must be a whole number of lines, got "${o.ceiling.slice(0, 40)}"`, { field: 'ceiling' });
+        // at least one: a ceiling of 0 places nothing, and was refused as capacity (QA s49); the bound said
+        if (!/^[0-9]{1,9}$/.test(o.ceiling) || Number(o.ceiling) < 1) throw new UsageError('BATCH_FIELD_INVALID', `--ceiling must be a whole number of lines from 1 to ${CEILING_MAX}, got "${o.ceiling.slice(0, 40)}"`, { field: 'ceiling' });
         ceiling = Number(o.ceiling);
       }
       const c = requireDaemon(dataDir);

@@ -48,6 +48,9 @@ describe('a bad option value exits 2 with its own code', SIDE_BY_SIDE, () => {
     [['devnet', '--start-timeout', '0'], 'DEVNET_BAD_OPTION'],
     [['batch', 'run', batch, '--concurrency', '0'], 'BATCH_FIELD_INVALID'],
     [['batch', 'run', batch, '--concurrency', '129'], 'BATCH_FIELD_INVALID'], // each line holds an API connection: at most 128
+    // a ceiling of 0 places nothing: it was taken, then refused as capacity (QA s49)
+    [['batch', 'run', batch, '--ceiling', '0'], 'BATCH_FIELD_INVALID'],
+    [['batch', 'plan', batch, '--ceiling', '0'], 'BATCH_FIELD_INVALID'],
     [['ledger', 'fetch', 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK', join(dir, 'out.led'), '--max-mib', '1000'], 'LEDGER_FETCH_BAD_LIMIT'],
     [['ledger', 'show', dir, '--from', '-1'], 'LEDGER_BAD_RANGE'],
     [['ledger', 'verify', dir, '--steward', 'notadid'], 'LEDGER_BAD_STEWARD'],
