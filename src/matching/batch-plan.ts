@@ -100,8 +100,9 @@ export interface BatchPlan {
 export interface PricedOut {
   workload: string;
   maxPrice: Money;
-  /** The cheapest ask for one line among them. */
+  /** The cheapest ask for one line among them, and the unit it bills in. */
   cheapest: Money;
+  unit?: string;
   /** The seconds a per-second ask bills a line for (lineSeconds: its timeout), when the workload gives it. */
   lineSeconds?: number;
   /** The MiB a per-MiB ask bills a line for at most (lineUnits), when the workload gives its inputs' size. */
@@ -182,6 +183,7 @@ export function planBatch(inp: PlanInputs): BatchPlan {
     // providers that serve the workload and pass the gate: how many ask at most maxPrice a line, and the cheapest above
     let withinPrice = 0;
     let cheapestAbove: Decimal | undefined;
+    let cheapestAboveUnit: string | undefined;
     // how far the live providers got, for a shortfall that is not capacity: serving it, pricing it here, eligible
     let serving = 0;
     let inCurrency = 0;
@@ -214,7 +216,10 @@ export function planBatch(inp: PlanInputs): BatchPlan {
       if (inp.eligible && !inp.eligible(p, w)) continue;
       eligible++;
       if (pick.cost.key.gt(maxTotal)) {
-        if (!cheapestAbove || pick.cost.key.lt(cheapestAbove)) cheapestAbove = pick.cost.key;
+        if (!cheapestAbove || pick.cost.key.lt(cheapestAbove)) {
+          cheapestAbove = pick.cost.key;
+          cheapestAboveUnit = pick.entry.unit;
+        }
         continue;
       }
       withinPrice++;
@@ -266,7 +271,18 @@ export function planBatch(inp: PlanInputs): BatchPlan {
       const reason = serving === 0 ? 'no-provider' : inCurrency === 0 ? 'no-currency' : priceable === 0 ? 'no-unit' : eligible === 0 ? 'no-eligible' : undefined;
       shortfalls.push({ workload: w.workload, lines: w.lines, planned: w.lines - left, shortfall: left, ...(reason ? { reason } : {}) });
     }
-    if (withinPrice === 0 && cheapestAbove) priced.push({ workload: w.workload, maxPrice: w.maxPrice, cheapest: { amount: amount(cheapestAbove.div(lines)), currency }, ...(perLineSeconds === undefined ? {} : { lineSeconds: perLineSeconds }), ...(perLineMib === undefined ? {} : { lineMib: perLineMib }) });
+    // the units a line is billed for only when the cheapest ask bills by them: "(120 s)" beside a per-job ask read as
+    // per-second billing that does not exist (QA pass on matching, session 49)
+    if (withinPrice === 0 && cheapestAbove) {
+      priced.push({
+        workload: w.workload,
+        maxPrice: w.maxPrice,
+        cheapest: { amount: amount(cheapestAbove.div(lines)), currency },
+        ...(cheapestAboveUnit ? { unit: cheapestAboveUnit } : {}),
+        ...(perLineSeconds === undefined || cheapestAboveUnit !== 'second' ? {} : { lineSeconds: perLineSeconds }),
+        ...(perLineMib === undefined || cheapestAboveUnit !== 'mib' ? {} : { lineMib: perLineMib }),
+      });
+    }
   }
 
   if (priced.length) {

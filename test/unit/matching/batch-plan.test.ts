@@ -261,3 +261,21 @@ test('a workload no live provider can take at all is BATCH_NO_PROVIDER with why,
   // with lineTime the old advice stands
   assert.match(refused({ windowMs: 60_000, workloads: [wl({ lines: 25, lineMs: 10_000 })] }), /a longer window, or providers with a record here, take more/);
 });
+
+test('BATCH_MAX_PRICE_BELOW_ASK gives a line’s seconds only for a per-second ask (a per-job ask read as billed by the second)', () => {
+  const perJob = live(P(631), { price: '0.5', freeSlots: 2 });
+  const refused = () => {
+    try {
+      planBatch({ batch: { windowMs: 60_000, workloads: [wl({ lines: 2, timeoutMs: 120_000, maxPrice: { amount: '0.1', currency: 'USD' } })] }, live: [perJob], now: NOW, reputation: () => 1 });
+    } catch (e) {
+      assert.ok(e instanceof C0Error);
+      return e;
+    }
+    assert.fail('planned');
+  };
+  const e = refused();
+  assert.equal(e.code, 'BATCH_MAX_PRICE_BELOW_ASK');
+  assert.match(e.message, /the cheapest asks 0\.5 USD a line, above maxPrice 0\.1 USD/);
+  assert.doesNotMatch(e.message, /\(120 s\)/);
+  assert.equal((e.detail as { priced: Array<{ unit?: string; lineSeconds?: number }> }).priced[0]!.unit, 'job');
+});
