@@ -341,10 +341,11 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
         if (lost) {
           // The daemon is gone, not the provider: strike no one, re-plan nothing, and do not post the line again (it
           // may still be running: a daemon whose stream alone broke goes on with it, and one that died leaves the
-          // provider to end it EXEC_BUYER_GONE).
+          // provider to end it EXEC_BUYER_GONE). Stopped first: the lines in flight it reports count this one, which is
+          // `unknown` as they are (it said 3 in flight, then 4 were unknown: QA pass on matching, session 49).
+          stop(lost);
           inFlight--;
           inFlightAt.set(p, inFlightAt.get(p)! - 1);
-          stop(lost);
           r.status = 'unknown';
           if (o.job) r.job = o.job;
           r.detail =

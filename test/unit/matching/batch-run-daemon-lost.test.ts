@@ -120,6 +120,8 @@ test('the daemon SIGKILLed mid-batch: no provider is struck, nothing is re-plann
   assert.deepEqual(s.cost, [{ amount: '0.004', currency: 'USD' }]);
   assert.equal(d.events.filter((e) => e.e === 'stopped').length, 1);
   assert.equal(d.events.filter((e) => e.e === 'line' && e.status === 'unknown').length, 4);
+  // the stop says as many in flight as end unknown (it said 3, the line that found the daemon gone left out)
+  assert.equal((d.events.find((e) => e.e === 'stopped') as { inFlight: number }).inFlight, 4);
   assert.ok(!d.events.some((e) => e.e === 'line' && (e.status === 'retry' || e.status === 'failed')));
 });
 
