@@ -25,7 +25,10 @@ const jobFileSchema = z
   .object({
     workload: z.string().regex(WORKLOAD_RE, 'a workload namespace like builtin.sha256'),
     params: z.union([z.string(), z.number()]).optional(),
-    maxPrice: z.union([z.string(), z.object({ amount: z.string().regex(AMOUNT_RE), currency: z.string().regex(CURRENCY_RE) }).strict()]),
+    // said as a price, not zod's "Invalid input": a bare `maxPrice: 0.01` is a YAML number with no currency (QA s49)
+    maxPrice: z.union([z.string(), z.object({ amount: z.string().regex(AMOUNT_RE), currency: z.string().regex(CURRENCY_RE) }).strict()], {
+      error: 'expected a price like "0.01 USD" (quoted, with its currency) or {amount: "0.01", currency: USD}',
+    }),
     deadline: duration.default('60s'),
     timeout: duration.optional(),
     policy: z.enum(POLICIES).optional(),

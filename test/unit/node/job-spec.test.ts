@@ -83,3 +83,14 @@ test('the job file: a zero duration is refused naming the file’s own field, an
   const spec = parseJobSpec(parseJobFileText(text('90s'), 'job.yaml'));
   assert.deepEqual([spec.deadlineMs, spec.params, Buffer.from(spec.input).toString()], [90_000, '10', 'hi']);
 });
+
+test('a job file’s maxPrice that is no price says what a price looks like (a bare YAML number read "maxPrice: Invalid input")', async () => {
+  const { parseJobFileText } = await import('../../../src/node/jobfile.js');
+  for (const v of ['0.01', '{ amount: 1, currency: USD }', '[1]']) {
+    assert.throws(
+      () => parseJobFileText(`workload: builtin.sha256\ninput: hi\nmaxPrice: ${v}\n`, 'job.yaml'),
+      (e: C0Error) => e.code === 'JOB_FILE_INVALID' && e.message === 'job.yaml: maxPrice: expected a price like "0.01 USD" (quoted, with its currency) or {amount: "0.01", currency: USD}',
+      v,
+    );
+  }
+});
