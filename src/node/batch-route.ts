@@ -39,20 +39,32 @@ export function batchPlan(o: OverlayNode, body: unknown): BatchPlan {
   const rep = o.market.reputation();
   // leases on open bids only: the orders designated to a provider are subtracted through designatedOrders
   const held = o.heldByProvider('open-bids');
-  return planBatch({
-    batch,
-    now,
-    // never this node itself: a node that is buyer and provider planned lines onto itself, each refused
-    // ORDER_DESIGNATED_SELF and planned again (QA pass, session 48)
-    live: o.liveProviders(now)
-      .filter((p) => !excluded.has(p.did) && p.did !== o.did)
-      .map((p) => (running.has(p.did) ? { ...p, freeSlots: Math.max(0, p.freeSlots) + running.get(p.did)! } : p)),
-    reputation: (did) => rep.scoreOf(did),
-    ceiling,
-    held: (did) => held.get(did) ?? 0,
-    designated: (did) => o.designatedOrders(did) + (extra.get(did) ?? 0),
-    eligible: meetsRequirements,
-  });
+  try {
+    return plan();
+  } catch (e) {
+    // a re-plan's "nobody can take it" counts only the providers not left out: said, or it reads as if none served it
+    if (e instanceof C0Error && e.code === 'BATCH_NO_PROVIDER' && excluded.size > 0) {
+      throw new C0Error(e.code, `${e.message}; ${excluded.size} provider${excluded.size === 1 ? '' : 's'} this run struck off ${excluded.size === 1 ? 'is' : 'are'} left out`, { ...(e.field ? { field: e.field } : {}), ...(e.detail ? { detail: e.detail } : {}) });
+    }
+    throw e;
+  }
+  function plan() {
+    return planBatch({
+      batch,
+      now,
+      // never this node itself: a node that is buyer and provider planned lines onto itself, each refused
+      // ORDER_DESIGNATED_SELF and planned again (QA pass, session 48)
+      live: o
+        .liveProviders(now)
+        .filter((p) => !excluded.has(p.did) && p.did !== o.did)
+        .map((p) => (running.has(p.did) ? { ...p, freeSlots: Math.max(0, p.freeSlots) + running.get(p.did)! } : p)),
+      reputation: (did) => rep.scoreOf(did),
+      ceiling,
+      held: (did) => held.get(did) ?? 0,
+      designated: (did) => o.designatedOrders(did) + (extra.get(did) ?? 0),
+      eligible: meetsRequirements,
+    });
+  }
 }
 
 /** A {DID: whole number} body field, or BATCH_FIELD_INVALID naming it. */
