@@ -4,57 +4,30 @@
  * flight (the daemon takes each as its client gone), writes summary.json as when the daemon is lost (`stopped`, the
  * lines `unknown` / `not-posted`) and ends with one line, BATCH_INTERRUPTED, exit 130.
  *
- * A fake daemon (a data directory whose daemon.json points at a local HTTP server): it plans every line on one
- * provider with two free slots and holds each `/v1/run` stream open after naming its order.
+ * A fake daemon (fake-batch-daemon.ts): it plans every line on one provider with two free slots and holds each
+ * `/v1/run` stream open after naming its order.
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { P } from '../market/fixtures.js';
+import { fakeBatchDaemon, type FakeBatchDaemon } from './fake-batch-daemon.js';
 
 const BIN = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'c0-batch-ctrl-c-'));
-let server: Server | undefined;
+let daemon: FakeBatchDaemon | undefined;
 after(() => {
-  server?.close();
+  daemon?.close();
   rmSync(root, { recursive: true, force: true });
 });
 
 test('Ctrl-C on `batch run`: streams in flight closed, summary.json written (stopped BATCH_INTERRUPTED), one line, exit 130', async () => {
-  const provider = P(951).did;
-  const usd = (amount: string) => ({ amount, currency: 'USD' });
-  let runs = 0;
-  let closed = 0;
-  server = createServer((req, res) => {
-    const send = (v: unknown) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(v));
-    };
-    if (req.url?.startsWith('/v1/market')) return send({ presence: { providers: [{ did: provider, freeSlots: 2 }] }, adverts: [] });
-    if (req.url?.startsWith('/v1/batch/plan')) {
-      return send({ plannedAt: 0, windowMs: 600_000, assignments: [{ workload: 'builtin.sha256', provider, lines: 4, ask: usd('0.002'), unit: 'job', cost: usd('0.008') }], providers: [{ provider, lines: 4, cost: [usd('0.008')] }], totals: [usd('0.008')], lines: 4 });
-    }
-    if (req.url?.startsWith('/v1/run')) {
-      runs++;
-      req.resume();
-      res.on('close', () => closed++);
-      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
-      res.write(JSON.stringify({ e: 'order', job: `sha256:${String(runs).padStart(64, '0')}` }) + '\n');
-      return; // held open: the line is in flight
-    }
-    res.writeHead(404).end();
-  });
-  await new Promise<void>((ok) => server!.listen(0, '127.0.0.1', ok));
   const dataDir = join(root, 'buyer');
-  mkdirSync(dataDir);
-  writeFileSync(join(dataDir, 'api.token'), 'token\n', { mode: 0o600 });
-  writeFileSync(join(dataDir, 'daemon.json'), JSON.stringify({ pid: process.ppid, api: `127.0.0.1:${(server.address() as AddressInfo).port}` }));
+  daemon = await fakeBatchDaemon(dataDir, P(951).did, { hold: true, slots: 2 });
   const file = join(root, 'b.yaml');
   writeFileSync(file, 'window: 10m\nworkloads: [{ workload: builtin.sha256, lines: 4, lineTime: 2s, maxPrice: "0.01 USD", params: "1000", inputText: "line {n}" }]\n');
   const outDir = join(root, 'b.out');
@@ -63,13 +36,13 @@ test('Ctrl-C on `batch run`: streams in flight closed, summary.json written (sto
   let err = '';
   cli.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
   const exited = new Promise<number | null>((ok) => cli.once('close', (code) => ok(code)));
-  while (runs < 2) await new Promise((r) => setTimeout(r, 50));
+  while (daemon.runs < 2) await new Promise((r) => setTimeout(r, 50));
   cli.kill('SIGINT');
   const code = await exited;
   assert.equal(code, 130, err);
   assert.match(err, /^error BATCH_INTERRUPTED: the batch was interrupted with Ctrl-C: 0 of 4 lines done, 2 in flight \(their streams closed: .*\), 2 not posted; outputs in .*, per line in .*summary\.json$/m);
-  while (closed < 2) await new Promise((r) => setTimeout(r, 20)); // both streams in flight closed
-  assert.equal(runs, 2, 'nothing posted after the Ctrl-C');
+  while (daemon.closed < 2) await new Promise((r) => setTimeout(r, 20)); // both streams in flight closed
+  assert.equal(daemon.runs, 2, 'nothing posted after the Ctrl-C');
   const s = JSON.parse(readFileSync(join(outDir, 'summary.json'), 'utf8')) as { stopped: { code: string }; unknown: number; notPosted: number; perLine: Array<{ status: string; job?: string }> };
   assert.equal(s.stopped.code, 'BATCH_INTERRUPTED');
   assert.deepEqual([s.unknown, s.notPosted], [2, 2]);

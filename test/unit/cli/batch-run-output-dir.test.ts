@@ -4,65 +4,36 @@
  * the output: EEXIST …`) and the batch ended `OUTPUT_UNWRITABLE: cannot write D/summary.json`. Now D is made before
  * anything is asked of the daemon, as `run --output` is checked: OUTPUT_UNWRITABLE, exit 3, nothing posted.
  *
- * A fake daemon (a data directory whose daemon.json points at a local HTTP server) that would plan every line on one
- * provider and complete each `/v1/run` with an output and a receipt; every request it gets is counted.
+ * A fake daemon (fake-batch-daemon.ts) that would plan every line on one provider and complete each `/v1/run` with
+ * an output and a receipt; every request it gets is counted.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EXIT } from '../../../src/cli/context.js';
 import { P } from '../market/fixtures.js';
 import { runNode } from './cli-run.js';
+import { fakeBatchDaemon, type FakeBatchDaemon } from './fake-batch-daemon.js';
 
 const BIN = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'c0-batch-output-dir-'));
 const provider = P(952).did;
-const usd = (amount: string) => ({ amount, currency: 'USD' });
-const asked: string[] = [];
-let server: Server | undefined;
+let daemon: FakeBatchDaemon;
 const dataDir = join(root, 'buyer');
 const file = join(root, 'b.yaml');
 const afile = join(root, 'afile');
 
 before(async () => {
-  let runs = 0;
-  server = createServer((req, res) => {
-    asked.push(`${req.method} ${req.url}`);
-    const send = (v: unknown) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(v));
-    };
-    if (req.url?.startsWith('/v1/market')) return send({ presence: { providers: [{ did: provider, freeSlots: 2 }] }, adverts: [] });
-    if (req.url?.startsWith('/v1/batch/plan')) {
-      return send({ plannedAt: 0, windowMs: 600_000, assignments: [{ workload: 'builtin.sha256', provider, lines: 2, ask: usd('0.002'), unit: 'job', cost: usd('0.004') }], providers: [{ provider, lines: 2, cost: [usd('0.004')] }], totals: [usd('0.004')], lines: 2 });
-    }
-    if (req.url?.startsWith('/v1/run')) {
-      runs++;
-      req.resume();
-      const job = `sha256:${String(runs).padStart(64, '0')}`;
-      const receipt = { address: `sha256:${String(runs).padStart(64, 'f')}`, record: { job, status: 'completed', provider, price: usd('0.002') } };
-      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
-      res.write(JSON.stringify({ e: 'order', job }) + '\n');
-      res.end(JSON.stringify({ e: 'result', result: { status: 'completed', output: Buffer.from('out').toString('base64'), job: { address: job }, receipt } }) + '\n');
-      return;
-    }
-    res.writeHead(404).end();
-  });
-  await new Promise<void>((ok) => server!.listen(0, '127.0.0.1', ok));
-  mkdirSync(dataDir);
-  writeFileSync(join(dataDir, 'api.token'), 'token\n', { mode: 0o600 });
-  writeFileSync(join(dataDir, 'daemon.json'), JSON.stringify({ pid: process.ppid, api: `127.0.0.1:${(server.address() as AddressInfo).port}` }));
+  daemon = await fakeBatchDaemon(dataDir, provider, { slots: 2 });
   writeFileSync(file, 'window: 10m\nworkloads: [{ workload: builtin.sha256, lines: 2, lineTime: 2s, maxPrice: "0.01 USD", params: "1000", inputText: "line {n}" }]\n');
   writeFileSync(afile, 'x');
 });
 
 after(() => {
-  server?.close();
+  daemon?.close();
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -74,11 +45,11 @@ describe('batch run --output-dir that cannot be made', () => {
     ['a path through a file', () => join(afile, 'sub')],
   ] as const) {
     it(`${what}: OUTPUT_UNWRITABLE (exit 3) before the daemon is asked, no line posted`, async () => {
-      asked.length = 0;
+      daemon.asked.length = 0;
       const r = await run(outDir());
       assert.equal(r.status, EXIT.OPERATOR, r.stderr);
       assert.match(r.stderr, /^error OUTPUT_UNWRITABLE: cannot write .*: .*afile is a file, not a directory$/m);
-      assert.deepEqual(asked, [], 'nothing asked of the daemon: no line posted, none paid for');
+      assert.deepEqual(daemon.asked, [], 'nothing asked of the daemon: no line posted, none paid for');
       assert.doesNotMatch(r.stderr, /could not keep the output/);
       assert.equal(readFileSync(afile, 'utf8'), 'x', 'the file there is left as it was');
     });
@@ -94,14 +65,14 @@ describe('batch run --output-dir that cannot be made', () => {
 
   // the fake daemon itself: a directory that can be made is, and the lines run and are kept there
   it('a directory that can be made: the lines run and their outputs and summary.json are kept', async () => {
-    asked.length = 0;
+    daemon.asked.length = 0;
     const outDir = join(root, 'new', 'out');
     const r = await run(outDir);
     assert.equal(r.status, EXIT.OK, r.stderr);
-    assert.equal(asked.filter((a) => a.startsWith('POST /v1/run')).length, 2);
+    assert.equal(daemon.asked.filter((a) => a.startsWith('POST /v1/run')).length, 2);
     assert.ok(statSync(join(outDir, 'summary.json')).isFile());
     const outs = readdirSync(outDir).filter((f) => f.endsWith('.out'));
     assert.equal(outs.length, 2, outs.join());
-    for (const f of outs) assert.equal(readFileSync(join(outDir, f), 'utf8'), 'out');
+    for (const f of outs) assert.equal(readFileSync(join(outDir, f), 'utf8'), 'now');
   });
 });

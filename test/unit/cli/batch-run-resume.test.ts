@@ -6,13 +6,11 @@
  * `unknown` ones out (named with their job) unless `--rerun-unknown`, keeps the earlier summary beside the new one and
  * carries the earlier entries forward, so a second resume still knows every line.
  *
- * A fake daemon (a data directory whose daemon.json points at a local HTTP server) that plans the lines it is asked
- * for on one provider and completes each `/v1/run` with an output and a receipt; every request it gets is counted.
+ * A fake daemon (fake-batch-daemon.ts) that plans the lines it is asked for on one provider and completes each
+ * `/v1/run` with an output and a receipt; every request it gets is counted.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,64 +18,29 @@ import { fileURLToPath } from 'node:url';
 import { EXIT } from '../../../src/cli/context.js';
 import { P } from '../market/fixtures.js';
 import { runNode } from './cli-run.js';
+import { fakeBatchDaemon, type FakeBatchDaemon } from './fake-batch-daemon.js';
 
 const BIN = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'c0-batch-resume-'));
 const provider = P(953).did;
-const usd = (amount: string) => ({ amount, currency: 'USD' });
-const asked: string[] = [];
-let server: Server | undefined;
+let daemon: FakeBatchDaemon;
 const dataDir = join(root, 'buyer');
 const file = join(root, 'b.yaml');
 const W = 'builtin.sha256';
 const id = (n: number) => `${W}-${n}`;
 
 before(async () => {
-  let runs = 0;
-  server = createServer((req, res) => {
-    asked.push(`${req.method} ${req.url}`);
-    const send = (v: unknown) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(v));
-    };
-    if (req.url?.startsWith('/v1/market')) return send({ presence: { providers: [{ did: provider, freeSlots: 4 }] }, adverts: [] });
-    if (req.url?.startsWith('/v1/batch/plan')) {
-      let body = '';
-      req.on('data', (c: Buffer) => (body += c.toString()));
-      req.on('end', () => {
-        // the lines asked for, all on the one provider
-        const n = (JSON.parse(body) as { batch: { workloads: Array<{ lines: number }> } }).batch.workloads.reduce((a, w) => a + w.lines, 0);
-        const cost = usd((0.002 * n).toFixed(3));
-        send({ plannedAt: 0, windowMs: 600_000, assignments: [{ workload: W, provider, lines: n, ask: usd('0.002'), unit: 'job', cost }], providers: [{ provider, lines: n, cost: [cost] }], totals: [cost], lines: n });
-      });
-      return;
-    }
-    if (req.url?.startsWith('/v1/run')) {
-      runs++;
-      req.resume();
-      const job = `sha256:${String(runs).padStart(64, '0')}`;
-      const receipt = { address: `sha256:${String(runs).padStart(64, 'f')}`, record: { job, status: 'completed', provider, price: usd('0.002') } };
-      res.writeHead(200, { 'content-type': 'application/x-ndjson' });
-      res.write(JSON.stringify({ e: 'order', job }) + '\n');
-      res.end(JSON.stringify({ e: 'result', result: { status: 'completed', output: Buffer.from('now').toString('base64'), job: { address: job }, receipt } }) + '\n');
-      return;
-    }
-    res.writeHead(404).end();
-  });
-  await new Promise<void>((ok) => server!.listen(0, '127.0.0.1', ok));
-  mkdirSync(dataDir);
-  writeFileSync(join(dataDir, 'api.token'), 'token\n', { mode: 0o600 });
-  writeFileSync(join(dataDir, 'daemon.json'), JSON.stringify({ pid: process.ppid, api: `127.0.0.1:${(server.address() as AddressInfo).port}` }));
+  daemon = await fakeBatchDaemon(dataDir, provider, { workload: W });
   writeFileSync(file, `window: 10m\nworkloads: [{ workload: ${W}, lines: 5, lineTime: 2s, maxPrice: "0.01 USD", params: "1000", inputText: "line {n}" }]\n`);
 });
 
 after(() => {
-  server?.close();
+  daemon?.close();
   rmSync(root, { recursive: true, force: true });
 });
 
 const c0 = (...args: string[]) => runNode([BIN, '--data-dir', dataDir, 'batch', 'run', file, ...args], { env: { ...process.env, C0MPUTE_HOME: join(root, 'unused-home') }, timeout: 60_000 });
-const posted = () => asked.filter((a) => a.startsWith('POST /v1/run')).length;
+const posted = () => daemon.asked.filter((a) => a.startsWith('POST /v1/run')).length;
 
 /** An output directory as an interrupted run left it: lines 1–2 done (their outputs kept), 3 not posted, 4 in flight, 5 failed. */
 function interrupted(name: string, batch = file): { dir: string; summary: string } {
@@ -99,18 +62,18 @@ function interrupted(name: string, batch = file): { dir: string; summary: string
 describe('batch run into a directory holding an earlier run’s summary', () => {
   it('without --resume: BATCH_OUTPUT_HAS_SUMMARY (exit 3) with the earlier counts; nothing asked of the daemon, nothing changed', async () => {
     const { dir, summary } = interrupted('plain');
-    asked.length = 0;
+    daemon.asked.length = 0;
     const r = await c0('--output-dir', dir);
     assert.equal(r.status, EXIT.OPERATOR, r.stderr);
     assert.match(r.stderr, /^error BATCH_OUTPUT_HAS_SUMMARY: .* holds the summary of an earlier run: 2 of 5 lines done, 1 failed, 1 in flight when it stopped \(outcome unknown\), 1 not posted\. Run again with --resume/m);
-    assert.deepEqual(asked, []);
+    assert.deepEqual(daemon.asked, []);
     assert.equal(readFileSync(join(dir, 'summary.json'), 'utf8'), summary);
     assert.deepEqual(readdirSync(dir).sort(), [`${id(1)}.out`, `${id(2)}.out`, 'summary.json']);
   });
 
   it('--resume posts only the lines not done (not the unknown one), keeps the earlier summary, and exits 1 naming the line left out', async () => {
     const { dir, summary } = interrupted('resume');
-    asked.length = 0;
+    daemon.asked.length = 0;
     const r = await c0('--output-dir', dir, '--resume');
     assert.equal(r.status, EXIT.NEGATIVE, r.stdout + r.stderr);
     assert.equal(posted(), 2, 'lines 3 and 5 only');
@@ -127,7 +90,7 @@ describe('batch run into a directory holding an earlier run’s summary', () => 
     assert.deepEqual(s.resumed.carried.map((l) => [l.id, l.status]), [[id(1), 'done'], [id(2), 'done'], [id(4), 'unknown']]);
 
     // a second resume reads the carried lines too: only the unknown one is left, and --rerun-unknown posts it
-    asked.length = 0;
+    daemon.asked.length = 0;
     const again = await c0('--output-dir', dir, '--resume');
     assert.equal(again.status, EXIT.NEGATIVE, again.stderr);
     assert.equal(posted(), 0);
@@ -137,16 +100,16 @@ describe('batch run into a directory holding an earlier run’s summary', () => 
     assert.equal(posted(), 1);
     assert.equal(readFileSync(join(dir, `${id(4)}.out`), 'utf8'), 'now');
     // and then nothing is left: nothing posted, exit 0, without the daemon
-    asked.length = 0;
+    daemon.asked.length = 0;
     const done = await c0('--output-dir', dir, '--resume');
     assert.equal(done.status, EXIT.OK, done.stderr);
     assert.match(done.stdout, /every line was done by the earlier run; nothing to post/);
-    assert.deepEqual(asked, []);
+    assert.deepEqual(daemon.asked, []);
   });
 
   it('--resume on another batch’s summary: BATCH_RESUME_OTHER_BATCH; --rerun-unknown without --resume: a usage error; a summary that is not one: BATCH_SUMMARY_INVALID', async () => {
     const { dir } = interrupted('other', join(root, 'another.yaml'));
-    asked.length = 0;
+    daemon.asked.length = 0;
     const r = await c0('--output-dir', dir, '--resume');
     assert.equal(r.status, EXIT.OPERATOR, r.stderr);
     assert.match(r.stderr, /^error BATCH_RESUME_OTHER_BATCH: /m);
@@ -159,6 +122,6 @@ describe('batch run into a directory holding an earlier run’s summary', () => 
     const j = await c0('--output-dir', junk, '--resume');
     assert.equal(j.status, EXIT.OPERATOR, j.stderr);
     assert.match(j.stderr, /^error BATCH_SUMMARY_INVALID: .*junk\/summary\.json: no perLine list/m);
-    assert.deepEqual(asked, []);
+    assert.deepEqual(daemon.asked, []);
   });
 });
