@@ -42,12 +42,16 @@ export function askCost(job: Job, advert: Advert): Money | undefined {
  * quoted" check, MarketService.allQuoted): it prices the workload in no unit of the job's currency
  * (ASK_CURRENCY_MISMATCH), or its ask is above maxPrice and every price it has for the workload in that currency is
  * per job or per MiB, units the job alone decides. A per-second ask is costed here at the job's whole timeout, while
- * the provider quotes its own duration estimate, which may fit: such a provider is still waited for.
+ * the provider quotes its own duration estimate, which may fit: such a provider is still waited for. Built once per
+ * job (its order and scale), asked per advert.
  */
-export function willNotQuote(job: Job, advert: Advert): boolean {
-  const f = askJudge(job)(advert);
-  if (!f) return false;
-  if (f.code === REASON.ASK_CURRENCY_MISMATCH) return true;
+export function willNotQuote(job: Job): (advert: Advert) => boolean {
+  const judge = askJudge(job);
   const cur = job.maxPrice.currency;
-  return (advert.prices ?? []).every((p) => p.workload !== job.workload || p.price.currency !== cur || p.unit === 'job' || p.unit === 'mib');
+  return (advert) => {
+    const f = judge(advert);
+    if (!f) return false;
+    if (f.code === REASON.ASK_CURRENCY_MISMATCH) return true;
+    return (advert.prices ?? []).every((p) => p.workload !== job.workload || p.price.currency !== cur || p.unit === 'job' || p.unit === 'mib');
+  };
 }

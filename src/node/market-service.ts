@@ -351,7 +351,8 @@ export class MarketService implements BuyerMarket {
    * least one eligible offer is held, and each other provider with a live advert either has an offer held for the job
    * (eligible or not: it answered) or fails a gate its advert decides (an offer from it could not win). `self` (this
    * node, when it also provides) is not waited for, nor is a provider whose advert says it will not quote (willNotQuote:
- * another currency, or a per-job or per-MiB ask above maxPrice; a per-second ask depends on its own estimate). False in a market of more than ALL_QUOTED_MAX entries: there,
+   * another currency, or a per-job or per-MiB ask above maxPrice; a per-second ask depends on its own estimate). False
+   * in a market of more than ALL_QUOTED_MAX entries: there,
    * providers that cannot win on price hold back (docs/market.md §12), so not all of them quote anyway, and the check
    * is not worth a pass over the market per offer. A provider whose advert this node does not hold is not waited for:
    * its offer would carry the advert, and the full window is the only wait that covers it.
@@ -359,13 +360,14 @@ export class MarketService implements BuyerMarket {
   allQuoted(job: Opened<Job>, now: number, self?: string): boolean {
     if (this.adverts.entries.size > ALL_QUOTED_MAX) return false;
     let eligible = false;
+    let wontQuote: ((advert: Advert) => boolean) | undefined;
     for (const v of judgeAll(prepareJob(job), this.adverts, this.book, now, this.o.skewMs)) {
       if (v.eligible) eligible = true;
       else if (v.offer === undefined && v.provider !== self && v.failures.every((f) => f.code === REASON.OFFER_MISSING)) {
         // a provider whose advert says it will not quote (another currency, or a per-job or per-MiB ask above maxPrice)
         // is not waited for: before, it held the window open to its end
         const advert = this.adverts.liveAt(v.provider, now);
-        if (!advert || !willNotQuote(job.record, advert.record)) return false;
+        if (!advert || !(wontQuote ??= willNotQuote(job.record))(advert.record)) return false;
       }
     }
     return eligible;

@@ -50,3 +50,16 @@ export function inTreeOrder<T extends { id: string; parent?: string }>(teams: re
   for (const root of kids.get(undefined) ?? []) walk(root, 0);
   return rows;
 }
+
+/** The figures of rows summed (a parent's "all below": every row counts only the claims under its own entitlement). */
+export function teamTotals(rows: readonly TeamRow[]): Pick<TeamRow, 'spent_uj' | 'reserved_uj' | 'borrowed_uj' | 'held_devices' | 'open_claims'> {
+  const t = { spent_uj: 0, reserved_uj: 0, borrowed_uj: 0, held_devices: 0, open_claims: 0 };
+  for (const r of rows) {
+    t.spent_uj += r.spent_uj;
+    t.reserved_uj += r.reserved_uj;
+    t.borrowed_uj += r.borrowed_uj;
+    t.held_devices += r.held_devices;
+    t.open_claims += r.open_claims;
+  }
+  return t;
+}

@@ -10,7 +10,7 @@
  */
 import { fmtJoules, overlayQuery, shortDid, useJson, useLiveVersion, useNow } from '../lib.js';
 import { Bar, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
-import { inTreeOrder, type TeamRow } from '../../src/util/team-tree.js';
+import { inTreeOrder, teamTotals, type TeamRow } from '../../src/util/team-tree.js';
 import { coverageStatus, rolledBackWarning, stewardWarnings, witnessStewardLine, witnessSummary, type StewardTrust, type WitnessView } from '../trust.js';
 
 interface OverviewData {
@@ -72,8 +72,7 @@ export function Overlays() {
 
 /** The figures of every entitlement below `id`, summed (a row counts only the claims made under its own entitlement). */
 function BelowRow({ id, depth, below }: { id: string; depth: number; below: Team[] }) {
-  const sum = (f: (t: Team) => number) => below.reduce((n, t) => n + f(t), 0);
-  const [spent, reserved, borrowed] = [sum((t) => t.spent_uj), sum((t) => t.reserved_uj), sum((t) => t.borrowed_uj)];
+  const { spent_uj: spent, reserved_uj: reserved, borrowed_uj: borrowed, held_devices: held } = teamTotals(below);
   return (
     <tr class="below" data-below={id}>
       <th scope="row" style={{ paddingLeft: `${(depth + 1) * 1.2}em` }}>
@@ -86,7 +85,7 @@ function BelowRow({ id, depth, below }: { id: string; depth: number; below: Team
       </td>
       <td data-uj={reserved}>{fmtJoules(reserved)}</td>
       <td data-uj={borrowed}>{fmtJoules(borrowed)}</td>
-      <td>{sum((t) => t.held_devices)}</td>
+      <td>{held}</td>
       <td class="bar-col" />
     </tr>
   );

@@ -7,11 +7,10 @@ import { out, outJson, UsageError, writeOutput } from '../context.js';
 import { short } from '../short.js';
 import { globals } from './index.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
-import { inTreeOrder, type TeamRow } from '../../util/team-tree.js';
+import { inTreeOrder, teamTotals, type TeamRow } from '../../util/team-tree.js';
 
 export type { TeamRow };
 
-const mj = joulesText;
 
 export function register(program: Command): void {
   const st = program.command('steward').description('the pool/1 steward of a private overlay');
@@ -61,7 +60,6 @@ export function register(program: Command): void {
     });
 }
 
-
 /**
  * The team table of `steward status`, in tree order (each entitlement under its parent, indented by depth; siblings
  * by id). A row counts the claims made under that entitlement itself (pool/1 usage is per entitlement: a parent is
@@ -70,13 +68,13 @@ export function register(program: Command): void {
  */
 export function teamLines(teams: readonly TeamRow[]): string[] {
   const lines = ['team            prio  guarantee     devices  spent        reserved     borrowed     held  open'];
-  const cells = (spent: number, reserved: number, borrowed: number, held: number, open: number) => `${mj(spent).padEnd(13)}${mj(reserved).padEnd(13)}${mj(borrowed).padEnd(13)}${String(held).padEnd(6)}${open}`;
+  const cells = (spent: number, reserved: number, borrowed: number, held: number, open: number) => `${joulesText(spent).padEnd(13)}${joulesText(reserved).padEnd(13)}${joulesText(borrowed).padEnd(13)}${String(held).padEnd(6)}${open}`;
   for (const { team: t, depth, below } of inTreeOrder(teams)) {
     const pad = '  '.repeat(depth);
-    lines.push(`${pad}${t.id}`.padEnd(16) + `${String(t.priority).padEnd(6)}${mj(t.guarantee_uj).padEnd(14)}${String(t.guarantee_devices).padEnd(9)}` + cells(t.spent_uj, t.reserved_uj, t.borrowed_uj, t.held_devices, t.open_claims));
+    lines.push(`${pad}${t.id}`.padEnd(16) + `${String(t.priority).padEnd(6)}${joulesText(t.guarantee_uj).padEnd(14)}${String(t.guarantee_devices).padEnd(9)}` + cells(t.spent_uj, t.reserved_uj, t.borrowed_uj, t.held_devices, t.open_claims));
     if (below.length === 0) continue;
-    const sum = (f: (x: TeamRow) => number) => below.reduce((n, x) => n + f(x), 0);
-    lines.push(`${pad}  (all below)`.padEnd(16) + ' '.repeat(29) + cells(sum((x) => x.spent_uj), sum((x) => x.reserved_uj), sum((x) => x.borrowed_uj), sum((x) => x.held_devices), sum((x) => x.open_claims)));
+    const all = teamTotals(below);
+    lines.push(`${pad}  (all below)`.padEnd(16) + ' '.repeat(29) + cells(all.spent_uj, all.reserved_uj, all.borrowed_uj, all.held_devices, all.open_claims));
   }
   return lines;
 }
