@@ -645,6 +645,7 @@ export class PoolMember {
     const live = this.live();
     const next = coordinatorRanking(this.pool, e.epoch + 1, live)[0];
     const f = await this.#figures.read();
+    const onRoster = new Set(this.#rs.roster.record.members.map((m) => m.did));
     const notQuoting = !this.#ready
       ? 'starting'
       : this.#rs.left
@@ -653,7 +654,7 @@ export class PoolMember {
           ? 'removed'
           : this.#rs.behind
             ? 'behind'
-            : now >= this.#rs.roster.record.expiresAt
+            : this.expired
               ? 'expired'
               : undefined;
     return {
@@ -683,7 +684,7 @@ export class PoolMember {
         // up to the pool's (the failures above count its failures too) and one that left is not forgotten (QA s49)
         ...f
           .members()
-          .filter((did) => !this.#rs.roster.record.members.some((m) => m.did === did))
+          .filter((did) => !onRoster.has(did))
           .map((did) => {
             const p = f.member(did);
             return { did, offRoster: true, live: live.includes(did), jobs: { dispatched: p.dispatched, completed: p.completed, failed: p.failed }, earned: p.earned };
