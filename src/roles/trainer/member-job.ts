@@ -19,9 +19,9 @@ import { TrainerWorker } from './worker.js';
 import { citeOf } from '../gang-cite.js';
 import { hashHex } from '../../records/address.js';
 import { isRunning, markRunning, writeMark, type MemberJobMark } from './run-dirs.js';
+import { checkMemberBounds } from './run-bounds.js';
 
 export { MAX_MEMBER_STEPS, checkMemberBounds } from './run-bounds.js';
-import { checkMemberBounds } from './run-bounds.js';
 
 export async function runMemberJob(ctx: ExecContext): Promise<Uint8Array> {
   const host = ctx.host;

@@ -1,5 +1,7 @@
-/** Whether a run's worker process is gone (docs/training.md "Status"). Part of src/roles/trainer/status.ts. */
 /**
+ * Whether a run's worker process is gone (docs/training.md "Status"; re-exported by status.ts, kept apart so the
+ * worker's restart check reads it without the status schema).
+ *
  * The process of a status that still says `joining` or `training` but is gone (a `train join` killed by SIGKILL, a
  * power cut): its pid, else undefined (the run ended, the process is alive, or a status of a build before `pid`).
  * `train status` and a refused restart (TRAIN_RUN_EXISTS) say the run was interrupted; the file is not changed (a
