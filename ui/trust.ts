@@ -7,6 +7,7 @@
  * ledger went back. Plain functions (no DOM), so the unit tests run them.
  */
 import { agoText } from '../src/util/ago-text.js';
+import { plural } from './format.js';
 
 export interface Contradiction {
   witness: string;
@@ -30,7 +31,6 @@ export interface StewardTrust {
   evidence?: StewardEvidence;
 }
 
-const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
 
 /** The warnings `c0mpute steward status` prints (attestation WARNING: …), one a line; none for a ledger nobody contradicts. */
 export function stewardWarnings(d: StewardTrust, short: (did: string) => string): string[] {
