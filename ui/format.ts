@@ -1,5 +1,6 @@
 /** Small formatting helpers the views and the pure modules share (ui/lib.ts re-exports them). Free of the DOM. */
 import { ApiError } from './api.js';
+export { plural } from '../src/util/text.js';
 
 export function ago(t: number | undefined, now = Date.now()): string {
   if (!t) return '—';
@@ -17,10 +18,6 @@ export function fmtDuration(ms: number): string {
   return `${(m / 60).toFixed(1)} h`;
 }
 
-/** A count with its noun, singular for one: `1 offer`, `2 offers`, `1 provider` (QA s49: "collected 1 offers", "1 providers with evidence held"). */
-export function plural(n: number, one: string, many = `${one}s`): string {
-  return `${n} ${n === 1 ? one : many}`;
-}
 
 /** A time as a date and a time of day, local, ISO-like: `2026-12-07 01:53:02` (QA s49: the deadline was a time of day alone). */
 export function dateTime(ms: number): string {

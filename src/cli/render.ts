@@ -3,7 +3,7 @@ import type { WireEvent, WireRecord } from '../node/events.js';
 import { out } from './context.js';
 import { DEFAULT_LIST_LIMIT, moreProviders, num, pickShown } from './summary.js';
 import { short, shortAddr } from './short.js';
-import { printable } from '../util/text.js';
+import { plural, printable } from '../util/text.js';
 import { windowEndText } from '../util/window-end.js';
 import { verdictLine } from '../util/verdict-text.js';
 
@@ -84,7 +84,7 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
       break;
     }
     case 'collected':
-      print(`▸ collected ${String(ev.offers)} offer(s) in ${String(ev.waitedMs)} ms${windowEndText(ev.ended)}`);
+      print(`▸ collected ${plural(Number(ev.offers), 'offer')} in ${String(ev.waitedMs)} ms${windowEndText(ev.ended)}`);
       break;
     case 'decision': {
       const d = ev.decision as { result: { ok: boolean; ranked: Ranked[]; why?: string; ineligible: Verdict[]; explanation?: Explanation }; market?: Explanation };
@@ -112,7 +112,7 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
     case 'selection': {
       const s = ev.selection as Rec<{ considered: unknown[] }>;
       const w = ev.winner as { provider: string };
-      print(`▸ selection ${shortAddr(s.address)} signed (attempt ${String(ev.attempt)}): winner ${names(w.provider)}, ${s.record.considered.length} offer(s) considered`);
+      print(`▸ selection ${shortAddr(s.address)} signed (attempt ${String(ev.attempt)}): winner ${names(w.provider)}, ${plural(s.record.considered.length, 'offer')} considered`);
       break;
     }
     case 'accepted':

@@ -23,6 +23,7 @@ import type { Signer } from '../records/ed25519.js';
 import { cmpAmount } from './amount.js';
 import { priceForScoring } from './scoring.js';
 import { RecordSet } from './recordset.js';
+import { plural } from '../util/text.js';
 import { select, type Ranked, type Selected, type SelectResult } from './select.js';
 import type { ReputationView } from './policy.js';
 import { deriveReputation, type TrustSources } from '../reputation/derive.js';
@@ -340,7 +341,7 @@ export function auditSelection(i: AuditInput): AuditResult {
     const n = earlier.length;
     notes.push(n === 1 ? `1 provider with a live offer for this job was left out as tried in an earlier attempt (the winner of the decider's earlier selection ${earlier[0]})` : `${n} providers with a live offer for this job were left out as tried in earlier attempts (the winners of the decider's earlier selections ${earlier.join(', ')})`);
   }
-  if (unheard.length) notes.push(`the records hold ${unheard.length} live offer(s) for this job from providers the selection did not consider (the decider may not have had them)`);
+  if (unheard.length) notes.push(`the records hold ${plural(unheard.length, 'live offer')} for this job from providers the selection did not consider (the decider may not have had them)`);
   return done({ ...(authority ? { authority } : {}), ...(result.ok ? { recomputedWinner: result.winner.offer } : {}), result });
 }
 

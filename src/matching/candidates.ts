@@ -20,6 +20,7 @@ import { T, type Advert, type Job, type PriceEntry, type Requirements } from '..
 import type { Opened } from '../records/envelope.js';
 import { scaleAmount, type Money } from '../records/money.js';
 import { DEFAULT_SKEW_MS } from '../records/freshness.js';
+import { plural } from '../util/text.js';
 import { compareDids } from '../records/did.js';
 import { cmpAmount } from '../market/amount.js';
 import { REASON, evaluate, prepareJob, type PreparedJob } from '../market/eligibility.js';
@@ -339,7 +340,7 @@ export function candidates(input: CandidatesInput): CandidatesResult {
     const failed = evaluate(pj, p.advert, undefined, now, skew);
     if (failed) for (const f of failed) (reasons ??= []).push(reason(f.code, f.field, f.wanted, f.offered, f.message));
     const h = held.size === 0 ? 0 : (held.get(p.did) ?? 0);
-    if (p.freeSlots - h <= 0) (reasons ??= []).push(reason(CANDIDATE_REASON.NO_FREE_SLOT, 'freeSlots', 'at least 1 free', { freeSlots: p.freeSlots, held: h }, `announced ${p.freeSlots} free slot(s) and holds ${h}`));
+    if (p.freeSlots - h <= 0) (reasons ??= []).push(reason(CANDIDATE_REASON.NO_FREE_SLOT, 'freeSlots', 'at least 1 free', { freeSlots: p.freeSlots, held: h }, `announced ${plural(p.freeSlots, 'free slot')} and holds ${h}`));
     const ask = askWithin(p.advert.record, order, scale);
     if (!ask.ok) (reasons ??= []).push(ask.reason);
     if (order.inputSealed && p.advert.record.boxKey === undefined) (reasons ??= []).push(reason(CANDIDATE_REASON.NO_BOX_KEY, 'inputSealed', 'a box key', null, 'has no box key to seal the input to'));
@@ -393,11 +394,11 @@ function summarise(order: CandidateOrder, ok: Candidate[], rejected: ProviderRej
     .join(', ');
   if (ok.length > 0) {
     const c = ok[0]!;
-    return `${ok.length} of ${known} provider(s) could take the ${order.workload} order now; the first asks ${c.cost.amount} ${c.cost.currency}${why ? ` (not candidates: ${why})` : ''}.`;
+    return `${ok.length} of ${plural(known, 'provider')} could take the ${order.workload} order now; the first asks ${c.cost.amount} ${c.cost.currency}${why ? ` (not candidates: ${why})` : ''}.`;
   }
   if (known === 0) return `No provider is live: no presence has been heard for ${order.workload}.`;
   const designated = order.designated !== undefined && !rejected.some((p) => p.provider === order.designated) ? ` The designated provider ${order.designated} is not known.` : '';
-  return `No candidate among ${known} provider(s) for ${order.workload} at ${order.maxPrice.amount} ${order.maxPrice.currency}: ${why}.${designated}`;
+  return `No candidate among ${plural(known, 'provider')} for ${order.workload} at ${order.maxPrice.amount} ${order.maxPrice.currency}: ${why}.${designated}`;
 }
 
 // ---------------------------------------------------------------------------

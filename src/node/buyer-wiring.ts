@@ -26,6 +26,7 @@ import type { OverlayNode } from './overlay.js';
 import type { Logger } from '../util/log.js';
 import { raceTimeout, setLongTimeout } from '../util/timers.js';
 import { StallWatch } from '../util/stall-watch.js';
+import { plural } from '../util/text.js';
 
 /** Decided spot jobs whose selection a late offer's provider is still sent (older ones: its offer has long expired). */
 const DECIDED_KEPT = 1024;
@@ -94,7 +95,7 @@ export class BuyerWiring {
     if (!acceptances().length) return;
     if ((await raceTimeout(drain(), OUTCOME_DRAIN_MS, 'late' as const, { unref: true })) === 'late') {
       const unsent = acceptances().map(([, s]) => s);
-      this.o.log.warn({ unsent }, `${unsent.length} acceptance send(s) still unanswered after ${OUTCOME_DRAIN_MS} ms at stop: not waited for`);
+      this.o.log.warn({ unsent }, `${plural(unsent.length, 'acceptance send')} still unanswered after ${OUTCOME_DRAIN_MS} ms at stop: not waited for`);
     }
   }
 

@@ -11,6 +11,7 @@ import { checkDataDirWritable, writingDataFile } from './data-files.js';
 import { closeDb, onStoreEvent, openDb, storeHealth, tornLogMessage, type Db, type StoreHealth } from '../store/db.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import { logLinesDropped, type Logger } from '../util/log.js';
+import { plural } from '../util/text.js';
 import type { BuyerEvent, JobResult, JobSpec } from '../roles/buyer.js';
 import { networksOf, type NodeConfig } from './config.js';
 import type { Identity } from './identity.js';
@@ -178,7 +179,7 @@ export class Daemon {
     // reads that fail (a damaged table, one it may not read) are said even while writes are taken
     const r = h.readFailed;
     if (h.ok && r) return { code: r.code, message: `${h.writeErrors ? 'writable after a reopen' : 'writable'}, but reads fail: ${r.count} since the start, the last at ${new Date(r.since).toISOString()}: ${r.cause}`, writeErrors: h.writeErrors, reopens: h.reopens };
-    if (h.ok) return { message: h.writeErrors ? `writable (reopened ${h.reopens} time(s) after ${h.writeErrors} failed write(s))` : 'writable', writeErrors: h.writeErrors, reopens: h.reopens };
+    if (h.ok) return { message: h.writeErrors ? `writable (reopened ${plural(h.reopens, 'time')} after ${plural(h.writeErrors, 'failed write')})` : 'writable', writeErrors: h.writeErrors, reopens: h.reopens };
     return { code: 'STORE_WRITE_FAILED', message: `takes no writes since ${new Date(h.since!).toISOString()}: ${h.cause}; reopened once the disk takes writes again (nothing is quoted or run meanwhile)`, writeErrors: h.writeErrors, reopens: h.reopens };
   }
 

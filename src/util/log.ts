@@ -6,7 +6,7 @@
  */
 import { writeSync } from 'node:fs';
 import { pino, type Logger as PinoLogger } from 'pino';
-import { printable } from './text.js';
+import { plural, printable } from './text.js';
 
 export type Logger = PinoLogger;
 
@@ -149,7 +149,7 @@ export function createLogger(opts: LogOptions = {}): Logger {
   const level = opts.level ?? process.env.C0MPUTE_LOG_LEVEL ?? 'info';
   const pretty = opts.format === 'pretty';
   const note = (n: number, cause: string) => {
-    const msg = `${n} log line(s) could not be written (${cause}) and were dropped`;
+    const msg = `${plural(n, 'log line')} could not be written (${cause}) and were dropped`;
     if (pretty) return `WARN  ${opts.name ? `[${printable(opts.name)}] ` : ''}${msg} code=LOG_LINES_DROPPED dropped=${n}\n`;
     return JSON.stringify({ level: 40, time: Date.now(), pid: process.pid, ...(opts.name ? { name: opts.name } : {}), code: 'LOG_LINES_DROPPED', dropped: n, cause, msg }) + '\n';
   };

@@ -48,3 +48,8 @@ export function printable(s: string, lines = false): string {
 const CONTROLS = /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u2028-\u202e\u2066-\u2069\p{Default_Ignorable_Code_Point}]/gu;
 // eslint-disable-next-line no-control-regex
 const CONTROLS_BUT_NEWLINE = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u2028-\u202e\u2066-\u2069\p{Default_Ignorable_Code_Point}]/gu;
+
+/** A count with its noun, singular for one: `1 offer`, `2 offers`, `1 provider` (QA s49: "collected 1 offers", "1 providers with evidence held"; the CLI's "offer(s)"). */
+export function plural(n: number, one: string, many = `${one}s`): string {
+  return `${n} ${n === 1 ? one : many}`;
+}

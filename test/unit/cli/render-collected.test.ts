@@ -14,8 +14,8 @@ test('the collected line names an early end, and says nothing more for the whole
     assert.equal(lines.length, 1);
     return lines[0];
   };
-  assert.equal(line('all-quoted'), '▸ collected 2 offer(s) in 52 ms: every provider that could win has quoted');
-  assert.equal(line('enough'), '▸ collected 2 offer(s) in 52 ms: enough offers (buyer.enoughOffers)');
-  for (const ended of ['window', 'stopped', undefined, 'toString', '__proto__']) assert.equal(line(ended), '▸ collected 2 offer(s) in 52 ms', String(ended));
+  assert.equal(line('all-quoted'), '▸ collected 2 offers in 52 ms: every provider that could win has quoted');
+  assert.equal(line('enough'), '▸ collected 2 offers in 52 ms: enough offers (buyer.enoughOffers)');
+  for (const ended of ['window', 'stopped', undefined, 'toString', '__proto__']) assert.equal(line(ended), '▸ collected 2 offers in 52 ms', String(ended));
   assert.equal(windowEndText('all-quoted'), ': every provider that could win has quoted');
 });

@@ -244,10 +244,10 @@ test('audit of a failover selection: the provider an earlier attempt chose is le
   assert.deepEqual(a.notes, [`1 provider with a live offer for this job was left out as tried in an earlier attempt (the winner of the decider's earlier selection ${first.address})`]);
   // an offer of a provider nobody tried is still one the decider may not have had
   const b = audit([first, stray, strayAd]);
-  assert.deepEqual(b.notes.slice().sort(), [a.notes[0]!, 'the records hold 1 live offer(s) for this job from providers the selection did not consider (the decider may not have had them)'].sort());
+  assert.deepEqual(b.notes.slice().sort(), [a.notes[0]!, 'the records hold 1 live offer for this job from providers the selection did not consider (the decider may not have had them)'].sort());
 
   // what does not count as tried: no earlier selection, one signed by someone else, one dated after, one of another job
-  const mayNot = 'the records hold 1 live offer(s) for this job from providers the selection did not consider (the decider may not have had them)';
+  const mayNot = 'the records hold 1 live offer for this job from providers the selection did not consider (the decider may not have had them)';
   assert.deepEqual(audit([]).notes, [mayNot]);
   const other = seal(T.selection, { ...first.record }, P(300).signer);
   assert.deepEqual(audit([other]).notes, [mayNot]);
