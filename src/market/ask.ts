@@ -11,7 +11,7 @@
  * or not at all, says nothing either way: the provider may still quote.
  */
 import type { Advert, Job } from '../records/kinds.js';
-import type { Money } from '../records/money.js';
+import { wholeUnitsWithin, type Money } from '../records/money.js';
 import { askFor, askWithin, cachedScale, orderFromJob } from '../matching/candidates.js';
 import { REASON, type Failure } from './eligibility.js';
 
@@ -27,8 +27,22 @@ export function askJudge(job: Job): AskJudge {
     if (a.ok) return undefined;
     const r = a.reason;
     if (r.code !== REASON.ASK_ABOVE_PRICE && r.code !== REASON.ASK_CURRENCY_MISMATCH) return undefined;
-    return { gate: 'offer', code: r.code, field: r.field, wanted: r.wanted, offered: r.offered, message: r.message };
+    return { gate: 'offer', code: r.code, field: r.field, wanted: r.wanted, offered: r.offered, message: r.code === REASON.ASK_ABOVE_PRICE ? (perSecond(advert, order, scale) ?? r.message) : r.message };
   };
+}
+
+/**
+ * A job's ask per second, said as what it is: the whole timeout is the ask's worst case, while a provider quotes its own
+ * duration estimate (src/roles/provider/pricing.ts), so the price rules it out only for a run longer than maxPrice buys.
+ * "asks 0.001 USD per second: above 0.1 for the job's whole 300 s timeout (0.3); it quotes only for a run it expects to
+ * take at most 100 s" (the probe prices an open order at its timeout, which is what a claim is paid: its words stay).
+ */
+function perSecond(advert: Advert, order: ReturnType<typeof orderFromJob>, scale: ReturnType<typeof cachedScale>): string | undefined {
+  const a = askFor(advert, order, scale);
+  if (!a.ok || a.ask.unit !== 'second') return undefined;
+  const within = wholeUnitsWithin(order.maxPrice.amount, a.ask.price.amount);
+  const quotes = within === 0 ? 'even one second costs more' : `it quotes only for a run it expects to take at most ${within} s`;
+  return `asks ${a.ask.price.amount} ${a.cost.currency} per second: above ${order.maxPrice.amount} for the job's whole ${a.units} s timeout (${a.cost.amount}); ${quotes}`;
 }
 
 /** What the job would cost at the advert's ask, in the job's currency (undefined: no ask the job can count). */

@@ -61,6 +61,13 @@ export function scaleAmount(amount: string, factor: string | number): string {
   return r.toFixed();
 }
 
+/** How many whole units at `price` each `budget` pays for, exactly (floor; a price of 0 is refused: it buys any number). */
+export function wholeUnitsWithin(budget: string, price: string): number {
+  const p = new D(price);
+  if (p.isZero()) throw new C0Error('MONEY_ZERO_PRICE', 'a price of 0 buys any number of units');
+  return new D(budget).div(p).floor().toNumber();
+}
+
 /** The amount as a float, for scoring only (never for a gate). */
 export function amountToScore(amount: string): number {
   return new D(amount).toNumber();

@@ -111,3 +111,15 @@ test('judgeAll without asks (the buyer\'s "has every provider quoted" check) is 
   const vs = judgeAll(prepareJob(j), new AdvertIndex(ads), [], NOW, 30_000);
   assert.deepEqual(vs.map((v) => v.failures.map((f) => f.code)), [['OFFER_MISSING'], ['OFFER_MISSING']]);
 });
+
+test('an ask per second above maxPrice at the whole timeout is said as a bound: the provider quotes its own estimate, so the text names the longest run maxPrice buys', () => {
+  const j = job(P(100), { maxPrice: { amount: '0.1', currency: 'USD' }, timeoutMs: 300_000 });
+  const ads = [advert(P(1), ask('0.001', 'USD', 'second')), advert(P(2), ask('0.2', 'USD', 'second')), advert(P(3), ask('0.2'))];
+  const e = explainMarket({ job: j, adverts: ads, offers: [], now: NOW });
+  assert.deepEqual(codes(e), [['ASK_ABOVE_PRICE'], ['ASK_ABOVE_PRICE'], ['ASK_ABOVE_PRICE']]);
+  const msg = (i: number) => e.providers.find((v) => v.provider === P(i).did)!.failures[0]!.message;
+  assert.equal(msg(1), "asks 0.001 USD per second: above 0.1 for the job's whole 300 s timeout (0.3); it quotes only for a run it expects to take at most 100 s");
+  assert.equal(msg(2), "asks 0.2 USD per second: above 0.1 for the job's whole 300 s timeout (60); even one second costs more");
+  // per job, the ask is the price: the probe's words
+  assert.equal(msg(3), 'asks 0.2 USD per job: 0.2 for the order, above 0.1');
+});
