@@ -161,7 +161,11 @@ async function otherSublevels(db: Db): Promise<string[]> {
 /** Read a ledger directory's raw contents without verifying anything (for `ledger verify`); a node's database is refused. */
 export async function readLedgerDir(dir: string): Promise<RawLedger> {
   // never create a database where none is: reading is not writing
-  if (!existsSync(join(dir, 'CURRENT'))) throw new C0Error(LEDGER_ERR.NOT_FOUND, `${dir} is not a ledger directory (no LevelDB database there)`);
+  if (!existsSync(join(dir, 'CURRENT'))) {
+    // a node's data directory given for its steward's ledger: say where the ledgers are kept in it
+    const node = existsSync(join(dir, 'identity.key')) || existsSync(join(dir, 'config.yaml'));
+    throw new C0Error(LEDGER_ERR.NOT_FOUND, `${dir} is not a ledger directory (no LevelDB database there)${node ? `; it looks like a node's data directory: a steward's ledger is ${join(dir, 'steward', '<overlay>', 'ledger')}` : ''}`);
+  }
   const db = await openDb(dir);
   try {
     // A node's own database (`<data-dir>/db`) holds no ledger entries either, and read as a ledger it was an empty one

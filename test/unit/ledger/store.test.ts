@@ -1,5 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { C0Error } from '../../../src/errors.js';
 import { Ed25519Signer, didFromPublicKey, sealRaw, encodeCanonical } from '../../../src/records/index.js';
 import { fakeClock } from '../../../src/util/clock.js';
@@ -37,6 +39,21 @@ describe('Ledger on LevelDB', () => {
       assert.deepEqual([...again.book.entitlements], before);
       assert.deepEqual(again.book.usage('a'), { usedUj: 70, settledUj: 70, heldDevices: 0 });
       await again.close();
+    } finally {
+      t.cleanup();
+    }
+  });
+
+  it("a node's data directory given for a ledger: LEDGER_NOT_FOUND says where its stewards' ledgers are", async () => {
+    const t = tempDir();
+    try {
+      const bare = await readLedgerDir(t.dir).catch((e: unknown) => e);
+      assert.ok(bare instanceof C0Error && bare.code === 'LEDGER_NOT_FOUND');
+      assert.doesNotMatch(bare.message, /data directory/);
+      writeFileSync(join(t.dir, 'config.yaml'), 'roles: [buyer]\n');
+      const node = await readLedgerDir(t.dir).catch((e: unknown) => e);
+      assert.ok(node instanceof C0Error && node.code === 'LEDGER_NOT_FOUND');
+      assert.match(node.message, /looks like a node's data directory: a steward's ledger is .*steward\/<overlay>\/ledger$/);
     } finally {
       t.cleanup();
     }
