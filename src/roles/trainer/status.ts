@@ -18,6 +18,7 @@ import { addressOf } from '../../training/engine.js';
 import { weightsBytes } from '../../training/model.js';
 import type { TrainerWorker } from './worker.js';
 import { replaceFile } from './record-file.js';
+import { processStart } from '../../node/daemon-info.js';
 export { interruptedPid } from './worker-gone.js';
 
 /** Default least interval between two step-time writes of status.json, ms. */
@@ -68,6 +69,9 @@ export class Contributions {
   }
 }
 
+/** This process's start (daemon-info.ts processStart), read once: written beside its pid. */
+const SELF_START = processStart('self');
+
 /** What status.json shows, as the worker holds it. */
 export type StatusSource = Pick<TrainerWorker, 'runAddr' | 'rec' | 'status' | 'stopReason' | 'view' | 'members' | 'dropped' | 'losses' | 'epochs' | 'views' | 'ignoredCount' | 'ignored' | 'state' | 'accuracy'>;
 
@@ -79,6 +83,8 @@ export function statusView(w: StatusSource, more: { self: string; stepsPerSec: n
     status: w.status,
     // the process writing it: a `joining`/`training` status whose process is gone was interrupted (interruptedPid)
     pid: process.pid,
+    // and when it started, as the kernel counts it: a later process given the same pid is not this one
+    ...(SELF_START === undefined ? {} : { procStart: SELF_START }),
     ...(w.stopReason ? { stopReason: w.stopReason } : {}),
     view: w.view,
     members: w.members,
@@ -137,6 +143,7 @@ const statusFileSchema = z
     ignored: z.object({ count: z.number() }).passthrough(),
     weights: z.string(),
     pid: z.number().optional(),
+    procStart: z.string().optional(),
     accuracy: z.number().optional(),
     baseline: z.number().optional(),
   })
