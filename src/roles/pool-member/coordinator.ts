@@ -400,7 +400,7 @@ export class PoolCoordinator {
     const waitMs = Math.max(0, w.since + Math.min(ahead.length, RECOVERY_TURNS_MAX) * turnMs - now);
     if (waitMs > 0 && !w.logged) {
       w.logged = true;
-      this.d.log.info({ job, coordinator: by, ahead, waitMs }, 'pool: members ahead in the take-over order may be failing this silent coordinator’s dispatch; waiting their turn before signing a lost receipt');
+      this.d.log.info({ job, coordinator: by, ahead, waitMs }, `pool: members ahead in the take-over order may be failing ${by === this.d.did ? 'this member’s own dispatch from before it restarted' : 'this silent coordinator’s dispatch'}; waiting their turn before signing a lost receipt`);
     }
     return { waitMs, ahead };
   }
@@ -550,7 +550,7 @@ export class PoolCoordinator {
       if (!stop.signal.aborted) stop.abort(new DOMException('every peer asked answered', 'AbortError'));
     }
     const found = completed ?? failed ?? lost;
-    if (!found) this.d.log.info({ job, coordinator: d.signer, asked: peers }, 'pool: nobody asked holds the receipt of a silent coordinator’s dispatch');
+    if (!found) this.d.log.info({ job, coordinator: d.signer, asked: peers }, `pool: nobody asked holds the receipt of ${d.signer === this.d.did ? 'this member’s own dispatch from before it restarted' : 'a silent coordinator’s dispatch'}`);
     return found;
   }
 
@@ -568,6 +568,8 @@ export class PoolCoordinator {
   /** Close `entry` in its silent coordinator's place; false while this member waits its turn to fail it as lost (#turn). */
   async #closeOrphan(job: string, entry: TrailEntry, tick: Tick): Promise<boolean> {
     const d = open(entry.dispatch, T.poolDispatch, { trusted: true });
+    // A dispatch this member signed before it restarted is recovered here too: the log says so, not "silent coordinator"
+    const whose = d.signer === this.d.did ? 'this member’s own dispatch from before it restarted' : 'a silent coordinator’s dispatch';
     // Outcomes at hand: this member's other entries of the job (checked when they were kept), then the live members'.
     const entries = (await this.d.trail.entries(job)).map((e) => e.entry);
     const found: VerifiedOutcome[] = [];
@@ -606,10 +608,10 @@ export class PoolCoordinator {
       await this.#close(job, d.signer, best);
       const where = other?.from === 'evidence' ? 'heard outside the pool' : 'held by a peer asked';
       if (best.lost) {
-        this.d.log.info({ job, coordinator: d.signer, receipt: best.receipt.address, signer: best.receipt.signer, from: other?.from ?? 'status' }, `pool: closed a silent coordinator’s dispatch with the POOL_COORDINATOR_LOST receipt another member already signed (${other ? where : 'held by a live member'}), not a second one; relayed to the members`);
+        this.d.log.info({ job, coordinator: d.signer, receipt: best.receipt.address, signer: best.receipt.signer, from: other?.from ?? 'status' }, `pool: closed ${whose} with the POOL_COORDINATOR_LOST receipt another member already signed (${other ? where : 'held by a live member'}), not a second one; relayed to the members`);
         await this.broadcast({ op: 'closed', job, coordinator: d.signer, receipt: best.receipt.bytes }, this.v.outcomeTo().filter((m) => m !== best.receipt.signer));
       } else if (other) {
-        this.d.log.warn({ job, coordinator: d.signer, status: other.o.state, receipt: other.o.receipt.address, from: other.from }, `pool: closed a silent coordinator’s dispatch with the receipt it had signed (${where}), not as lost`);
+        this.d.log.warn({ job, coordinator: d.signer, status: other.o.state, receipt: other.o.receipt.address, from: other.from }, `pool: closed ${whose} with the receipt its coordinator had signed (${where}), not as lost`);
         await this.broadcast({ op: 'closed', job, coordinator: d.signer, receipt: other.o.receipt.bytes }, this.v.outcomeTo());
       }
       return true;
@@ -617,7 +619,7 @@ export class PoolCoordinator {
     // The ask waited (up to its deadline): a `closed` that came meanwhile (another member's lost close, or the
     // coordinator's own outcome) closed the entry, and no receipt is signed over it.
     if (!(await this.#stillOpen(job, d.signer))) {
-      this.d.log.info({ job, coordinator: d.signer }, 'pool: a silent coordinator’s dispatch was closed by another member while this one looked for its receipt; no lost receipt signed');
+      this.d.log.info({ job, coordinator: d.signer }, `pool: ${whose} was closed by another member while this one looked for its receipt; no lost receipt signed`);
       return true;
     }
     // The members ahead in the take-over order that this one cannot see get their turn first (their lost receipt is
@@ -635,7 +637,7 @@ export class PoolCoordinator {
           startedAt: d.record.issuedAt,
           completedAt: Math.max(now, d.record.issuedAt),
           energy: { uj: 0, grade: 'Estimator' },
-          failure: { code: 'POOL_COORDINATOR_LOST', message: `the coordinator ${d.signer} that dispatched this job to ${d.record.member} is gone; the job is failed from the dispatch trail` },
+          failure: { code: 'POOL_COORDINATOR_LOST', message: d.signer === this.d.did ? `the coordinator ${d.signer} that dispatched this job to ${d.record.member} restarted and lost the dispatch's progress; the job is failed from the dispatch trail` : `the coordinator ${d.signer} that dispatched this job to ${d.record.member} is gone; the job is failed from the dispatch trail` },
         }),
       ),
       this.d.signer,
@@ -643,12 +645,12 @@ export class PoolCoordinator {
     // Closed only if still open (the trail closes one at a time): a `closed` that came since the re-read keeps its
     // outcome, and this receipt, never published, goes nowhere.
     if (!(await this.d.trail.close(job, d.signer, 'failed', receipt.bytes))) {
-      this.d.log.info({ job, coordinator: d.signer }, 'pool: a silent coordinator’s dispatch was closed by another member meanwhile; the lost receipt signed here is dropped unpublished');
+      this.d.log.info({ job, coordinator: d.signer }, `pool: ${whose} was closed by another member meanwhile; the lost receipt signed here is dropped unpublished`);
       return true;
     }
     this.#waiting.delete(DispatchTrail.key(job, d.signer));
     this.m?.outcomes.inc({ member: this.#memberLabel(d.record.member), outcome: 'POOL_COORDINATOR_LOST' });
-    this.d.log.warn({ job, coordinator: d.signer, member: d.record.member }, 'pool: closed an orphaned dispatch with a failed receipt');
+    this.d.log.warn({ job, coordinator: d.signer, member: d.record.member }, d.signer === this.d.did ? 'pool: closed this member’s own dispatch from before it restarted with a failed receipt (POOL_COORDINATOR_LOST)' : 'pool: closed an orphaned dispatch with a failed receipt');
     await this.d.publishReceipt(receipt).catch(() => {});
     await this.broadcast({ op: 'closed', job, coordinator: d.signer, receipt: receipt.bytes }, this.v.outcomeTo());
     return true;
