@@ -42,11 +42,19 @@ export function moreProviders(hidden: readonly VerdictLike[], hint = '--all list
 
 /**
  * Which verdicts to list when there are more than `limit`: the eligible first
- * (in the order given), then the ineligible; the rest is summarised. Within
- * the limit, every verdict in the order given.
+ * (in the order given), then the ineligible that serve the job's workload,
+ * then those that do not (or have no live advert); the rest is summarised.
+ * Within the limit, every verdict in the order given. A flood of adverts for
+ * another workload (a hundred fresh keys: QA s50) pushed the providers that
+ * could take the job out of the lines shown, behind "does not offer
+ * builtin.sha256" nine times over.
  */
 export function pickShown<V extends VerdictLike>(verdicts: readonly V[], limit: number): { shown: V[]; hidden: V[] } {
   if (verdicts.length <= limit) return { shown: [...verdicts], hidden: [] };
-  const ordered = [...verdicts.filter((v) => v.eligible), ...verdicts.filter((v) => !v.eligible)];
+  const offTopic = (v: V) => v.failures.some((f) => OFF_TOPIC.has(constraintOf(f.code as never)));
+  const ordered = [...verdicts.filter((v) => v.eligible), ...verdicts.filter((v) => !v.eligible && !offTopic(v)), ...verdicts.filter((v) => !v.eligible && offTopic(v))];
   return { shown: ordered.slice(0, limit), hidden: ordered.slice(limit) };
 }
+
+/** Failures that say a provider is not in this job's market at all: no live advert, or not this workload. */
+const OFF_TOPIC: ReadonlySet<Constraint> = new Set<Constraint>(['advert', 'workload']);
