@@ -73,7 +73,10 @@ describe('file arguments: missing, unreadable or unwritable → exit 3 with a st
     const before = readFileSync(p('roster.cose'));
     operatorError(await c0([...roster, '--members', p('members.yaml'), '--out', p('roster.cose'), '--seq', '1']), 'POOL_ROSTER_SEQ_NOT_NEWER', 'roster --seq 1 again, same --out');
     operatorError(await c0([...roster, '--members', p('members.yaml'), '--out', p('r3.cose'), '--seq', '1']), 'POOL_ROSTER_SEQ_NOT_NEWER', 'roster --seq 1 again, another --out');
-    operatorError(await c0([...roster, '--members', p('members.yaml'), '--out', p('r3.cose'), '--seq', 'two']), 'POOL_ROSTER_SEQ_INVALID', 'roster --seq two');
+    // a --seq that is no number is a bad option value: exit 2, as --epoch-ms abc is
+    const two = await c0([...roster, '--members', p('members.yaml'), '--out', p('r3.cose'), '--seq', 'two']);
+    assert.equal(two.code, 2, `roster --seq two: exit code (stderr: ${two.err})`);
+    assert.match(two.err.trimEnd(), /^error POOL_ROSTER_SEQ_INVALID: --seq "two" is not a non-negative integer$/);
     assert.deepEqual(readFileSync(p('roster.cose')), before, 'the roster at --out is kept');
     assert.ok(!existsSync(p('r3.cose')), 'nothing written');
     const ok = await c0([...join_, '--roster', p('roster.cose'), '--out', p('m.cose')]);

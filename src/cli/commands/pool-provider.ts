@@ -51,6 +51,15 @@ export function register(program: Command): void {
       // The options first, named as typed (before, `--epoch-ms abc` came out as RECORD_FIELD_TYPE on epochMs, exit 3).
       const epochMs = rosterEpochMs(o.epochMs);
       const lifetimeMs = rosterLifetimeMs(o.lifetimeDays);
+      // a --seq that is no number is a bad option value (exit 2) before any file is read; one not newer than the pool's
+      // last roster is found only after (nextRosterSeq: POOL_ROSTER_SEQ_NOT_NEWER, exit 3)
+      if (o.seq !== undefined) {
+        try {
+          nextRosterSeq(o.seq, undefined);
+        } catch (e) {
+          throw e instanceof C0Error ? new UsageError(e.code, e.message, { field: 'seq' }) : e;
+        }
+      }
       let pool;
       try {
         pool = loadIdentity(o.poolDir);
