@@ -32,6 +32,18 @@
  * look-up starts from fewer, nearer-by-acquaintance peers and may take one
  * more hop; the walk itself still dials whomever the answers name, so a
  * `findPeer` for a buyer still reaches the peers that know the buyer.
+ *
+ * Which addresses the DHT passes on, and who serves it (docs/network.md §15
+ * "Private overlays"): on the open network kad-dht's defaults hold — private
+ * and loopback addresses are dropped from answers and from the routing table,
+ * and a node serves the DHT only once it has a public address. On a keyed
+ * private overlay (`swarmKey`) only members can reach the DHT, and members
+ * are usually on one LAN or VPN, where the private addresses are the only
+ * ones: there every member serves and every address is kept (libp2p dials
+ * loopback addresses last). Before, a LAN overlay had no DHT at all (QA
+ * witness pass #6): nobody served it and every answer came back without
+ * addresses, so a provider bootstrapped only to the steward could never dial
+ * the buyer its offer was for.
  */
 import { kadDHT, passthroughMapper, removePrivateAddressesMapper, type KadDHT, type KadDHTComponents, type KadDHTInit } from '@libp2p/kad-dht';
 import { isPeerId, type PeerId } from '@libp2p/interface';
@@ -51,6 +63,8 @@ export const DHT_DEFAULTS = {
 export interface DhtServiceOptions {
   /** Keep private/loopback addresses, serve, self-query fast (devnets, tests, the sim). */
   loopback: boolean;
+  /** A keyed private overlay: keep private/loopback addresses (members share a LAN or VPN); serve unless `clientMode` says otherwise. */
+  privateNetwork?: boolean;
   /** DHT client mode (undefined: kad-dht's automatic choice). */
   clientMode?: boolean | undefined;
 }
@@ -68,11 +82,16 @@ export function connectedOnlyPing(components: KadDHTComponents): PingService {
   } as PingService;
 }
 
+/** DHT client mode for a network: as asked, else serving in loopback mode and on a keyed private overlay, else kad-dht's automatic choice (serve once a public address is known). */
+export function dhtClientMode(o: { dhtClientMode?: boolean | undefined; loopback: boolean; privateNetwork: boolean }): boolean | undefined {
+  return o.dhtClientMode ?? (o.loopback || o.privateNetwork ? false : undefined);
+}
+
 /** The kad-dht service factory for createLibp2p's `services.dht`. */
 export function dhtService(o: DhtServiceOptions): (components: KadDHTComponents) => KadDHT {
   const init: KadDHTInit = {
     protocol: DHT_PROTOCOL,
-    peerInfoMapper: o.loopback ? passthroughMapper : removePrivateAddressesMapper,
+    peerInfoMapper: o.loopback || o.privateNetwork ? passthroughMapper : removePrivateAddressesMapper,
     ...(o.clientMode === undefined ? {} : { clientMode: o.clientMode }),
     ...(o.loopback ? { initialQuerySelfInterval: 50, allowQueryWithZeroPeers: true } : {}),
     ...DHT_DEFAULTS,

@@ -18,7 +18,7 @@ import { preSharedKey, generateKey } from '@libp2p/pnet';
 import { gossipsub, StrictNoSign, type GossipSub } from '@libp2p/gossipsub';
 import { createPeerScoreParams, createTopicScoreParams, type TopicScoreParams } from '@libp2p/gossipsub/score';
 import type { KadDHT } from '@libp2p/kad-dht';
-import { DHT_PROTOCOL, dhtService } from './dht-options.js';
+import { DHT_PROTOCOL, dhtClientMode, dhtService } from './dht-options.js';
 import type { PeerId } from '@libp2p/interface';
 import { sha256 } from '../records/address.js';
 import { didFromPeerId, libp2pKey } from '../node/peer-id.js';
@@ -216,7 +216,9 @@ export async function createHost(opts: NetworkOptions, { overlay, loopback, abus
   const topics: Record<string, TopicScoreParams> = {};
   for (const k of TOPIC_KINDS) for (const t of topicsFor(k, overlay)) topics[t] = topicScoreParams();
 
-  const dhtClientMode = opts.dhtClientMode ?? (loopback ? false : undefined);
+  // a keyed overlay's DHT is its members' alone: every member serves it and its answers keep private addresses (dht-options.ts)
+  const privateNetwork = !!opts.swarmKey;
+  const clientMode = dhtClientMode({ dhtClientMode: opts.dhtClientMode, loopback, privateNetwork });
   patchLengthPrefixedDecoder();
   patchYamuxWindowUpdate();
   patchMuxerCloseListeners();
@@ -241,7 +243,7 @@ export async function createHost(opts: NetworkOptions, { overlay, loopback, abus
         scoreParams: createPeerScoreParams({ topics, appSpecificScore: abuse.appSpecificScore, appSpecificWeight: abuse.opts.appSpecificWeight, ...(loopback ? { IPColocationFactorWeight: 0 } : {}) }),
         ...opts.gossip,
       }),
-      dht: dhtService({ loopback, clientMode: dhtClientMode }),
+      dht: dhtService({ loopback, privateNetwork, clientMode }),
     },
   });
   patchGossipsubStop(host.services.pubsub);

@@ -60,9 +60,12 @@ export interface NetworkOptions {
    * self-queries fast; gossipsub does not penalise many peers on one IP.
    */
   loopback?: boolean;
-  /** DHT client mode (default: false in loopback mode, else libp2p's default). */
+  /** DHT client mode (default: false in loopback mode and on a private network, else libp2p's default: serve once a public address is known). */
   dhtClientMode?: boolean;
-  /** Private network: the swarm key file's bytes (see `generateSwarmKey`). Default: none (public). */
+  /**
+   * Private network: the swarm key file's bytes (see `generateSwarmKey`). Default: none (public). Its DHT is the
+   * members' alone: every member serves it and keeps private addresses, as in loopback mode (dht-options.ts).
+   */
   swarmKey?: Uint8Array;
   /** DIDs allowed to connect (default: anyone). The connection gater refuses every other peer. */
   allowlist?: string[];

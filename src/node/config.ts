@@ -95,7 +95,7 @@ const networkSchema = z
     swarmKeyFile: z.string().optional(),
     /** Only these DIDs may connect (enforced by the connection gater). */
     allowlist: z.array(z.string().refine(isDid, 'a did:key whose key passes the key check')).optional(),
-    /** Allow loopback/private addresses in the DHT (devnets and tests). */
+    /** Allow loopback/private addresses in the DHT, and serve it (devnets, tests, one LAN); a private overlay does both anyway. */
     loopback: z.boolean().default(false),
     clockSkewMs: z.number().int().nonnegative().default(30_000),
     /**

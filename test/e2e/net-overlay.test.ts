@@ -2,9 +2,10 @@ import '../../src/polyfill.js';
 import { test, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { generateSwarmKey, type Network } from '../../src/net/node.js';
+import type { NetworkOptions } from '../../src/net/network-api.js';
 import { C0Error } from '../../src/errors.js';
 import { PROTOCOLS } from '../../src/net/protocols.js';
-import { advert, link, startNode, stopAll, waitFor, sleep } from './net-helpers.js';
+import { advert, link, offer, startNode, stopAll, waitFor, sleep } from './net-helpers.js';
 import { isCoalescing } from '../../src/net/write-coalesce.js';
 
 const nets: Network[] = [];
@@ -80,4 +81,27 @@ test("findPeer returns a provider's addresses through the DHT", async () => {
   // and the addresses work
   await a.dial(c.did);
   assert.ok(a.peers().some((p) => p.did === c.did));
+});
+
+test('a private overlay where every member bootstraps only to the steward, as docs/overlays.md configures it (no `loopback`): an offer reaches a buyer the provider is not connected to', async () => {
+  // QA witness pass #6: on a keyed overlay the DHT ran as on the open internet — client mode (no public address) and
+  // private addresses stripped from its answers — so nobody served it, and the provider could not find the buyer.
+  const key = generateSwarmKey();
+  const member = { swarmKey: key, overlay: 'acme', loopback: false, syncOnConnect: [], connectivity: { minPeers: 0 } } satisfies Partial<NetworkOptions>;
+  const steward = await startNode(member);
+  nets.push(steward);
+  const provider = await startNode({ ...member, bootstrap: [steward.addrs()[0]!] });
+  const buyer = await startNode({ ...member, bootstrap: [steward.addrs()[0]!] });
+  nets.push(provider, buyer);
+  await waitFor(() => provider.peers().length > 0 && buyer.peers().length > 0, 10_000, 'both connected to the steward');
+  assert.equal(provider.peers().some((p) => p.did === buyer.did), false, 'the provider is not connected to the buyer');
+  const got: string[] = [];
+  buyer.subscribe('offer', (r) => void got.push(r.address));
+  const ad = advert(provider.signer);
+  const o = offer(provider.signer, ad.address);
+  const r = await provider.sendOffer([buyer.did], o.bytes, [ad.bytes]);
+  assert.deepEqual(r.outcomes, { [buyer.did]: 'accepted' });
+  await waitFor(() => got.length === 1, 5_000, 'the offer at the buyer');
+  // every member serves the overlay's DHT, and keeps its members' addresses, private and loopback ones too
+  for (const n of [steward, provider, buyer]) assert.equal(n.libp2p.services.dht.getMode(), 'server');
 });
