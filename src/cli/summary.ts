@@ -27,7 +27,8 @@ export function tallyFailures(verdicts: Iterable<VerdictLike>): Array<{ constrai
 }
 
 function failPhrase(c: Constraint, n: number): string {
-  if (c === 'quote') return `${num(n)} ${n === 1 ? 'has' : 'have'} not quoted`;
+  // the holder has no offer from them: that they did not quote it cannot know (an offer sent directly may be lost)
+  if (c === 'quote') return `${num(n)} ${n === 1 ? 'has' : 'have'} no offer`;
   if (c === 'advert') return `${num(n)} ${n === 1 ? 'has' : 'have'} no live advert`;
   return `${num(n)} fail ${c}`;
 }

@@ -90,7 +90,7 @@ export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<O
     const offer = i < cands.length ? cands[i] : undefined;
     const advert = offer ? index.resolve(offer, now) : index.liveAt(p, now);
     const failures = evaluate(pj, advert, offer, now, skewMs) ?? [];
-    if (!offer) failures.push((askOf && advert && askOf(advert.record)) || { gate: 'offer', code: REASON.OFFER_MISSING, field: 'offer', wanted: 'a live offer for this job', offered: null, message: 'has not quoted for this job' });
+    if (!offer) failures.push((askOf && advert && askOf(advert.record)) || { gate: 'offer', code: REASON.OFFER_MISSING, field: 'offer', wanted: 'a live offer for this job', offered: null, message: 'no offer for this job' });
     out.push(verdictOf(p, advert?.address, offer?.address, failures));
   }
   return out;

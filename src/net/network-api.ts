@@ -229,7 +229,7 @@ export interface Network {
    * /c0mpute/offer/1 (offer-route.ts); the same local checks as `publish`. Never throws for an
    * unreachable recipient: the outcome per DID says what happened.
    */
-  sendOffer(to: readonly string[], envelope: Uint8Array, attachments?: Uint8Array[]): Promise<{ outcomes: Record<string, OfferSendOutcome>; address: string }>;
+  sendOffer(to: readonly string[], envelope: Uint8Array, attachments?: Uint8Array[]): Promise<{ outcomes: Record<string, OfferSendOutcome>; address: string; codes: Record<string, string> }>;
   /**
    * Send a selection or an acceptance to the providers it concerns only (or a receipt to its buyer), over /c0mpute/outcome/1 (offer-route.ts; docs/network.md
    * §14 "A job's outcome"); the same local checks as `publish`; this node itself is skipped. Never throws for an unreachable

@@ -403,9 +403,10 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
 
     async sendOffer(to, envelope, attachments = []) {
       const { rec, data } = prepare('offer', envelope, attachments);
-      const outcomes = await sendOffer(sendDeps, to, data);
+      const codes: Record<string, string> = {};
+      const outcomes = await sendOffer(sendDeps, to, data, codes);
       metrics.published.inc({ kind: 'offer' });
-      return { outcomes, address: rec.address };
+      return { outcomes, address: rec.address, codes };
     },
 
     async sendOutcome(kind, to, envelope) {

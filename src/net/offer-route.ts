@@ -199,8 +199,12 @@ function counter(registry: Registry, route: DirectRoute): Counter<string> {
 /** Direct exchanges a node runs at a time, all its sends together (createNetwork's `Slots`). */
 export const SEND_CONCURRENCY = 16;
 
-/** Send one record message over a direct route to each recipient DID; resolves to the outcome per recipient (never throws). */
-export async function sendDirect(d: OfferSendDeps, route: DirectRoute, kind: TopicKind, to: readonly string[], data: Uint8Array): Promise<Record<string, OfferSendOutcome>> {
+/**
+ * Send one record message over a direct route to each recipient DID; resolves to the outcome per recipient (never
+ * throws). `codes`, when given, learns why each recipient that did not take it did not: the error's code (the
+ * recipient's error frame, or this side's: NET_DEADLINE, NET_DIAL_FAILED, …).
+ */
+export async function sendDirect(d: OfferSendDeps, route: DirectRoute, kind: TopicKind, to: readonly string[], data: Uint8Array, codes?: Record<string, string>): Promise<Record<string, OfferSendOutcome>> {
   const c = counter(d.registry, route);
   const out: Record<string, OfferSendOutcome> = {};
   // at most SEND_CONCURRENCY exchanges at a time across the node's sends: a selection may name hundreds of providers,
@@ -215,6 +219,7 @@ export async function sendDirect(d: OfferSendDeps, route: DirectRoute, kind: Top
       // an error frame from the recipient is its verdict (its NOT_KEPT: try later); anything else (no route, no such protocol, deadline) is unreachable
       const err = e as C0Error | undefined;
       outcome = err?.detail?.remote === true ? (err.code === route.err.NOT_KEPT ? 'not_kept' : 'rejected') : 'unreachable';
+      if (codes) codes[did] = typeof err?.code === 'string' ? err.code : 'NET_STREAM_FAILED';
     }
     c.inc(route.kinds.length > 1 ? { kind, outcome } : { outcome });
     out[did] = outcome;
@@ -224,6 +229,6 @@ export async function sendDirect(d: OfferSendDeps, route: DirectRoute, kind: Top
 }
 
 /** Send one offer message to each recipient DID over offer/1 (sendDirect's offer route). */
-export function sendOffer(d: OfferSendDeps, to: readonly string[], data: Uint8Array): Promise<Record<string, OfferSendOutcome>> {
-  return sendDirect(d, OFFER_ROUTE, 'offer', to, data);
+export function sendOffer(d: OfferSendDeps, to: readonly string[], data: Uint8Array, codes?: Record<string, string>): Promise<Record<string, OfferSendOutcome>> {
+  return sendDirect(d, OFFER_ROUTE, 'offer', to, data, codes);
 }

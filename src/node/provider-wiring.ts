@@ -30,6 +30,7 @@ import { startPoolMember } from '../roles/pool-member/wiring.js';
 import { DispatchTrail, RunLog } from '../pools/trail.js';
 import { createExecutor, type Executor, type ExecutorOptions } from '../roles/provider/executors.js';
 import { offerToBuyer } from './offer-wiring.js';
+import { PeerLog } from '../util/peer-log.js';
 import { askFor, orderFromJob, rankAhead } from '../matching/candidates.js';
 import type { LiveProvider } from '../matching/types.js';
 import type { OverlayNode } from './overlay.js';
@@ -88,6 +89,11 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
   await trainRunsHistory(o, runs, h);
   const quoteBudget = new QuoteBudget<Opened<Offer>>({ ...pc.quoteBudget, windowMs: pc.offerLifetimeMs, registry: o.registry, clock: o.clock });
   for (const r of o.market.evidence.receipts.values()) if (r.signer === o.did) quoteBudget.markKnownBuyer(r.record.buyer);
+  // An offer its buyer (or the steward) did not take (offer-wiring.ts): a warning on a private overlay, where every
+  // member should reach every other (docs/network.md §15); on the open network a buyer behind NAT is ordinary, and its
+  // job push (§12) still asks this node halfway through the window: info there.
+  const missedOffers = new PeerLog({ log: o.log.child({ role: 'provider', overlay: o.name }), level: o.d.network.swarmKeyFile ? 'warn' : 'info' });
+  h.onStop(async () => missedOffers.stop());
   if (config.pool) {
     o.poolMember = await startPoolMember({
       config: config.pool, did: o.did, signer: identity.signer, clock: o.clock, log: o.log.child({ role: 'pool', overlay: o.name }), sub: (n) => o.sub(n), registry: o.registry,
@@ -150,7 +156,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
       if (kind === 'advert') await o.market.putAdvert(env as Opened<Advert>);
       if (kind === 'offer') await o.market.addOffer(env as Opened<Offer>, o.clock());
       // An offer goes to its buyer (and the overlay's steward) only, not on gossip (src/net/offer-route.ts).
-      if (kind === 'offer') return offerToBuyer(o.net, env, withAdvert, buyer, o.d.network.steward, o.log);
+      if (kind === 'offer') return offerToBuyer(o.net, env, withAdvert, buyer, o.d.network.steward, o.log, missedOffers);
       try {
         return (await o.net.publish(kind, env.bytes, withAdvert ? [withAdvert.bytes] : [])).recipients;
       } catch (e) {

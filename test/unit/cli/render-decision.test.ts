@@ -29,12 +29,13 @@ test('a decision with every ask above maxPrice: each provider line has ASK_ABOVE
   assert.ok(lines.includes('  · raise maxPrice to 0.0002 USD → 1 more provider (1 of them has not quoted yet)'), lines.join('\n'));
 });
 
-test('a provider that could quote and has not still reads "has not quoted", with its code', () => {
+test('a provider that could quote and has no offer here reads "no offer for this job", with its code: not "has not quoted", which the buyer cannot know (QA witness pass #6: the offer was lost on the way)', () => {
   const j = job(P(100), { maxPrice: { amount: '0.0001', currency: 'USD' } });
   const ads = [advert(P(1), ask('0.0001'))];
   const result = select({ job: j, adverts: ads, offers: [], policy: 'balanced', now: NOW });
   const market = explainMarket({ job: j, adverts: ads, offers: [], now: NOW });
   const lines: string[] = [];
   renderEvent({ e: 'decision', decision: JSON.parse(JSON.stringify({ result, market })) as unknown, policy: 'balanced' }, (did) => did.slice(-4), (s) => lines.push(s));
-  assert.ok(lines.includes(`  ✘ ${P(1).did.slice(-4)}: has not quoted for this job [OFFER_MISSING]`), lines.join('\n'));
+  assert.ok(lines.includes(`  ✘ ${P(1).did.slice(-4)}: no offer for this job [OFFER_MISSING]`), lines.join('\n'));
+  assert.ok(!lines.some((l) => /not quoted/.test(l)), lines.join('\n'));
 });

@@ -64,7 +64,7 @@ test('a provider that could quote and has not is still "has not quoted": an ask 
   const ads = [advert(P(1), ask('0.0001')), advert(P(2)), advert(P(3), ask('0.00001', 'USD', 'mtoken'))];
   const e = explainMarket({ job: j, adverts: ads, offers: [], now: NOW });
   assert.deepEqual(codes(e), [['OFFER_MISSING'], ['OFFER_MISSING'], ['OFFER_MISSING']]);
-  assert.ok(e.providers.every((v) => v.failures[0]!.message === 'has not quoted for this job'));
+  assert.ok(e.providers.every((v) => v.failures[0]!.message === 'no offer for this job'));
   assert.deepEqual(e.binding, [{ constraint: 'quote', failing: 3, meeting: 0 }]);
   assert.equal(e.summary, 'No provider is eligible among 3 known: no provider has a live offer for this job.');
 });

@@ -43,7 +43,7 @@ export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<O
     // no offer: the advert's ask may say why (the ask rule is one shared implementation, src/market/ask.ts)
     const ask = !offer && advert ? askJudge(pj.job)(advert.record) : undefined;
     if (ask) failures.push(ask);
-    else if (!offer) failures.push({ gate: 'offer', code: REASON.OFFER_MISSING, field: 'offer', wanted: 'a live offer for this job', offered: null, message: 'has not quoted for this job' });
+    else if (!offer) failures.push({ gate: 'offer', code: REASON.OFFER_MISSING, field: 'offer', wanted: 'a live offer for this job', offered: null, message: 'no offer for this job' });
     out.push({ provider: p, ...(advert ? { advert: advert.address } : {}), ...(offer ? { offer: offer.address } : {}), eligible: failures.length === 0, failures });
   }
   return out;

@@ -433,7 +433,7 @@ describe('summaries', () => {
     assert.equal(shown.length, 3);
     assert.equal(shown[0]!.eligible, true);
     assert.equal(hidden.length, many.length - 3);
-    assert.match(moreProviders(hidden), /^… and 1,898 more providers: 1,198 fail region, 1,198 have not quoted, 700 fail cpu/);
+    assert.match(moreProviders(hidden), /^… and 1,898 more providers: 1,198 fail region, 1,198 have no offer, 700 fail cpu/);
     // providers of another workload (a flood of fresh keys) come after those that serve the job, however many
     const flooded = [...Array.from({ length: 100 }, () => v(false, 'WORKLOAD_NOT_OFFERED', 'OFFER_MISSING')), v(false, 'OFFER_OVER_MAX_PRICE'), v(true), v(false, 'ADVERT_EXPIRED'), v(false, 'OFFER_MISSING')];
     const f = pickShown(flooded, 4);
@@ -441,7 +441,7 @@ describe('summaries', () => {
       f.shown.map((x) => x.failures.map((y) => y.code)),
       [[], ['OFFER_OVER_MAX_PRICE'], ['OFFER_MISSING'], ['WORKLOAD_NOT_OFFERED', 'OFFER_MISSING']],
     );
-    assert.match(moreProviders(f.hidden), /^… and 100 more providers: 99 fail workload, 99 have not quoted, 1 has no live advert/);
+    assert.match(moreProviders(f.hidden), /^… and 100 more providers: 99 fail workload, 99 have no offer, 1 has no live advert/);
     assert.equal(listLimit({ all: true }), Infinity);
     assert.equal(listLimit({ limit: '5' }), 5);
     assert.throws(() => listLimit({ limit: 'x' }), (e: { code?: string }) => e.code === 'CLI_BAD_LIMIT');

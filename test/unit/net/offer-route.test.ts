@@ -162,3 +162,22 @@ test('the sender takes a recipient’s NOT_KEPT as not_kept (send again later), 
   await sendDirect(d, OUTCOME_ROUTE, 'receipt', [to], msg);
   assert.match(await d.registry.getSingleMetricAsString('c0mpute_outcomes_direct_total'), /kind="receipt",outcome="not_kept"\} 1/);
 });
+
+test('the sender learns why each recipient did not take a record: its error frame’s code, or this side’s (NET_DEADLINE)', async () => {
+  const to = didFromPublicKey(Ed25519Signer.generate().publicKey);
+  const failing = (e: Error) => ({
+    registry: new Registry(),
+    call: async (): Promise<CborValue[]> => {
+      throw e;
+    },
+  });
+  const codes: Record<string, string> = {};
+  assert.deepEqual(await sendDirect(failing(new C0Error('NET_DEADLINE', 'no answer in 10000 ms')), OFFER_ROUTE, 'offer', [to], msg, codes), { [to]: 'unreachable' });
+  assert.deepEqual(codes, { [to]: 'NET_DEADLINE' });
+  assert.deepEqual(await sendDirect(failing(new C0Error('OFFER_EXPIRED', 'expired', { detail: { remote: true } })), OFFER_ROUTE, 'offer', [to], msg, codes), { [to]: 'rejected' });
+  assert.deepEqual(codes, { [to]: 'OFFER_EXPIRED' });
+  const ok = { registry: new Registry(), call: async (): Promise<CborValue[]> => [{ verdict: 'accept' }] };
+  const none: Record<string, string> = {};
+  assert.deepEqual(await sendDirect(ok, OFFER_ROUTE, 'offer', [to], msg, none), { [to]: 'accepted' });
+  assert.deepEqual(none, {});
+});
