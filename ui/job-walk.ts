@@ -119,3 +119,27 @@ export function decisionView(events: ReadonlyArray<{ e: string }>, state: JobSta
     text: `The decision is not held by this node (its run was before a restart, or older than the runs it keeps). The market now, not at the decision: ${marketNow.summary}`,
   };
 }
+
+/** How this node's run of its own job ended, as the daemon sends it (src/node/job-history.ts JobOutcome). */
+export interface RunOutcome {
+  status: 'completed' | 'failed' | 'none';
+  provider?: string;
+  verdict?: string;
+  failure?: string;
+  reason?: string;
+  at?: number;
+}
+
+/**
+ * The outcome as the Jobs list and a job's page say it, the words `c0mpute jobs` uses: the status of this node's run
+ * (`completed`, `failed`; none held: undefined), and how the attempt that decided it ended. A receipt that came after
+ * the run ended is never the status (it is shown as late beside it).
+ */
+export function outcomeView(o: RunOutcome): { status?: 'completed' | 'failed'; text: string } {
+  if (o.status === 'completed') return { status: 'completed', text: 'run completed: its receipt accepted' };
+  if (o.status === 'failed') {
+    const how = o.reason ? `non-delivery signed (${o.reason})` : o.verdict === 'disputed' ? 'its receipt disputed' : `the provider reported failed${o.failure ? ` (${o.failure})` : ''}`;
+    return { status: 'failed', text: `run failed: ${how}` };
+  }
+  return { text: 'no outcome held' };
+}

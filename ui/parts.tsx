@@ -3,7 +3,7 @@ import type { ComponentChildren } from 'preact';
 import { peer, shortAddr, shortDid, overlayQuery, type ApiError } from './lib.js';
 
 const GOOD = new Set(['complete', 'completed', 'accepted', 'ok', 'live', 'witnessed', 'eligible', 'Admit', 'connected']);
-const BAD = new Set(['failed', 'disputed', 'no-offers', 'no-eligible-provider', 'denied', 'queue-expired', 'preempted', 'interrupted', 'expired', 'error', 'refused', 'ineligible', 'self-attested', 'contradicted']);
+const BAD = new Set(['failed', 'disputed', 'no-offers', 'no-eligible-provider', 'denied', 'queue-expired', 'preempted', 'interrupted', 'expired', 'error', 'refused', 'ineligible', 'self-attested', 'contradicted', 'non-delivery']);
 
 /** A status as a word with a symbol; colour only repeats what the word says. */
 export function Status({ s }: { s: string | undefined }) {

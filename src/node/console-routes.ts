@@ -47,7 +47,7 @@ import type { ConsoleSessions} from './console-session.js';
 import { cookieValues } from './console-session.js';
 import type { ConsoleHub } from './console-hub.js';
 import { parseJobFileText } from './jobfile.js';
-import { jobHistory, newest, providedReceipts } from './job-history.js';
+import { historyOf, jobHistory, newest, providedReceipts, type HistoryJob } from './job-history.js';
 
 /** The console's Jobs page shows the newest this many of each list; a provider's evidence page, the newest receipts and non-deliveries up to the second. */
 const CONSOLE_JOBS = 50;
@@ -282,7 +282,10 @@ export async function jobWalk(o: OverlayNode, hub: ConsoleHub, address: string):
   // at the 10,000-advert cap (as /v1/offers was), sent again on each of the run's events (the page shows the summary)
   const ex = o.market.explain(job, now);
   const offerers = new Set(offers.map((x) => x.signer).filter((s): s is string => typeof s === 'string'));
+  // this node's own job: how its run ended, and a receipt that came after (what the Jobs list and `c0mpute jobs` say)
+  const own = job.signer === o.did ? await historyOf(o.records, o.market.evidence, o.did, job) : undefined;
   return {
+    ...(own ? { outcome: own.outcome, ...(own.late ? { late: own.late } : {}) } : {}),
     job: wireRecord(job),
     offers,
     selections: selections.map(wireRecord),
@@ -291,6 +294,27 @@ export async function jobWalk(o: OverlayNode, hub: ConsoleHub, address: string):
     nondeliveries: nondeliveries.map(wireRecord),
     explanation: toWire({ ...ex, providers: ex.providers.filter((p) => offerers.has(p.provider)), expired: ex.expired.filter((p) => offerers.has(p)) }),
     ...(run ? { run: { done: run.done, events: run.events, ...(run.omitted ? { omitted: run.omitted } : {}) } } : {}),
+  };
+}
+
+/**
+ * One of this node's jobs on the console's Jobs page (As buyer), as `c0mpute jobs` says it: the status is how this
+ * node's run ended (job-history.ts JobOutcome: `completed`, `failed`, or none held), never a late receipt's; the
+ * verdict is the one that decided it (`accepted`, `disputed`, or `non-delivery` for one this node signed); a receipt
+ * that came after the run ended is `late` beside it (its note, and its own status). Before, the row showed the last
+ * receipt held: a run that failed (a non-delivery signed) and then got its provider's receipt late read `completed`.
+ */
+export function consoleBuyerRow({ job: j, receipts, attempts, outcome, late }: HistoryJob): Record<string, unknown> {
+  return {
+    address: j.address,
+    workload: j.record.workload,
+    announcedAt: j.record.announcedAt,
+    // the selections held (each an attempt); a job from before selections were kept: its receipts
+    attempts: attempts.length || receipts.length,
+    ...(outcome.status === 'none' ? {} : { status: outcome.status }),
+    ...(outcome.provider ? { provider: outcome.provider } : attempts.length ? { provider: attempts.at(-1)!.provider } : {}),
+    ...(outcome.verdict ? { verdict: outcome.verdict } : outcome.nondelivery ? { verdict: 'non-delivery' } : {}),
+    ...(late ? { late: late.note, lateStatus: late.status } : {}),
   };
 }
 
@@ -334,11 +358,7 @@ export function consoleRoutes(d: Daemon, sessions: ConsoleSessions, hub: Console
         const mine = await jobHistory(o.records, o.market.evidence, d.did, { limit: CONSOLE_JOBS });
         const provided = providedReceipts(o.market.evidence, d.did, CONSOLE_JOBS);
         return {
-          buyer: mine.jobs.map(({ job: j, receipts, late }) => {
-            const last = receipts.at(-1);
-            // a receipt that came after the run ended has no verdict: say why (job-history.ts lateReceipt)
-            return { address: j.address, workload: j.record.workload, announcedAt: j.record.announcedAt, attempts: receipts.length, status: last?.receipt.record.status, provider: last?.receipt.record.provider, verdict: last?.acceptance?.record.verdict, ...(late && late.receipt === last?.receipt.address ? { late: late.note } : {}) };
-          }),
+          buyer: mine.jobs.map((h) => consoleBuyerRow(h)),
           buyerMore: mine.next !== undefined,
           provider: provided.receipts.map(({ receipt: r, acceptance: a }) => ({ address: r.address, job: r.record.job, buyer: r.record.buyer, workload: r.record.workload, status: r.record.status, startedAt: r.record.startedAt, completedAt: r.record.completedAt, verdict: a?.record.verdict })),
           providerTotal: provided.total,

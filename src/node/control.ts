@@ -23,7 +23,7 @@ import { gangRoutes } from './gang-routes.js';
 import { parseProbeOrder } from '../matching/probe.js';
 import { marketPage, parseMarketPage, type MarketPageQuery } from './market-page.js';
 import { parseReputationPage, reputationPage } from './reputation-page.js';
-import { attemptsOf, jobHistory, parseJobsPage, JOBS_PAGE_DEFAULT, type JobsPageQuery } from './job-history.js';
+import { jobHistory, parseJobsPage, JOBS_PAGE_DEFAULT, type HistoryJob, type JobsPageQuery } from './job-history.js';
 import { jobRecords, type JobRecords } from './job-records.js';
 import { trustFor } from './reputation-trust.js';
 import { DEFAULT_SECOND_HAND_WEIGHT } from '../reputation/derive.js';
@@ -399,23 +399,35 @@ export async function offers(d: OverlayNode, job: string, providers?: ReadonlySe
   return { job, known: true, offers: held, explanation: toWire(shown) };
 }
 
-/** A page of the jobs this node published, newest first, with the receipts held for each and their buyer's verdict. */
+/**
+ * A page of the jobs this node published, newest first, with the receipts held for each and their buyer's verdict,
+ * every attempt with the non-delivery signed against it, how this node's run ended (`outcome`), and a receipt that
+ * came after it ended (`late`). docs/node.md "Job history".
+ */
 export async function jobs(d: OverlayNode, page: JobsPageQuery = { limit: JOBS_PAGE_DEFAULT }): Promise<Record<string, unknown>> {
   const h = await jobHistory(d.records, d.market.evidence, d.did, page);
   return {
-    jobs: await Promise.all(
-      h.jobs.map(async ({ job, receipts, late }) => ({
-        ...wireRecord(job),
-        receipts: receipts.map(({ receipt: r, acceptance: a }) => ({ address: r.address, provider: r.record.provider, status: r.record.status, failure: r.record.failure?.code, acceptance: a?.record.verdict })),
-        // a receipt that came after the run ended, never countersigned (job-history.ts lateReceipt; docs/node.md "Job history")
-        ...(late ? { late } : {}),
-        // no outcome held: the providers selected, and the non-delivery signed against each (docs/node.md "Job history")
-        ...(receipts.length
-          ? {}
-          : { attempts: (await attemptsOf(d.records, d.market.evidence, job.address)).map((a) => ({ provider: a.provider, selection: a.selection.address, ...(a.nondelivery ? { nondelivery: a.nondelivery.address, reason: a.nondelivery.record.reason } : {}) })) }),
-      })),
-    ),
+    jobs: h.jobs.map((j) => jobToWire(j)),
     ...(h.next !== undefined ? { next: h.next } : {}),
+  };
+}
+
+/** One job of the history as `GET /v1/jobs` gives it. */
+export function jobToWire({ job, receipts, attempts, outcome, late }: HistoryJob): Record<string, unknown> {
+  return {
+    ...wireRecord(job),
+    receipts: receipts.map(({ receipt: r, acceptance: a }) => ({ address: r.address, provider: r.record.provider, status: r.record.status, failure: r.record.failure?.code, acceptance: a?.record.verdict })),
+    // how this node's run ended, from what it signed: never a late receipt's status (job-history.ts JobOutcome)
+    outcome,
+    // a receipt that came after the run ended, never countersigned (job-history.ts lateReceipt; docs/node.md "Job history")
+    ...(late ? { late } : {}),
+    // every attempt: the provider each selection chose, the non-delivery signed against it, the receipts of its offer
+    attempts: attempts.map((a) => ({
+      provider: a.provider,
+      selection: a.selection.address,
+      ...(a.nondelivery ? { nondelivery: a.nondelivery.address, reason: a.nondelivery.record.reason } : {}),
+      receipts: a.receipts.map((r) => r.receipt.address),
+    })),
   };
 }
 

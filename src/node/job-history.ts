@@ -70,9 +70,9 @@ export interface HeldAttempt {
 }
 
 /**
- * What a job with no receipt held has instead (`c0mpute jobs` says "no outcome held" and lists these): each selection
- * held for it, by decision time, with the provider it chose and the non-delivery this buyer signed against that
- * attempt (none: the exchange ended without one, e.g. the node stopped during it).
+ * A job's attempts (`c0mpute jobs` lists them under every job): each selection held for it, by decision time, with the
+ * provider it chose and the non-delivery this buyer signed against that attempt (none: the provider delivered a
+ * receipt, or the exchange ended without one, e.g. the node stopped during it).
  *
  * The evidence store files a non-delivery under the provider it counts against (nonDeliveryProvider): a /2 on a pool
  * member's offer under the pool's DID, not the member's the selection names. So it is looked up under the member,
@@ -155,17 +155,92 @@ export function lateReceipt(did: string, receipts: readonly HeldReceipt[]): Late
   return { receipt: h.receipt.address, provider: r.provider, status: r.status, ...(r.failure ? { failure: r.failure.code } : {}), at: r.completedAt, note };
 }
 
-/** One page of the jobs `did` published, newest first, with their receipts (and the one that came after its run, if any). */
-export async function jobHistory(records: RecordStore, ev: EvidenceStore, did: string, page: JobsPageQuery): Promise<{ jobs: Array<{ job: Opened<Job>; receipts: HeldReceipt[]; late?: LateReceipt }>; next?: string }> {
+/**
+ * How this node's run of its own job ended, as what it signed tells it (docs/node.md "Job history"): what `c0mpute
+ * jobs`, `GET /v1/jobs` (`outcome`) and the console's Jobs page give as the job's status. A receipt that came after
+ * the run ended (LateReceipt) never decides it: the run had already ended without it.
+ * - `completed`: a completed receipt of the job this node accepted (the run's `completed` needs exactly that);
+ * - `failed`: none such, and the last attempt ended with this node's verdict on a receipt (a failed one acknowledged,
+ *   a completed one disputed) or its non-delivery (an unreachable, silent or refusing provider);
+ * - `none`: nothing this node signed says how it ended: no provider was selected (no offers, none eligible, the
+ *   steward refused), the run is still going, or the node stopped during the exchange.
+ */
+export interface JobOutcome {
+  status: 'completed' | 'failed' | 'none';
+  /** the provider of the attempt that decided it (the one a selection names: a pool's member) */
+  provider?: string;
+  /** the receipt that decided it, with this node's verdict on it and a failed one's code */
+  receipt?: string;
+  verdict?: Acceptance['verdict'];
+  failure?: string;
+  /** the non-delivery this node signed that decided it, and its reason */
+  nondelivery?: string;
+  reason?: NonDelivery['reason'];
+  /** when this node signed that verdict or non-delivery */
+  at?: number;
+}
+
+/** A buyer's attempt with the receipts held for the offer its selection chose (their verdicts with them), oldest first. */
+export interface JobAttempt extends HeldAttempt {
+  receipts: HeldReceipt[];
+}
+
+/** Each attempt with its receipts: those citing the offer its selection chose. */
+export function withReceipts(attempts: readonly HeldAttempt[], receipts: readonly HeldReceipt[]): JobAttempt[] {
+  return attempts.map((a) => ({ ...a, receipts: receipts.filter((r) => r.receipt.record.offer === a.selection.record.winner) }));
+}
+
+/** JobOutcome of `did`'s own job from its receipts and attempts (attemptsOf, withReceipts). */
+export function jobOutcome(did: string, receipts: readonly HeldReceipt[], attempts: readonly JobAttempt[]): JobOutcome {
+  // a verdict this node signed on its own job's receipt (a late receipt has none)
+  const judged = (h: HeldReceipt) => h.receipt.record.buyer === did && h.acceptance !== undefined;
+  const done = receipts.filter((h) => judged(h) && h.receipt.record.status === 'completed' && h.acceptance!.record.verdict === 'accepted').at(-1);
+  if (done) return { status: 'completed', provider: attemptOf(attempts, done)?.provider ?? done.receipt.record.provider, ...fromReceipt(done) };
+  const last = attempts.at(-1);
+  // no selection held (a job from before selections were kept, or one a steward decided elsewhere): its receipts say it
+  const ended = last ? last.receipts.filter(judged).at(-1) : receipts.filter(judged).at(-1);
+  if (ended) return { status: 'failed', provider: last?.provider ?? ended.receipt.record.provider, ...fromReceipt(ended) };
+  if (last?.nondelivery) return { status: 'failed', provider: last.provider, nondelivery: last.nondelivery.address, reason: last.nondelivery.record.reason, at: last.nondelivery.record.signedAt };
+  return { status: 'none' };
+}
+
+function attemptOf(attempts: readonly JobAttempt[], h: HeldReceipt): JobAttempt | undefined {
+  return attempts.find((a) => a.receipts.includes(h));
+}
+
+function fromReceipt(h: HeldReceipt): Pick<JobOutcome, 'receipt' | 'verdict' | 'failure' | 'at'> {
+  const r = h.receipt.record;
+  return { receipt: h.receipt.address, ...(h.acceptance ? { verdict: h.acceptance.record.verdict, at: h.acceptance.record.signedAt } : {}), ...(r.failure ? { failure: r.failure.code } : {}) };
+}
+
+/** One of a buyer's jobs in its history: its receipts, its attempts with their non-deliveries, how its run ended, and a receipt that came late. */
+export interface HistoryJob {
+  job: Opened<Job>;
+  receipts: HeldReceipt[];
+  attempts: JobAttempt[];
+  outcome: JobOutcome;
+  late?: LateReceipt;
+}
+
+/** `job` (one of `did`'s own) as its history shows it (HistoryJob). */
+export async function historyOf(records: RecordStore, ev: EvidenceStore, did: string, job: Opened<Job>): Promise<HistoryJob> {
+  const receipts = receiptsOfJob(ev, job.address);
+  const late = lateReceipt(did, receipts);
+  const attempts = withReceipts(await attemptsOf(records, ev, job.address), receipts);
+  return { job, receipts, attempts, outcome: jobOutcome(did, receipts, attempts), ...(late ? { late } : {}) };
+}
+
+/**
+ * One page of the jobs `did` published, newest first, with their receipts, every attempt (the provider each selection
+ * chose, with the non-delivery signed against it), how the run ended, and the receipt that came after it, if any.
+ * Before, the attempts were given only for a job with no receipt held, so a run that failed (a non-delivery signed)
+ * and then got its provider's receipt late read as the receipt's `completed` (QA, reputation and audit pass, F1).
+ */
+export async function jobHistory(records: RecordStore, ev: EvidenceStore, did: string, page: JobsPageQuery): Promise<{ jobs: HistoryJob[]; next?: string }> {
   const p = await records.jobsOf(did, page);
-  return {
-    jobs: p.jobs.map((job) => {
-      const receipts = receiptsOfJob(ev, job.address);
-      const late = lateReceipt(did, receipts);
-      return { job, receipts, ...(late ? { late } : {}) };
-    }),
-    ...(p.next !== undefined ? { next: p.next } : {}),
-  };
+  const jobs: HistoryJob[] = [];
+  for (const job of p.jobs) jobs.push(await historyOf(records, ev, did, job));
+  return { jobs, ...(p.next !== undefined ? { next: p.next } : {}) };
 }
 
 /** The newest `limit` records by `time` (then the higher address), newest first, without sorting them all. */

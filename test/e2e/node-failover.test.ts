@@ -88,6 +88,14 @@ test('the winner is killed mid-job: the buyer moves to the runner-up and complet
     assert.equal(ended.provider, survivor.did);
     assert.equal(ended.attempts, 2);
     assert.deepEqual(ended.outcomes, attempts.map((a) => a.outcome));
+    // The job history lists both attempts, the killed provider's with the non-delivery signed against it, and the
+    // run's outcome (docs/node.md "Job history"); before, a job with a receipt held listed no attempt at all.
+    const nd = events.find((e) => e.e === 'nondelivery');
+    assert.ok(nd, 'a non-delivery was signed against the killed provider');
+    type History = { jobs: Array<{ address: string; outcome: { status: string; provider?: string }; attempts: Array<{ provider: string; nondelivery?: string }> }> };
+    const h = (await get<History>(buyer, '/v1/jobs')).jobs.find((j) => j.address === job.address)!;
+    assert.deepEqual([h.outcome.status, h.outcome.provider], ['completed', survivor.did]);
+    assert.deepEqual(h.attempts.map((a) => [a.provider, a.nondelivery]), [[killed.did, nd.address], [survivor.did, undefined]]);
   });
 });
 

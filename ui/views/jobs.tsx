@@ -10,10 +10,11 @@ import { RUN_LOG_EVENTS } from '../../src/util/run-log.js';
 import { narrate } from '../narrate.js';
 import { whenText } from '../format.js';
 import { AddrLink, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
-import { decisionView, executionNote, jobState, type DecisionView, type Explanation, type IneligibleLines } from '../job-walk.js';
+import { decisionView, executionNote, jobState, outcomeView, type DecisionView, type Explanation, type IneligibleLines, type RunOutcome } from '../job-walk.js';
 
 interface JobsData {
-  buyer: Array<{ address: string; workload: string; announcedAt: number; attempts: number; status?: string; provider?: string; verdict?: string; late?: string }>;
+  /** `status`: how this node's run ended (never a late receipt's); `verdict`: accepted, disputed or non-delivery; `late`: a receipt that came after the run ended (its note and status). */
+  buyer: Array<{ address: string; workload: string; announcedAt: number; attempts: number; status?: string; provider?: string; verdict?: string; late?: string; lateStatus?: string }>;
   /** Older jobs exist than the newest shown (`c0mpute jobs --all` lists them). */
   buyerMore?: boolean;
   provider: Array<{ address: string; job: string; buyer: string; workload: string; status: string; startedAt: number; completedAt: number; verdict?: string }>;
@@ -84,13 +85,15 @@ export function Jobs() {
                     <Status s={j.status} />
                   </td>
                   <td>
-                    {j.late && !j.verdict ? (
-                      <span class="st st-mid" title={j.late}>
-                        <span aria-hidden="true">…</span> late: output not received
-                      </span>
-                    ) : (
-                      <Status s={j.verdict} />
-                    )}
+                    {j.verdict || !j.late ? <Status s={j.verdict} /> : null}
+                    {j.late ? (
+                      <>
+                        {j.verdict ? ' ' : null}
+                        <span class="st st-mid" title={j.late}>
+                          <span aria-hidden="true">…</span> late{j.lateStatus ? ` ${j.lateStatus}` : ''}: output not received
+                        </span>
+                      </>
+                    ) : null}
                   </td>
                   <td>
                     <Did d={j.provider} />
@@ -163,6 +166,9 @@ interface Walk {
   nondeliveries: Array<Rec<{ provider: string; reason?: string }>>;
   explanation: Explanation;
   run?: { done: boolean; events: Ev[]; omitted?: number };
+  /** this node's own job: how its run ended, and a receipt that came after it (src/node/job-history.ts) */
+  outcome?: RunOutcome;
+  late?: { receipt: string; provider: string; status: string; note: string };
 }
 
 export function JobPage({ address, overlay }: { address: string; overlay?: string | undefined }) {
@@ -206,6 +212,7 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
   const done = state !== 'running';
   const decision = decisionView(events, state, w.explanation);
   const note = executionNote(state, w);
+  const outcome = w.outcome ? outcomeView(w.outcome) : undefined;
   const ov = overlay;
   return (
     <>
@@ -216,6 +223,21 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
         <a href="#/jobs">← all jobs</a>
       </p>
       <ErrorBox error={r.error} />
+      {outcome && (outcome.status || done) ? (
+        <p class="outcome">
+          Outcome: <Status s={outcome.status} /> {outcome.text}
+          {w.outcome?.provider ? (
+            <>
+              , provider <Did d={w.outcome.provider} />
+            </>
+          ) : null}
+        </p>
+      ) : null}
+      {w.late ? (
+        <p class="late">
+          <Status s="late" /> <Did d={w.late.provider} />: {peer(w.late.note)}
+        </p>
+      ) : null}
       <ol class="timeline" aria-label="The job's walk">
         <li>
           <h2>
@@ -291,6 +313,7 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
                 <AddrLink a={x.address} overlay={ov} /> <Status s={x.record.status} /> by <Did d={x.record.provider} /> for offer <AddrLink a={x.record.offer} overlay={ov} />, {fmtDuration(x.record.completedAt - x.record.startedAt)}
                 {x.record.energy ? `, ${fmtJoules(x.record.energy.uj)} (${peer(x.record.energy.grade)})` : ''}
                 {x.record.failure ? `: ${peer(x.record.failure.code)}` : ''}
+                {x.address === w.late?.receipt ? ' (came after the run ended: no verdict signed)' : ''}
               </li>
             ))}
           </ul>

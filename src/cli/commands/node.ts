@@ -159,7 +159,7 @@ export function register(program: Command): void {
       const { dataDir } = globals(cmd);
       const limit = Number(o.limit);
       if (!/^[0-9]{1,9}$/.test(o.limit) || limit < 1 || limit > JOBS_PAGE_MAX) throw new UsageError('CLI_BAD_LIMIT', `--limit takes a whole number from 1 to ${JOBS_PAGE_MAX}, got "${o.limit.slice(0, 40)}"`, { field: 'limit' });
-      type Page = { jobs: Array<{ address: string; record: { workload: string; announcedAt: number }; receipts: Array<{ provider: string; status: string; failure?: string; acceptance?: string }>; attempts?: Array<{ provider: string; reason?: string }>; late?: JobsLate }>; next?: string };
+      type Page = { jobs: JobsEntry[]; next?: string };
       const c = daemonClient(dataDir);
       const offline = c ? undefined : await (await import('./node-actions.js')).offlineNode(dataDir);
       const localJobs = c ? undefined : (await import('../../node/control.js')).jobs;
@@ -181,9 +181,7 @@ export function register(program: Command): void {
         if (!list.length) out('no jobs yet published by this node (the jobs it ran as a provider: the console’s Jobs page, `c0mpute console`)');
         for (const j of list) {
           out(jobsHeadLine(j));
-          for (const rc of j.receipts) out(`    ${short(rc.provider)} ${rc.status}${rc.failure ? ` (${rc.failure})` : ''}${rc.acceptance ? `, ${rc.acceptance}` : ''}`);
-          if (j.late) out(`    ${jobsLateLine(j.late)}`);
-          if (!j.receipts.length) out(`    ${jobsNoOutcome(j.attempts)}`);
+          for (const l of jobsBody(j)) out(`    ${l}`);
         }
         if (next !== undefined) out(`(the newest ${list.length}; --limit or --all for more)`);
       } finally {
@@ -255,9 +253,69 @@ export function jobsLateLine(late: JobsLate): string {
   return `late: ${short(late.provider)} ${late.note ?? `reports ${late.status} after this node’s run of the job ended`}`;
 }
 
+/** A receipt of a job as `GET /v1/jobs` gives it. */
+export interface JobsReceipt {
+  address?: string;
+  provider: string;
+  status: string;
+  failure?: string;
+  acceptance?: string;
+}
+
+/** A job as `GET /v1/jobs` gives it (control.ts jobToWire); a daemon before `outcome` gives attempts only for a job with no receipt. */
+export interface JobsEntry {
+  address: string;
+  record: { workload: string; announcedAt: number };
+  receipts: JobsReceipt[];
+  attempts?: Array<{ provider: string; reason?: string; receipts?: string[] }>;
+  outcome?: { status: string; provider?: string; verdict?: string; failure?: string; reason?: string };
+  late?: JobsLate & { receipt?: string };
+}
+
+/** A receipt as a line says it: `completed, accepted`, `failed (EXEC_TIMEOUT), accepted`. */
+function receiptText(rc: JobsReceipt): string {
+  return `${rc.status}${rc.failure ? ` (${rc.failure})` : ''}${rc.acceptance ? `, ${rc.acceptance}` : ''}`;
+}
+
 /**
- * What `c0mpute jobs` says of a job with no receipt held: that no outcome is held, and the providers selected with the
- * non-delivery signed against each (a daemon before this version lists no attempts: then only the first).
+ * The lines `c0mpute jobs` prints under a job (docs/node.md "Job history"): how this node's run ended (`run
+ * completed`, `run failed`, or `no outcome held`), each attempt (the provider a selection chose, with its receipt and
+ * this node's verdict, or the non-delivery it signed), and a receipt that came after the run ended (`late:`), which is
+ * never the job's status. Before (QA, reputation and audit pass, F1), a job with a receipt held listed its receipts
+ * only: a run that failed, its non-delivery signed, read `completed` once the provider's receipt came late.
+ */
+export function jobsBody(j: JobsEntry): string[] {
+  // a daemon from before `outcome`: its receipts, and the attempts of a job with none
+  if (!j.outcome) {
+    const lines = j.receipts.map((rc) => `${short(rc.provider)} ${receiptText(rc)}`);
+    if (j.late) lines.push(jobsLateLine(j.late));
+    if (!j.receipts.length) lines.push(jobsNoOutcome(j.attempts));
+    return lines;
+  }
+  const attempts = j.attempts ?? [];
+  const o = j.outcome;
+  const lines = [o.status === 'completed' ? 'run completed' : o.status === 'failed' ? 'run failed' : attempts.length ? 'no outcome held' : 'no outcome held (no provider was selected)'];
+  const byAddress = new Map(j.receipts.filter((rc) => rc.address !== undefined).map((rc) => [rc.address!, rc]));
+  const shown = new Set<string>();
+  attempts.forEach((a, i) => {
+    // the late receipt is said on its own line, below
+    const rcs = (a.receipts ?? []).filter((x) => x !== j.late?.receipt).map((x) => byAddress.get(x)).filter((rc): rc is JobsReceipt => rc !== undefined);
+    for (const x of a.receipts ?? []) shown.add(x);
+    const parts = rcs.map(receiptText);
+    if (a.reason) parts.push(`non-delivery signed (${a.reason})`);
+    if (!parts.length) parts.push(j.late && (a.receipts ?? []).includes(j.late.receipt ?? '') ? 'no receipt on the run, no non-delivery' : 'no receipt, no non-delivery');
+    lines.push(`attempt ${i + 1}: ${short(a.provider)} ${parts.join('; ')}`);
+  });
+  // receipts no attempt held here names (a job from before selections were kept)
+  for (const rc of j.receipts) if (!(rc.address && (shown.has(rc.address) || rc.address === j.late?.receipt))) lines.push(`${short(rc.provider)} ${receiptText(rc)}`);
+  if (j.late) lines.push(jobsLateLine(j.late));
+  return lines;
+}
+
+/**
+ * What `c0mpute jobs` says of a job with no receipt held when the daemon gives no `outcome` (one before this version):
+ * that no outcome is held, and the providers selected with the non-delivery signed against each (a daemon before
+ * attempts were listed gives none: then only the first).
  */
 export function jobsNoOutcome(attempts: ReadonlyArray<{ provider: string; reason?: string }> | undefined): string {
   if (!attempts) return 'no outcome held';

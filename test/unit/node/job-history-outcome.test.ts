@@ -1,0 +1,129 @@
+/**
+ * How a buyer's run of its own job ended, in its job history (docs/node.md "Job history"): `GET /v1/jobs` (control.ts
+ * jobs: `outcome`, `attempts`), `c0mpute jobs` (jobsBody) and the console's Jobs list (consoleBuyerRow) say the same.
+ * QA (reputation and audit pass, F1): a run that failed (EXEC_PROVIDER_SILENT, a non-delivery signed) and then got its
+ * provider's `completed` receipt late read as "completed" everywhere, and its non-delivery was listed nowhere, because
+ * the attempts were given only for a job with no receipt held and the status was the last receipt's.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { EvidenceStore } from '../../../src/reputation/store.js';
+import { RecordStore } from '../../../src/store/records.js';
+import { closeDb, openDb } from '../../../src/store/db.js';
+import { jobs } from '../../../src/node/control.js';
+import { consoleBuyerRow } from '../../../src/node/console-routes.js';
+import { jobHistory } from '../../../src/node/job-history.js';
+import type { OverlayNode } from '../../../src/node/overlay.js';
+import { jobsBody, type JobsEntry } from '../../../src/cli/commands/node.js';
+import { short } from '../../../src/cli/short.js';
+import { seal, T, type Job, type Offer, type Opened, type Selection } from '../../../src/records/index.js';
+import { signNonDelivery } from '../../../src/reputation/nondelivery.js';
+import { outcomeView } from '../../../ui/job-walk.js';
+import { NOW, P, acceptance, advert, job, offer, receipt } from '../market/fixtures.js';
+
+const BUYER = P(330);
+const PROV = P(331);
+const OTHER = P(332);
+
+type Wire = JobsEntry & { outcome: { status: string; provider?: string; verdict?: string; failure?: string; reason?: string; nondelivery?: string; receipt?: string; at?: number }; attempts: Array<{ provider: string; selection: string; nondelivery?: string; reason?: string; receipts: string[] }> };
+
+test('a run that failed and then got its provider’s receipt late reads failed, with its attempts and non-deliveries, in the API, the CLI and the console alike', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-outcome-'));
+  const db = await openDb(dir);
+  try {
+    const records = await RecordStore.open(db);
+    const ev = new EvidenceStore();
+    const [silent, failover, inFlight, noOffers, failedAck, disputed] = [1, 2, 3, 4, 5, 6].map((i) => job(BUYER, { nonce: new Uint8Array([i, 88]), announcedAt: NOW + i * 1000 }));
+    for (const j of [silent, failover, inFlight, noOffers, failedAck, disputed]) await records.put(j!);
+    const select = async (j: Opened<Job>, o: Opened<Offer>, at: number) => {
+      const s = seal(T.selection, { job: j.address, buyer: BUYER.did, policy: 'cheapest', winner: o.address, considered: [{ provider: o.signer, offer: o.address }], decidedAt: at }, BUYER.signer) as Opened<Selection>;
+      await records.put(s);
+      return s;
+    };
+
+    // F1's run: PROV fell silent (non-delivery `unreachable` signed), then its completed receipt came late, no verdict
+    const o1 = offer(PROV, silent!, advert(PROV));
+    const s1 = await select(silent!, o1, NOW + 1_100);
+    const nd1 = signNonDelivery({ job: silent!, selection: s1, offer: o1, reason: 'unreachable', signedAt: NOW + 21_000, signer: BUYER.signer });
+    const late1 = receipt(PROV, BUYER, o1, { startedAt: NOW + 1_200, completedAt: NOW + 36_000 });
+
+    // the killed provider's job: PROV's non-delivery, a failover to OTHER that completed and was accepted, then PROV's
+    // crashed receipt late
+    const o2 = offer(PROV, failover!, advert(PROV));
+    const o3 = offer(OTHER, failover!, advert(OTHER));
+    const s2 = await select(failover!, o2, NOW + 2_100);
+    await select(failover!, o3, NOW + 2_500);
+    const nd2 = signNonDelivery({ job: failover!, selection: s2, offer: o2, reason: 'unreachable', signedAt: NOW + 2_400, signer: BUYER.signer });
+    const done = receipt(OTHER, BUYER, o3, { startedAt: NOW + 2_600, completedAt: NOW + 2_900 });
+    const crashed = receipt(PROV, BUYER, o2, { status: 'failed', failure: { code: 'EXEC_PROVIDER_CRASHED', message: 'the provider restarted' }, startedAt: NOW + 2_200, completedAt: NOW + 9_000 });
+
+    // selected, nothing signed yet: no outcome held
+    const o4 = offer(PROV, inFlight!, advert(PROV));
+    await select(inFlight!, o4, NOW + 3_100);
+
+    // a failed receipt the run acknowledged, and a completed one it disputed
+    const o5 = offer(PROV, failedAck!, advert(PROV));
+    await select(failedAck!, o5, NOW + 5_100);
+    const r5 = receipt(PROV, BUYER, o5, { status: 'failed', failure: { code: 'EXEC_TIMEOUT', message: 'ran past its timeout' }, startedAt: NOW + 5_200, completedAt: NOW + 5_300 });
+    const o6 = offer(PROV, disputed!, advert(PROV));
+    await select(disputed!, o6, NOW + 6_100);
+    const r6 = receipt(PROV, BUYER, o6, { startedAt: NOW + 6_200, completedAt: NOW + 6_300 });
+
+    await ev.add(nd1, o1, late1, nd2, o2, o3, done, acceptance(BUYER, done, 'accepted', { signedAt: NOW + 3_000 }), crashed, o5, r5, acceptance(BUYER, r5, 'accepted', { signedAt: NOW + 5_400 }), o6, r6, acceptance(BUYER, r6, 'disputed', { reason: 'output hash differs', signedAt: NOW + 6_400 }));
+    const node = { records, market: { evidence: ev }, did: BUYER.did } as unknown as OverlayNode;
+    const page = JSON.parse(JSON.stringify(await jobs(node))) as { jobs: Wire[] };
+    const of = (j: { address: string }) => page.jobs.find((x) => x.address === j.address)!;
+
+    // the API: the run failed on its non-delivery; the late receipt is `late`, not the job's status
+    const a = of(silent!);
+    assert.deepEqual(a.outcome, { status: 'failed', provider: PROV.did, nondelivery: nd1.address, reason: 'unreachable', at: NOW + 21_000 });
+    assert.deepEqual(a.attempts, [{ provider: PROV.did, selection: s1.address, nondelivery: nd1.address, reason: 'unreachable', receipts: [late1.address] }]);
+    assert.equal(a.late?.receipt, late1.address);
+    // the CLI: `run failed`, the attempt with its non-delivery, the late receipt on its own line; no bare `completed`
+    const lines = jobsBody(a);
+    assert.deepEqual(lines.slice(0, 2), ['run failed', `attempt 1: ${short(PROV.did)} non-delivery signed (unreachable)`]);
+    assert.match(lines[2]!, /^late: .* the provider reports completed after this node’s run of the job ended/);
+    assert.equal(lines.length, 3, lines.join('\n'));
+    // the console: the same status, the non-delivery as its verdict, the late receipt beside it
+    const h = (await jobHistory(records, ev, BUYER.did, { limit: 10 })).jobs;
+    const row = (j: { address: string }) => consoleBuyerRow(h.find((x) => x.job.address === j.address)!);
+    assert.deepEqual({ ...row(silent!), late: undefined }, { address: silent!.address, workload: silent!.record.workload, announcedAt: silent!.record.announcedAt, attempts: 1, status: 'failed', provider: PROV.did, verdict: 'non-delivery', late: undefined, lateStatus: 'completed' });
+    assert.match(String(row(silent!).late), /completed after this node’s run of the job ended/);
+    assert.deepEqual(outcomeView(a.outcome as never), { status: 'failed', text: 'run failed: non-delivery signed (unreachable)' });
+
+    // a failover: both attempts listed, the first with its non-delivery, and the run completed with the second
+    const b = of(failover!);
+    assert.deepEqual(b.outcome, { status: 'completed', provider: OTHER.did, receipt: done.address, verdict: 'accepted', at: NOW + 3_000 });
+    assert.deepEqual(b.attempts.map((x) => [x.provider, x.reason, x.receipts]), [[PROV.did, 'unreachable', [crashed.address]], [OTHER.did, undefined, [done.address]]]);
+    assert.deepEqual(jobsBody(b).slice(0, 3), ['run completed', `attempt 1: ${short(PROV.did)} non-delivery signed (unreachable)`, `attempt 2: ${short(OTHER.did)} completed, accepted`]);
+    assert.match(jobsBody(b)[3]!, /^late: .*reports failed \(EXEC_PROVIDER_CRASHED\) after this node had moved the job to another provider/);
+    assert.deepEqual([row(failover!).status, row(failover!).provider, row(failover!).verdict, row(failover!).attempts, row(failover!).lateStatus], ['completed', OTHER.did, 'accepted', 2, 'failed']);
+
+    // selected, no verdict and no non-delivery yet: none held, never `completed` or `failed`
+    assert.deepEqual(of(inFlight!).outcome, { status: 'none' });
+    assert.deepEqual(jobsBody(of(inFlight!)), ['no outcome held', `attempt 1: ${short(PROV.did)} no receipt, no non-delivery`]);
+    assert.equal(row(inFlight!).status, undefined);
+    // nobody selected
+    assert.deepEqual(jobsBody(of(noOffers!)), ['no outcome held (no provider was selected)']);
+    assert.equal(row(noOffers!).attempts, 0);
+
+    // a failed receipt acknowledged, a completed one disputed: the run failed
+    assert.deepEqual([of(failedAck!).outcome.status, of(failedAck!).outcome.failure], ['failed', 'EXEC_TIMEOUT']);
+    assert.deepEqual(jobsBody(of(failedAck!)), ['run failed', `attempt 1: ${short(PROV.did)} failed (EXEC_TIMEOUT), accepted`]);
+    assert.deepEqual([of(disputed!).outcome.status, of(disputed!).outcome.verdict], ['failed', 'disputed']);
+    assert.deepEqual([row(disputed!).status, row(disputed!).verdict], ['failed', 'disputed']);
+    assert.equal(outcomeView(of(disputed!).outcome as never).text, 'run failed: its receipt disputed');
+  } finally {
+    await closeDb(db);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('`c0mpute jobs` against a daemon from before `outcome`: its receipts, and the attempts of a job with none, as before', () => {
+  const old: JobsEntry = { address: 'sha256:' + 'a'.repeat(64), record: { workload: 'builtin.sleep', announcedAt: NOW }, receipts: [{ provider: PROV.did, status: 'completed', acceptance: 'accepted' }] };
+  assert.deepEqual(jobsBody(old), [`${short(PROV.did)} completed, accepted`]);
+  assert.deepEqual(jobsBody({ ...old, receipts: [], attempts: [{ provider: PROV.did, reason: 'unreachable' }] }), [`no outcome held; selected: ${short(PROV.did)} non-delivery signed (unreachable)`]);
+});
