@@ -20,6 +20,7 @@ import { execExchange, type ExecChannel, type ExecFrame, type ExecRequest } from
 import { JOB_PUSH_LIMITS, MAX_PUSH_TARGETS, choosePushTargets, invitesJob, pushToSilent } from './job-push.js';
 import { byAskForJob, candidates, orderFromJob } from '../matching/candidates.js';
 import { UNKNOWN_SCORE } from '../reputation/derive.js';
+import { encodeAuditSettings } from '../market/audit-settings.js';
 import { providerOf } from '../pools/chain.js';
 import { peerIdFromDid } from './peer-id.js';
 import type { OverlayNode } from './overlay.js';
@@ -168,14 +169,20 @@ export class BuyerWiring {
       // a provider connected now is reached: the buyer does not let its offer lapse waiting for another's dial
       connected: (did) => this.#connected(did),
       store: async (rec) => {
-        if (rec.type === T.receipt || rec.type === T.acceptance || rec.type === T.nondelivery || rec.type === T.nondelivery2) await this.o.market.addEvidence(rec as never);
-        else await this.o.records.put(rec);
-        // a selection's considered offers are what it is audited against: kept with it, not only in the book
-        // (which drops offers an hour past their start-by time, docs/market.md §3 "Pruning")
         if (rec.type === T.selection) {
-          const held = (rec as Opened<Selection>).record.considered.map((c) => this.o.market.book.get(c.offer)).filter((o): o is Opened<Offer> => o !== undefined);
-          if (held.length) await this.o.records.putMany(held);
-        }
+          // a selection's considered offers are what it is audited against: kept with it, not only in the book
+          // (which drops offers an hour past their start-by time, docs/market.md §3 "Pruning")
+          const sel = rec as Opened<Selection>;
+          const held = sel.record.considered.map((c) => this.o.market.book.get(c.offer)).filter((o): o is Opened<Offer> => o !== undefined);
+          // one this node signed: with the settings it was decided under, which its audit needs (`market export`
+          // gives them; the config may change before it is exported: docs/market.md §9)
+          if (sel.signer === this.o.did) await this.o.records.putDecision(sel, encodeAuditSettings(this.o.market.auditSettings(this.o.d.network.steward ? [this.o.d.network.steward] : [])), held);
+          else {
+            await this.o.records.put(sel);
+            if (held.length) await this.o.records.putMany(held);
+          }
+        } else if (rec.type === T.receipt || rec.type === T.acceptance || rec.type === T.nondelivery || rec.type === T.nondelivery2) await this.o.market.addEvidence(rec as never);
+        else await this.o.records.put(rec);
         if (rec.type === T.job && rec.signer === this.o.did) this.o.market.noteOwnJob(rec as Opened<Job>);
       },
       waitForOffers: (job, windowMs, enough, onOffer, signal) => this.#waitForOffers(job, windowMs, enough, onOffer, signal),

@@ -25,8 +25,7 @@ import { marketPage, parseMarketPage, type MarketPageQuery } from './market-page
 import { parseReputationPage, reputationPage } from './reputation-page.js';
 import { jobHistory, parseJobsPage, JOBS_PAGE_DEFAULT, type HistoryJob, type JobsPageQuery } from './job-history.js';
 import { jobRecords, type JobRecords } from './job-records.js';
-import { trustFor } from './reputation-trust.js';
-import { DEFAULT_SECOND_HAND_WEIGHT } from '../reputation/derive.js';
+import { decodeAuditSettings, type AuditSettings } from '../market/audit-settings.js';
 
 export async function startControlApi(d: Daemon): Promise<ApiServer> {
   const token = ensureToken(d.opts.dataDir);
@@ -373,12 +372,36 @@ export async function exportJobRecords(d: OverlayNode, r: JobRecords, send: (rec
     if (sent) await sent;
     if (i % 256 === 255) await new Promise((ok) => setImmediate(ok));
   }
-  // what an audit must be given to recompute this node's decisions: its trust sources, clock-skew window and steward
-  // (docs/market.md §7): without them an honest decision that counted a trusted buyer's evidence does not reproduce
+  // what an audit must be given to recompute each decision: the decider's trust sources, clock-skew window and steward
+  // (docs/market.md §7): without them an honest decision that counted a trusted buyer's evidence does not reproduce.
+  // Those a selection of this node's was decided under are kept with it (RecordStore.putDecision); a selection from
+  // before they were kept, or another node's (a steward's), gets this node's settings now, and says so (`settings`).
+  // Before, every export gave the settings of the day it was taken: after a config change the audit command printed
+  // failed an honest decision (QA, reputation and audit pass, F2).
   const nc = d.d.network;
-  const trust = trustFor(d.d.config, nc);
-  const audit = { trustedBuyers: [...(trust.trustedBuyers ?? [])], dealtWith: trust.dealtWith ?? false, secondHandWeight: trust.secondHandWeight ?? DEFAULT_SECOND_HAND_WEIGHT, skewMs: nc.clockSkewMs, ...(nc.steward ? { stewards: [nc.steward] } : {}) };
-  return { job: r.job, written: r.records.length, missing: r.missing, audit };
+  const current = d.market.auditSettings(nc.steward ? [nc.steward] : []);
+  const decisions: ExportDecision[] = [];
+  for (const sel of r.records) {
+    if (sel.type !== T.selection) continue;
+    const kept = sel.signer === d.did ? await d.records.decisionOf(sel.address) : undefined;
+    const recorded = kept ? decodeAuditSettings(kept) : undefined;
+    decisions.push({ selection: sel.address, decider: sel.signer, settings: recorded ? 'recorded' : 'current', audit: recorded ?? current });
+  }
+  // the job's latest decision's (what an older reader of the summary takes as the deciding node's), else this node's now
+  const last = decisions.at(-1);
+  return { job: r.job, written: r.records.length, missing: r.missing, audit: last?.audit ?? current, settings: last?.settings ?? 'current', decisions };
+}
+
+/**
+ * The settings one selection of an export is audited with: `recorded` when this node kept them with the selection
+ * as it signed it; `current` when it holds none (a selection it signed before they were kept, or one another node
+ * signed): this node's settings at the export, which need not be the decider's.
+ */
+export interface ExportDecision {
+  selection: string;
+  decider: string;
+  settings: 'recorded' | 'current';
+  audit: AuditSettings;
 }
 
 /**

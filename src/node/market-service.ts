@@ -20,7 +20,8 @@ import { select, type SelectResult } from '../market/select.js';
 import { explainMarket, judgeAll, type MarketExplanation } from '../market/explain.js';
 import { signSelection } from '../market/selection.js';
 import { DEFAULT_MAX_EVIDENCE, DEFAULT_MAX_EVIDENCE_BYTES, EvidenceStore } from '../reputation/store.js';
-import { UNKNOWN_SCORE, type ReputationTable, type TrustSources } from '../reputation/derive.js';
+import { DEFAULT_SECOND_HAND_WEIGHT, UNKNOWN_SCORE, type ReputationTable, type TrustSources } from '../reputation/derive.js';
+import type { AuditSettings } from '../market/audit-settings.js';
 import { LiveReputation } from '../reputation/live.js';
 import type { BuyerMarket, Decision, RankedCandidate } from '../roles/buyer.js';
 import { chooseEvictions } from '../market/advert-cap.js';
@@ -404,6 +405,23 @@ export class MarketService implements BuyerMarket {
         })
       : [];
     return { result, ranked, market: explainMarket({ job, adverts: this.adverts, offers: this.book, now, skewMs: this.o.skewMs }) };
+  }
+
+  /**
+   * The settings this service decides under that an audit of its decisions needs (docs/market.md §7): its trust
+   * sources and clock-skew window, and `stewards` (the overlay's steward, when it has one). What the buyer keeps with
+   * each selection it signs (RecordStore.putDecision), so `market export` gives those of the decision, not of the day
+   * it exports.
+   */
+  auditSettings(stewards: readonly string[] = []): AuditSettings {
+    const t = this.o.trust;
+    return {
+      trustedBuyers: [...new Set(t?.trustedBuyers ?? [])].sort(),
+      dealtWith: t?.dealtWith ?? false,
+      secondHandWeight: t?.secondHandWeight ?? DEFAULT_SECOND_HAND_WEIGHT,
+      skewMs: this.o.skewMs,
+      ...(stewards.length ? { stewards: [...stewards] } : {}),
+    };
   }
 
   /**

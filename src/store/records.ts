@@ -25,6 +25,8 @@
  * refusals) by the later of that job's deadline, when the job is held, and its
  * own time. A time another node chose counts only so far ahead of this node's
  * clock (`#historyKey`), so no one can date a record into the next century.
+ * Sublevel `decisions` keeps, by a selection's address, the settings a selection this node signed was decided
+ * under (`putDecision`, in the selection's batch; dropped with it), which its audit needs (docs/market.md §9).
  *
  * Witness records (pool-evidence/1, pool-witness/1) are bounded in all (witness-keep.ts `WitnessRecordBounds`,
  * docs/overlays.md "What a node keeps of witness records"): sublevel `witnesskeep` orders them by arrival,
@@ -161,6 +163,8 @@ export class RecordStore {
   #byType: Sub;
   #adverts: Sub;
   #jobIndex: Sub;
+  /** the settings each selection this node signed was decided under, by the selection's address (putDecision) */
+  #decisions: Sub;
   #keep: Sub;
   #bounds: WitnessRecordBounds;
   /** stewards this node's config names: their witness records are kept outside the caps */
@@ -219,6 +223,7 @@ export class RecordStore {
     this.#byType = sub(db, `${prefix}bytype`);
     this.#adverts = sub(db, `${prefix}adverts`);
     this.#jobIndex = sub(db, `${prefix}jobindex`);
+    this.#decisions = sub(db, `${prefix}decisions`);
   }
 
   /** The job index's lookup keys for a record: a job's by signer and time, a selection's by job; none for other kinds. */
@@ -826,9 +831,32 @@ export class RecordStore {
     return p;
   }
 
-  async #putManyNow(recs: readonly Opened[]): Promise<number> {
+  /**
+   * Store a selection this node signed, with the settings it was decided under (`settings`: audit-settings.ts, kept
+   * by the selection's address in sublevel `decisions`) and the records it names (`also`: the offers it considered),
+   * in one synced batch. The settings go with the selection when the job history drops it. `market export` gives
+   * them to the audit: a decision recomputed under the node's settings of a later day (another trusted buyer, skew
+   * window or weight) need not reproduce (docs/market.md §9). Local: a `selection/1` cannot carry them.
+   */
+  putDecision(selection: Opened<Selection>, settings: Uint8Array, also: readonly Opened[] = []): Promise<number> {
+    if (selection.type !== T.selection) throw new Error('putDecision takes a selection');
+    return this.#putManyWith([selection, ...also], [{ type: 'put', key: selection.address, value: settings, sublevel: this.#decisions }]);
+  }
+
+  /** The settings kept with a selection this node signed (putDecision); undefined for one decided before they were kept, or another node's. */
+  async decisionOf(selection: string): Promise<Uint8Array | undefined> {
+    return (await this.#decisions.get(selection)) ?? undefined;
+  }
+
+  /** putMany, with `extra` batch operations in the same synced batch (no jobs among `recs`). */
+  async #putManyWith(recs: readonly Opened[], extra: unknown[]): Promise<number> {
+    for (const r of recs) if (r.type === T.advert || r.type === T.job || r.type === WITNESS_TYPE || r.type === EVIDENCE_TYPE) throw new Error(`putDecision takes no ${r.type}`);
+    return this.#putManyNow(recs, extra);
+  }
+
+  async #putManyNow(recs: readonly Opened[], extra: readonly unknown[] = []): Promise<number> {
     const fresh = new Map<string, Opened>();
-    const ops: unknown[] = [];
+    const ops: unknown[] = [...extra];
     const leaving: QuotedPlace[] = [];
     for (const r of recs) {
       if (fresh.has(r.address)) continue;
@@ -1094,6 +1122,8 @@ export class RecordStore {
         const r = await this.get(address, type);
         if (r) for (const k of RecordStore.#lookupKeys(r)) ops.push({ type: 'del', key: k, sublevel: this.#jobIndex });
       }
+      // the settings a selection of this node's was decided under go with it
+      if (type === T.selection) ops.push({ type: 'del', key: address, sublevel: this.#decisions });
       // a job held in the quoted order leaves it
       const q = type === T.job ? await this.#quotedPlaceOf(address) : undefined;
       if (q) {

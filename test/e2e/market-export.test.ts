@@ -16,6 +16,7 @@ import { Cluster, bootstrapAddr, buyerConfig, c0mpute, providerConfig, runJob, w
 const c = new Cluster('market-export');
 let buyer: NodeProc;
 let p1: NodeProc;
+let p2: NodeProc;
 let out: string;
 
 const spec = (input: string) => ({ workload: 'builtin.sha256', params: '10', maxPrice: { amount: '0.01', currency: 'USD' }, deadlineMs: 60_000, input: Buffer.from(input).toString('base64') });
@@ -23,7 +24,7 @@ const spec = (input: string) => ({ workload: 'builtin.sha256', params: '10', max
 before(async () => {
   out = mkdtempSync(join(tmpdir(), 'c0-market-export-'));
   p1 = await c.start('p1', providerConfig({ price: '0.002' }));
-  const p2 = await c.start('p2', providerConfig({ price: '0.003', bootstrap: [bootstrapAddr(p1)] }));
+  p2 = await c.start('p2', providerConfig({ price: '0.003', bootstrap: [bootstrapAddr(p1)] }));
   buyer = await c.start('b', buyerConfig({ bootstrap: [bootstrapAddr(p1), bootstrapAddr(p2)], collectWindowMs: 1500 }));
   await waitForMarket(buyer, 2, [p1, p2]);
 });
@@ -83,5 +84,39 @@ test('market export writes what a selection rests on; market audit reproduces it
     const none = await c0mpute(buyer.dir, ['market', 'export', '--job', `sha256:${'0'.repeat(64)}`, '--out', join(out, 'none')]);
     assert.equal(none.code, 3);
     assert.match(none.err, /JOB_NOT_FOUND/);
+  });
+});
+
+test('export gives the settings a decision was taken under, kept with its selection, after the operator changed them', async () => {
+  await withLogs(c, async () => {
+    // a buyer trusting another buyer's evidence, with a wider clock-skew window: its decisions counted both
+    const trusted = buyer.did;
+    const base = buyerConfig({ bootstrap: [bootstrapAddr(p1), bootstrapAddr(p2)], collectWindowMs: 1500 });
+    let b = await c.start('b-trust', { ...base, network: { ...(base.network as object), clockSkewMs: 45_000 }, reputation: { trustedBuyers: [trusted] } });
+    await waitForMarket(b, 2, [p1, p2]);
+    let job: string | undefined;
+    const run = await runJob(b, spec('decided under a trusted buyer'), (e) => {
+      if (e.e === 'job') job = (e.job as { address: string }).address;
+    });
+    assert.equal(run.result.status, 'completed');
+    assert.ok(job);
+    // the operator takes the trusted buyer and the wider window out of its config, and restarts
+    b = await c.restart(b, base);
+    const dir = join(out, 'after-change');
+    const ex = await c0mpute(b.dir, ['market', 'export', '--job', job, '--out', dir, '--json']);
+    assert.equal(ex.code, 0, ex.err);
+    const r = JSON.parse(ex.out) as { selections: string[]; auditArgs: string[]; decisions: Array<{ selection: string; settings: string; auditArgs: string[] }> };
+    const want = ['--trusted-buyers', trusted, '--skew-ms', '45000'];
+    assert.deepEqual(r.decisions.map((d) => [d.selection, d.settings, d.auditArgs]), [[r.selections[0], 'recorded', want]], 'the settings of the decision, not of the day it was exported');
+    assert.deepEqual(r.auditArgs, want);
+    const manifest = JSON.parse(readFileSync(join(dir, 'export.json'), 'utf8')) as { settings: string; decisions: Array<{ settings: string; auditArgs: string[] }> };
+    assert.deepEqual([manifest.settings, manifest.decisions[0]!.settings, manifest.decisions[0]!.auditArgs], ['recorded', 'recorded', want]);
+    const text = await c0mpute(b.dir, ['market', 'export', '--job', job, '--out', join(out, 'after-change-text')]);
+    assert.match(text.out, new RegExp(`^audit +c0mpute market audit --selection ${r.selections[0]} --records \\S+ --trusted-buyers ${trusted} --skew-ms 45000$`, 'm'), text.out);
+    assert.doesNotMatch(text.out, /^note /m, 'nothing to warn about: the settings are the decision’s');
+    // the audit with the options printed reproduces, and says nothing of other settings
+    const audit = await c0mpute(b.dir, ['market', 'audit', '--selection', r.selections[0]!, '--records', dir, ...want]);
+    assert.equal(audit.code, 0, `${audit.out}\n${audit.err}`);
+    assert.doesNotMatch(audit.out, /^note .*settings/m, audit.out);
   });
 });

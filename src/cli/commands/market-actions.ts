@@ -286,7 +286,11 @@ function exportLines(x: ExportCheck): string[] {
     const absent = x.problems.filter((p) => p.code === 'AUDIT_EXPORT_RECORD_ABSENT').length;
     lines.push(`export    ${EXPORT_FILE}: job ${x.job}, ${x.listed} record(s) listed, ${absent ? `${absent} not here` : 'all here'}`);
     for (const m of x.missing ?? []) lines.push(`export    not held by the exporting node: ${m.address}: ${m.what}`);
-    if (x.settingsDiffer) lines.push(`note      the exporting node decided with other settings than this audit's: ${x.auditArgs?.length ? x.auditArgs.join(' ') : '(the defaults)'} (${EXPORT_FILE}); an audit without them may differ`);
+    const args = x.auditArgs?.length ? x.auditArgs.join(' ') : '(the defaults)';
+    if (x.settingsSource === 'current') {
+      // not kept with the selection: the exporter's settings on the day it exported, not necessarily the decider's
+      lines.push(`note      ${EXPORT_FILE} holds no settings kept with this selection: its options, ${args}, are the exporting node’s settings at the export, which may differ from those the selection was decided under${x.settingsDiffer ? `; this audit runs with other settings than those` : ''}`);
+    } else if (x.settingsDiffer) lines.push(`note      the selection was decided under other settings than this audit's: ${args} (kept with it, ${EXPORT_FILE}); an audit without them may differ`);
   }
   for (const w of x.warnings) lines.push(`warning   ${w.code}: ${w.message}${w.code === 'AUDIT_EXPORT_UNMARKED' ? ' (--complete makes this fail the audit)' : ''}`);
   for (const p of x.problems) lines.push(`differs   ${p.code}: ${p.message}`);
@@ -308,7 +312,7 @@ export function auditAction(opts: AuditOpts): void {
   const a = auditSelection({ selection: sel, records, trust, ...skew, ...(opts.steward ? { stewards: opts.steward } : {}) });
   // the directory against its export.json: a record it lists and the directory lacks, or (--complete) none at all
   const settings = { trustedBuyers: [...(trust.trustedBuyers ?? [])], dealtWith: trust.dealtWith === true, secondHandWeight: trust.secondHandWeight ?? DEFAULT_SECOND_HAND_WEIGHT, skewMs: skew.skewMs ?? DEFAULT_SKEW_MS, ...(opts.steward ? { stewards: opts.steward } : {}) };
-  const x = checkExport(opts.records, manifest, records, { complete: opts.complete === true, settings, job: a.job });
+  const x = checkExport(opts.records, manifest, records, { complete: opts.complete === true, settings, job: a.job, selection: sel.address });
   const ok = a.reproduces && x.problems.length === 0;
   if (opts.json) {
     const { result: _r, ...rest } = a;

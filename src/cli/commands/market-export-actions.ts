@@ -11,7 +11,7 @@ import { isAddress } from '../../records/address.js';
 import { T } from '../../records/kinds.js';
 import { out, outJson, outputDir, UsageError, writeOutput, writingTo } from '../context.js';
 import { daemonClient, overlayQuery as q } from '../daemon-client.js';
-import { EXPORT_FILE, EXPORT_FORMAT, auditFlags, type AuditSettings, type ExportManifest } from './market-export-manifest.js';
+import { EXPORT_FILE, EXPORT_FORMAT, auditFlags, type AuditSettings, type ExportDecision, type ExportManifest, type SettingsSource } from './market-export-manifest.js';
 
 export { auditFlags };
 
@@ -31,8 +31,11 @@ interface Summary {
   job: string;
   written: number;
   missing: Array<{ address: string; what: string }>;
-  /** The deciding node's trust sources, skew window and steward: the audit needs the same (docs/market.md §7). */
+  /** The settings of the job's latest selection (else the exporting node's now): the audit needs the same (docs/market.md §7). */
   audit?: AuditSettings;
+  settings?: SettingsSource;
+  /** Each selection's settings: kept with it as it was decided (`recorded`), or this node's now (`current`). A daemon before these has none. */
+  decisions?: ExportDecision[];
 }
 
 /** A record's file name: its kind and its address's hex (`offer-3f…a1.cbor`), so one directory holds every kind. */
@@ -84,15 +87,47 @@ export async function exportAction(o: ExportOpts, dataDir: string): Promise<void
       }
       begin();
       const flags = auditFlags(r.audit);
-      const manifest: ExportManifest = { format: EXPORT_FORMAT, job: r.job, records: listed, selections, missing: r.missing, ...(r.audit ? { audit: r.audit } : {}), auditArgs: flags };
+      const decisions = exportDecisions(r, selections);
+      const manifest: ExportManifest = { format: EXPORT_FORMAT, job: r.job, records: listed, selections, missing: r.missing, ...(r.audit ? { audit: r.audit } : {}), settings: r.settings ?? 'current', auditArgs: flags, decisions };
       writeOutput(join(o.out, EXPORT_FILE), JSON.stringify(manifest, null, 1) + '\n');
-      if (o.json) return outJson({ job: r.job, dir: o.out, written, selections, missing: r.missing, auditArgs: flags, summary: join(o.out, EXPORT_FILE) });
+      if (o.json) return outJson({ job: r.job, dir: o.out, written, selections, missing: r.missing, auditArgs: flags, decisions, summary: join(o.out, EXPORT_FILE) });
       out(`job        ${r.job}`);
       out(`written    ${written} record(s) to ${o.out}, listed in ${EXPORT_FILE} (written last: a directory without it is not a whole export)`);
       if (!selections.length) out('selections none held: this node decided nothing for the job (an audit needs the buyer’s export)');
-      for (const s of selections) out(`audit      c0mpute market audit --selection ${s} --records ${o.out}${flags.length ? ` ${flags.join(' ')}` : ''}`);
-      if (flags.length) out(`           (the options give the audit this node’s trust sources and settings: its decisions counted them; ${EXPORT_FILE} keeps them)`);
+      for (const l of exportAuditLines(decisions, o.out)) out(l);
       for (const m of r.missing) out(`missing    ${m.address}: ${m.what} (not held here; an audit will say AUDIT_MISSING_RECORD)`);
+}
+
+/**
+ * Each selection's settings as export.json keeps them, with their `market audit` options. A daemon before settings
+ * were kept per selection gives one set, this node's at the export: each selection gets it, said to be `current`.
+ */
+export function exportDecisions(r: Pick<Summary, 'audit' | 'decisions'>, selections: readonly string[]): ExportDecision[] {
+  const given = new Map((r.decisions ?? []).map((d) => [d.selection, d]));
+  const out: ExportDecision[] = [];
+  for (const s of selections) {
+    const d = given.get(s);
+    if (d) out.push({ ...d, auditArgs: auditFlags(d.audit) });
+    else if (r.audit) out.push({ selection: s, settings: 'current', audit: r.audit, auditArgs: auditFlags(r.audit) });
+  }
+  return out;
+}
+
+/**
+ * What `market export` prints for each selection: the audit command with the options of the settings it was decided
+ * under, and, when those are not known here (decided before this node kept them, or signed by another node), that the
+ * options are this node's settings now, which may not be the decider's: such an audit can fail an honest decision.
+ */
+export function exportAuditLines(decisions: readonly ExportDecision[], dir: string): string[] {
+  const lines: string[] = [];
+  const flagsOf = (d: ExportDecision) => d.auditArgs ?? auditFlags(d.audit);
+  for (const d of decisions) lines.push(`audit      c0mpute market audit --selection ${d.selection} --records ${dir}${flagsOf(d).length ? ` ${flagsOf(d).join(' ')}` : ''}`);
+  if (decisions.some((d) => d.settings === 'recorded' && flagsOf(d).length)) lines.push(`           (the options give the audit the trust sources and settings each decision was taken under, kept with its selection; ${EXPORT_FILE} keeps them)`);
+  for (const d of decisions) {
+    if (d.settings !== 'current') continue;
+    lines.push(`note       ${d.selection}${d.decider ? ` (signed by ${d.decider})` : ''}: no settings were kept with this selection (a node keeps them for the selections it signs, from this version on), so its options are this node’s settings now, which may differ from those it was decided under: an audit under other settings than the decider’s may not reproduce an honest decision`);
+  }
+  return lines;
 }
 
 /** The records, one `write` each, from the running daemon (`c`) or else the data directory; the summary last. */

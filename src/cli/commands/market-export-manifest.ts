@@ -1,7 +1,8 @@
 /**
  * `export.json`, the file `c0mpute market export` writes last (docs/market.md §9 "Exporting a job's records"): what the
  * export holds (the job, every record written, its address and file), what the node did not hold (`missing`) and the
- * deciding node's settings the audit needs. Written whole (atomically) only once the export has ended well, so a
+ * settings the audit needs: those each selection was decided under, kept with it (`decisions`), or the exporter's at
+ * the export when none were kept, said so (`settings: current`). Written whole (atomically) only once the export has ended well, so a
  * directory without it is an export cut short (the daemon died mid-stream) or one put together by hand; `market
  * audit` says so, and checks a directory against the file it has. Plain data and checks, no I/O but reading the file.
  */
@@ -11,6 +12,7 @@ import { readRegularFile } from '../../util/bounded-read.js';
 import { DEFAULT_SECOND_HAND_WEIGHT } from '../../reputation/derive.js';
 import { DEFAULT_SKEW_MS } from '../../records/freshness.js';
 import { isAddress } from '../../records/address.js';
+import { isAuditSettings, type AuditSettings } from '../../market/audit-settings.js';
 import { isDid } from '../../records/did.js';
 import { T } from '../../records/kinds.js';
 import type { RecordSet } from '../../market/index.js';
@@ -19,13 +21,25 @@ import type { RecordSet } from '../../market/index.js';
 export const EXPORT_FILE = 'export.json';
 export const EXPORT_FORMAT = 'c0mpute.export/1';
 
-/** The deciding node's trust sources, skew window and steward: the audit needs the same (docs/market.md §7). */
-export interface AuditSettings {
-  trustedBuyers: string[];
-  dealtWith: boolean;
-  secondHandWeight: number;
-  skewMs: number;
-  stewards?: string[];
+export type { AuditSettings };
+
+/**
+ * Where an export's settings for a selection come from: `recorded` with the selection when the exporting node signed
+ * it; `current`: the exporting node's settings at the export (a selection it signed before it kept them, or one
+ * another node signed), which need not be those it was decided under.
+ */
+export type SettingsSource = 'recorded' | 'current';
+export const SETTINGS_SOURCES: readonly SettingsSource[] = ['recorded', 'current'];
+
+/** One selection's settings in an export (the daemon's summary, export.json). */
+export interface ExportDecision {
+  selection: string;
+  /** the selection's signer (absent: a daemon before these did not say) */
+  decider?: string;
+  settings: SettingsSource;
+  audit: AuditSettings;
+  /** `market audit`'s options for them (auditFlags); in export.json */
+  auditArgs?: string[];
 }
 
 export interface ExportManifest {
@@ -36,9 +50,13 @@ export interface ExportManifest {
   selections: string[];
   /** records a selection names that the exporting node did not hold (the audit will say AUDIT_MISSING_RECORD) */
   missing: Array<{ address: string; what: string }>;
+  /** the settings of the job's latest selection (else the exporting node's now), and where they come from */
   audit?: AuditSettings;
+  settings?: SettingsSource;
   /** `market audit`'s options for those settings (auditFlags) */
   auditArgs: string[];
+  /** each selection's settings (an export before they were kept per selection has none) */
+  decisions?: ExportDecision[];
 }
 
 /** `market audit`'s options for the deciding node's settings, those that differ from the audit's defaults. */
@@ -69,12 +87,11 @@ const isFileName = (x: unknown): x is string => isStr(x) && x !== '' && x !== '.
 /** The most of export.json read: a few hundred bytes a record, for a job's records by the ten thousand. */
 export const EXPORT_MANIFEST_MAX_BYTES = 64 * 1024 * 1024;
 
-const isDidList = (x: unknown): x is string[] => Array.isArray(x) && x.every((d) => isStr(d) && isDid(d));
-const isNum = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
-function isAuditSettings(a: unknown): a is AuditSettings {
-  if (typeof a !== 'object' || a === null || Array.isArray(a)) return false;
-  const x = a as Record<string, unknown>;
-  return isDidList(x.trustedBuyers) && typeof x.dealtWith === 'boolean' && isNum(x.secondHandWeight) && isNum(x.skewMs) && (x.stewards === undefined || isDidList(x.stewards));
+
+function isDecision(d: unknown): d is ExportDecision {
+  if (typeof d !== 'object' || d === null) return false;
+  const x = d as Record<string, unknown>;
+  return isAddress(x.selection) && (x.decider === undefined || (isStr(x.decider) && isDid(x.decider))) && SETTINGS_SOURCES.includes(x.settings as SettingsSource) && isAuditSettings(x.audit) && Array.isArray(x.auditArgs) && x.auditArgs.every(isStr);
 }
 
 /** `dir`'s export.json; undefined when there is none; EXPORT_MANIFEST_INVALID (exit 3) when it cannot be read as one. */
@@ -110,6 +127,10 @@ export function readExportManifest(dir: string): ExportManifest | undefined {
   if (m.audit !== undefined && !isAuditSettings(m.audit)) {
     throw bad(file, 'audit is not {trustedBuyers: [DIDs], dealtWith: true|false, secondHandWeight: number, skewMs: number, stewards?: [DIDs]}');
   }
+  if (m.settings !== undefined && !SETTINGS_SOURCES.includes(m.settings)) throw bad(file, `settings is not one of ${SETTINGS_SOURCES.join(', ')}`);
+  if (m.decisions !== undefined && !(Array.isArray(m.decisions) && m.decisions.every(isDecision))) {
+    throw bad(file, `decisions is not a list of {selection: address, decider?: DID, settings: ${SETTINGS_SOURCES.join('|')}, audit: settings, auditArgs: [options]}`);
+  }
   return m;
 }
 
@@ -121,8 +142,10 @@ export interface ExportCheck {
   listed?: number;
   /** what the exporting node did not hold */
   missing?: ExportManifest['missing'];
-  /** the exporter's audit options */
+  /** the exporter's audit options for the selection audited */
   auditArgs?: string[];
+  /** where those come from: `current` when they are the exporter's settings at the export, not kept with the decision */
+  settingsSource?: SettingsSource;
   /** the audit ran with other settings than the exporter's */
   settingsDiffer?: boolean;
   /** stable codes; any of them makes the audit exit 1 */
@@ -137,7 +160,7 @@ export interface ExportCheck {
  * AUDIT_EXPORT_OTHER_JOB, each a warning, or a problem when `complete` (`market audit --complete`) asks for the job's
  * whole export.
  */
-export function checkExport(dir: string, m: ExportManifest | undefined, records: RecordSet, opts: { complete?: boolean; settings?: AuditSettings; job?: string }): ExportCheck {
+export function checkExport(dir: string, m: ExportManifest | undefined, records: RecordSet, opts: { complete?: boolean; settings?: AuditSettings; job?: string; selection?: string }): ExportCheck {
   if (!m) {
     const w = { code: 'AUDIT_EXPORT_UNMARKED', message: `no ${EXPORT_FILE} in ${dir}: not a whole \`market export\` (one cut short, or a directory put together by hand), so records may be missing without a word` };
     return opts.complete ? { manifest: false, problems: [w], warnings: [] } : { manifest: false, problems: [], warnings: [w] };
@@ -153,6 +176,11 @@ export function checkExport(dir: string, m: ExportManifest | undefined, records:
     const w = { code: 'AUDIT_EXPORT_OTHER_JOB', message: `${EXPORT_FILE} is the export of job ${m.job}, the selection is for job ${opts.job}` };
     (opts.complete ? problems : warnings).push(w);
   }
-  const settingsDiffer = m.audit !== undefined && opts.settings !== undefined && canonicalFlags(m.audit) !== canonicalFlags(opts.settings);
-  return { manifest: true, job: m.job, listed: m.records.length, missing: m.missing, auditArgs: m.auditArgs, settingsDiffer, problems, warnings };
+  // the settings of the selection audited (kept with it), else the export's one set (an export.json before they were
+  // kept per selection: the exporter's settings at the export, as `settings` absent says)
+  const d = opts.selection === undefined ? undefined : m.decisions?.find((x) => x.selection === opts.selection);
+  const audit = d ? d.audit : m.audit;
+  const settingsSource: SettingsSource = d ? d.settings : (m.settings ?? 'current');
+  const settingsDiffer = audit !== undefined && opts.settings !== undefined && canonicalFlags(audit) !== canonicalFlags(opts.settings);
+  return { manifest: true, job: m.job, listed: m.records.length, missing: m.missing, auditArgs: d?.auditArgs ?? (d ? auditFlags(d.audit) : m.auditArgs), ...(audit !== undefined ? { settingsSource } : {}), settingsDiffer, problems, warnings };
 }
