@@ -389,6 +389,11 @@ export class OfferBook {
     return bestOf(this.#jobs.get(job)?.get(provider), now, currency);
   }
 
+  /** Every offer held for `job` (best and standby, live or expired), in no particular order. */
+  heldFor(job: string): Opened<Offer>[] {
+    return [...(this.#jobs.get(job)?.values() ?? [])].flat();
+  }
+
   /** Jobs with offers held, sorted. */
   jobs(): string[] {
     return [...this.#jobs.keys()].sort();

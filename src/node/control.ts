@@ -23,7 +23,9 @@ import { gangRoutes } from './gang-routes.js';
 import { parseProbeOrder } from '../matching/probe.js';
 import { marketPage, parseMarketPage, type MarketPageQuery } from './market-page.js';
 import { parseReputationPage, reputationPage } from './reputation-page.js';
-import { jobHistory, parseJobsPage, JOBS_PAGE_DEFAULT, type HistoryJob, type JobsPageQuery } from './job-history.js';
+import { historyOf, jobHistory, parseJobsPage, JOBS_PAGE_DEFAULT, type HistoryJob, type JobOutcome, type JobsPageQuery } from './job-history.js';
+import { shortDid } from '../util/did-text.js';
+import { plural } from '../util/text.js';
 import { jobRecords, type JobRecords } from './job-records.js';
 import { decodeAuditSettings, type AuditSettings } from '../market/audit-settings.js';
 
@@ -419,7 +421,38 @@ export async function offers(d: OverlayNode, job: string, providers?: ReadonlySe
   if (!j) return { job, known: false, offers: held };
   const ex = d.market.explain(j, now);
   const shown = providers === undefined ? ex : { ...ex, providers: ex.providers.filter((p) => mine(p.provider)), expired: ex.expired.filter(mine) };
-  return { job, known: true, offers: held, explanation: toWire(shown) };
+  // a job that has ended needs no wider market: its summary says how and when it ended, and the offers held
+  const ended = await jobEnded(d, j, now);
+  return { job, known: true, offers: held, ...(ended ? { ended } : {}), explanation: toWire(ended ? { ...shown, relaxations: [], summary: ended.summary } : shown) };
+}
+
+/**
+ * How a job ended, for `c0mpute offers` and the console (`GET /v1/offers/:job`'s `ended`): this node's own job once
+ * its run has an outcome (job-history.ts JobOutcome: completed or failed, when it signed the verdict or non-delivery
+ * that decided it) or its deadline passed; another node's once its deadline passed. With the offers this node holds for
+ * it (the book's, live or not, and those its selections considered) and how many are live. Undefined while it runs.
+ * Before (QA, reputation and audit pass, F9), an hour-old job done after a failover was explained as the market now
+ * ("none of them has a live offer for this job. To widen the market: add 3 providers to the allowlist").
+ */
+export async function jobEnded(d: OverlayNode, j: Opened<Job>, now: number): Promise<{ how: 'completed' | 'failed' | 'deadline'; at: number; provider?: string; offersHeld: number; live: number; summary: string } | undefined> {
+  const outcome = j.signer === d.did ? (await historyOf(d.records, d.market.evidence, d.did, j)).outcome : undefined;
+  const settled = outcome && outcome.status !== 'none' ? (outcome as JobOutcome & { status: 'completed' | 'failed' }) : undefined;
+  if (!settled && j.record.deadline > now) return undefined;
+  const addrs = new Set(d.market.book.heldFor(j.address).map((o) => o.address));
+  const selections = await d.records.selectionsOf(j.address);
+  for (const s of selections) for (const c of s.record.considered) if (!addrs.has(c.offer) && (await d.records.has(c.offer))) addrs.add(c.offer);
+  const live = d.market.book.liveCount(j.address, now);
+  const at = settled?.at ?? j.record.deadline;
+  const when = new Date(at).toISOString();
+  const who = settled?.provider ? shortDid(settled.provider) : undefined;
+  const how = !settled
+    ? `its deadline passed at ${when}${j.signer === d.did ? (selections.length ? ' with no outcome held' : ' with no provider selected') : ''}`
+    : settled.status === 'completed'
+      ? `completed by ${who}, its receipt accepted at ${when}`
+      : `failed at ${when}: ${who} ${settled.reason ? `did not deliver (non-delivery signed: ${settled.reason})` : settled.verdict === 'disputed' ? 'delivered output its receipt disputed' : `reported failed${settled.failure ? ` (${settled.failure})` : ''}`}`;
+  const n = addrs.size;
+  const summary = `This job has ended: ${how}. ${plural(n, 'offer is', 'offers are')} held for it, ${live === 0 ? 'none' : live} live; any eligibility shown is the market now, not at its decision.`;
+  return { how: settled ? settled.status : 'deadline', at, ...(settled?.provider ? { provider: settled.provider } : {}), offersHeld: n, live, summary };
 }
 
 /**
