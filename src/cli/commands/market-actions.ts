@@ -322,9 +322,15 @@ export function auditAction(opts: AuditOpts): void {
   }
   const lines = [`selection ${a.selection} by ${a.decider}${a.authority ? ` (${a.authority.as})` : ''}`, `job       ${a.job}`, `policy    ${a.policy}`, `records   ${read} read, ${refused.length} refused`];
   for (const r of refused) lines.push(`refused   ${r.file}: ${r.code}`);
-  lines.push(`winner    claimed ${a.claimedWinner}`, `          recomputed ${a.recomputedWinner ?? '(none)'}`);
+  // each winner with its provider, and when it was decided: `market select --at` that time shows the ranking and why
+  const providerOf = (offer: string) => sel.record.considered.find((c) => c.offer === offer)?.provider ?? records.getTyped<Offer>(offer, T.offer)?.signer;
+  const winner = (offer: string | undefined) => (offer === undefined ? '(none)' : `${offer}${providerOf(offer) ? ` (${shortDid(providerOf(offer)!)})` : ''}`);
+  lines.push(`decided   ${new Date(a.decidedAt).toISOString()} (market select --at ${a.decidedAt} shows the ranking)`);
+  lines.push(`winner    claimed ${winner(a.claimedWinner)}`, `          recomputed ${winner(a.recomputedWinner)}`);
   for (const n of a.notes) lines.push(`note      ${n}`);
   lines.push(...exportLines(x));
+  // every difference before the result: the result is always the last line
+  for (const d of a.differences) lines.push(`differs   ${d.code}: ${d.message}`);
   if (ok) {
     lines.push('result    reproduces');
     for (const l of lines) out(l);
@@ -332,6 +338,5 @@ export function auditAction(opts: AuditOpts): void {
   }
   const notExport = !x.manifest ? `not a whole export (no ${EXPORT_FILE})` : x.problems.some((p) => p.code === 'AUDIT_EXPORT_OTHER_JOB') ? `not this job's export (its ${EXPORT_FILE} is another job's)` : `not the export its ${EXPORT_FILE} lists`;
   lines.push(a.reproduces ? `result    reproduces, but the directory is ${notExport} (above)` : 'result    does not reproduce');
-  for (const d of a.differences) lines.push(`differs   ${d.code}: ${d.message}`);
   throw new NegativeAnswer(lines);
 }

@@ -15,7 +15,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Buffer } from 'node:buffer';
-import { select } from '../../../src/market/index.js';
+import { select, shortDid } from '../../../src/market/index.js';
 import { deriveReputation } from '../../../src/reputation/index.js';
 import { seal, T, type Opened, type Selection } from '../../../src/records/index.js';
 import { execFile } from 'node:child_process';
@@ -170,6 +170,31 @@ describe('market export: export.json', () => {
     assert.match(strict.out, /^differs {3}AUDIT_EXPORT_OTHER_JOB/m);
     assert.match(strict.out, /^result {4}reproduces, but the directory is not this job's export/m);
     assert.equal((await c0mpute(['market', 'audit', '--selection', SEL.address, '--records', out])).code, 0, 'without --complete, a warning');
+  });
+
+  it('the audit prints every difference before its result, the result last, each winner with its provider and when it was decided', async () => {
+    // QA (reputation and audit pass, F12): with the job's file taken away, a `differs` line came after `result`, and
+    // the winners were offer addresses alone
+    const dataDir = await fakeDaemon('order', RECORDS.length, true);
+    const out = join(root, 'order-out');
+    assert.equal((await c0mpute(['--data-dir', dataDir, 'market', 'export', '--job', J.address, '--out', out])).code, 0);
+    const ok = await c0mpute(['market', 'audit', '--selection', SEL.address, '--records', out, ...TRUST()]);
+    assert.equal(ok.code, 0, ok.out + ok.err);
+    const okLines = ok.out.trimEnd().split('\n');
+    assert.equal(okLines.at(-1), 'result    reproduces');
+    const provider = (o: string) => shortDid([oA, oB].find((x) => x.address === o)!.signer);
+    assert.ok(okLines.includes(`winner    claimed ${SEL.record.winner} (${provider(SEL.record.winner)})`), ok.out);
+    assert.ok(okLines.includes(`          recomputed ${SEL.record.winner} (${provider(SEL.record.winner)})`), ok.out);
+    assert.ok(okLines.includes(`decided   ${new Date(NOW).toISOString()} (market select --at ${NOW} shows the ranking)`), ok.out);
+
+    rmSync(join(out, `job-${J.address.slice('sha256:'.length)}.cbor`));
+    const bad = await c0mpute(['market', 'audit', '--selection', SEL.address, '--records', out, ...TRUST()]);
+    assert.equal(bad.code, 1);
+    const lines = bad.out.trimEnd().split('\n');
+    assert.equal(lines.at(-1), 'result    does not reproduce', bad.out);
+    const differs = lines.filter((l) => l.startsWith('differs'));
+    assert.ok(differs.some((l) => l.includes('AUDIT_EXPORT_RECORD_ABSENT')) && differs.some((l) => l.includes('AUDIT_MISSING_RECORD')), bad.out);
+    assert.equal(lines.findIndex((l) => l.startsWith('result')), lines.length - 1, 'nothing after the result');
   });
 
   it('a stream that ends without its summary: DAEMON_BAD_ANSWER, no export.json', async () => {
