@@ -74,9 +74,27 @@ export function reputationTable(rows: readonly Figures[]): string[] {
   ];
 }
 
+/**
+ * The note under a table with a provider that has both counted outcomes and `untrusted` ones: `untrusted` counts
+ * outcomes held that weigh 0, each as its own, so a job can show in both (a late receipt of a job whose non-delivery
+ * is counted: the QA's `jobs 2 … untrusted 1` for two jobs). Undefined when no row has both.
+ */
+export function untrustedNote(rows: readonly Figures[]): string | undefined {
+  if (!rows.some((x) => x.untrusted > 0 && x.jobs > 0)) return undefined;
+  return 'untrusted: outcomes held that count for nothing here (weight 0: another buyer’s not trusted, or a failed receipt this node never countersigned), each its own; one job can be in both jobs and untrusted (a receipt that came late for a job whose non-delivery is counted)';
+}
+
 /** Everything `c0mpute reputation` prints for a listing. */
 export function reputationLines(l: ReputationListing): string[] {
   if (!l.total) return ['no evidence yet: every provider scores 0.5 (unknown)'];
   const more = l.next !== undefined ? [`(the first ${num(l.providers.length)} of ${num(l.total)}, first-hand evidence first; --limit <n> or --all for more)`] : [];
-  return [reputationCountsLine(l), ...reputationTable(l.providers), ...more];
+  const note = untrustedNote(l.providers);
+  return [reputationCountsLine(l), ...reputationTable(l.providers), ...more, ...(note ? [note] : [])];
+}
+
+/** What `c0mpute reputation <did>` prints: its row, and a note when nothing is held about the key (its row is all zeros). */
+export function reputationOne(f: Figures): string[] {
+  const none = f.jobs === 0 && f.untrusted === 0 && f.quotePairs === 0;
+  const note = untrustedNote([f]);
+  return [...reputationTable([f]), ...(none ? ['no evidence held for this key: it scores 0.5 (unknown), as every provider with none does'] : note ? [note] : [])];
 }

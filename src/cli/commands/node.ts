@@ -13,7 +13,7 @@ import type { Figures } from '../../reputation/derive.js';
 import type { status as localStatus, market as localMarket } from '../../node/control.js';
 import { emptyValue, jsonReplacer, nonEmpty, out, outJson, requireDidArg, UsageError } from '../context.js';
 import { short, shortAddr } from '../short.js';
-import { DEFAULT_LIST_LIMIT, listLimit, num } from '../limit.js';
+import { DEFAULT_LIST_LIMIT, listLimit, num, refuseLimitWithAll } from '../limit.js';
 import { globals } from './index.js';
 import { daemonClient, overlayQuery as q, requireDaemon } from '../daemon-client.js';
 import type { InitOpts, RunFlags, StartFlags } from './node-actions.js';
@@ -157,6 +157,8 @@ export function register(program: Command): void {
     .option('--overlay <name>', 'the overlay (default: the node’s first)')
     .action(async (o: { limit: string; all?: boolean; json?: boolean; overlay?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
+      // --limit has a default: only one given on the command line conflicts with --all
+      if (o.all && cmd.getOptionValueSource('limit') === 'cli') refuseLimitWithAll({ all: true, limit: o.limit });
       const limit = Number(o.limit);
       if (!/^[0-9]{1,9}$/.test(o.limit) || limit < 1 || limit > JOBS_PAGE_MAX) throw new UsageError('CLI_BAD_LIMIT', `--limit takes a whole number from 1 to ${JOBS_PAGE_MAX}, got "${o.limit.slice(0, 40)}"`, { field: 'limit' });
       type Page = { jobs: JobsEntry[]; next?: string };
@@ -200,7 +202,10 @@ export function register(program: Command): void {
     .action(async (did: string | undefined, o: { limit?: string; all?: boolean; json?: boolean; overlay?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
       if (did !== undefined) await requireDidArg(did, 'did', 'DID_MALFORMED');
-      const { asReputationPage, collectReputation, reputationLimit, reputationLines, reputationPageOf, reputationQuery, reputationTable } = await import('../reputation-list.js');
+      // one provider is no listing: --limit and --all have nothing to bound (before, they were taken and ignored)
+      if (did !== undefined && (o.limit !== undefined || o.all)) throw new UsageError('CLI_OPTIONS_CONFLICT', `${o.all ? '--all' : '--limit'} bounds the listing; with a DID, reputation shows that one provider: give one of them`, { field: o.all ? 'all' : 'limit' });
+      refuseLimitWithAll(o);
+      const { asReputationPage, collectReputation, reputationLimit, reputationLines, reputationPageOf, reputationQuery, reputationOne } = await import('../reputation-list.js');
       const limit = reputationLimit(o.limit);
       const c = daemonClient(dataDir);
       const offline = c ? undefined : await (await import('./node-actions.js')).offlineNode(dataDir);
@@ -208,7 +213,7 @@ export function register(program: Command): void {
         if (did !== undefined) {
           const r = c ? await apiCall(c.api, c.token, 'GET', `/v1/reputation/${encodeURIComponent(did)}${q(o.overlay)}`) : offline!.overlay(o.overlay).market.reputation().get(did);
           if (o.json) return outJson(r);
-          for (const l of reputationTable([r as Figures])) out(l);
+          for (const l of reputationOne(r as Figures)) out(l);
           return;
         }
         // the daemon's page, or the same page made here from the stores (src/node/reputation-page.ts): same order, same counts
@@ -346,8 +351,9 @@ export function registerLiveMarket(program: Command): void {
     .option('--all', 'list every provider')
     .action(async (o: { json?: boolean; overlay?: string; limit?: string; all?: boolean }, cmd: Command) => {
       const { dataDir } = globals(cmd);
-      const c = requireDaemon(dataDir);
+      // a wrong command line (--limit with --all) is said before the daemon is looked for
       const limit = o.json && o.limit === undefined ? Infinity : listLimit(o);
+      const c = requireDaemon(dataDir);
       const path = `/v1/market${q(o.overlay)}`;
       const r = (await apiCall(c.api, c.token, 'GET', Number.isFinite(limit) ? `${path}${path.includes('?') ? '&' : '?'}limit=${limit}` : path)) as ReturnType<typeof localMarket>;
       if (o.json) return outJson(r);

@@ -39,6 +39,13 @@ describe('a bad argument value exits 2 with its own code', { concurrency: 4 }, (
     [['run', job, '--designated', 'notadid'], 'JOB_SPEC_INVALID'],
     // an order any provider may claim and one only that provider may: --open was dropped without a word (QA s49)
     [['run', job, '--open', '--designated', 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK'], 'JOB_ORDER_CONFLICT'],
+    // two options that say different things: one was taken and the other ignored without a word (QA, reputation and audit pass, F12)
+    [['reputation', 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK', '--limit', '3'], 'CLI_OPTIONS_CONFLICT'],
+    [['reputation', 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK', '--all'], 'CLI_OPTIONS_CONFLICT'],
+    [['reputation', '--limit', '2', '--all'], 'CLI_OPTIONS_CONFLICT'],
+    [['jobs', '--limit', '2', '--all'], 'CLI_OPTIONS_CONFLICT'],
+    [['market', '--limit', '2', '--all'], 'CLI_OPTIONS_CONFLICT'],
+    [['run', job, '--limit', '2', '--all'], 'CLI_OPTIONS_CONFLICT'],
     [['start', '--role', ''], 'USAGE_EMPTY_VALUE'],
     [['start', '--role', ' , '], 'USAGE_EMPTY_VALUE'],
     [['start', '--listen', ''], 'USAGE_EMPTY_VALUE'],

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { unknownFigures, type Figures } from '../../../src/reputation/derive.js';
-import { asReputationPage, collectReputation, reputationLimit, reputationLines, reputationPageOf } from '../../../src/cli/reputation-list.js';
+import { asReputationPage, collectReputation, reputationLimit, reputationLines, reputationOne, reputationPageOf, untrustedNote } from '../../../src/cli/reputation-list.js';
 import { short } from '../../../src/cli/short.js';
 import { DEFAULT_LIST_LIMIT } from '../../../src/cli/limit.js';
 
@@ -53,4 +53,27 @@ test('no evidence says so; --limit is 1 to 1,000', () => {
   assert.equal(reputationLimit(undefined), DEFAULT_LIST_LIMIT);
   assert.equal(reputationLimit('1000'), 1000);
   for (const bad of ['0', '1001', '-1', 'x', '1.5']) assert.throws(() => reputationLimit(bad), (e: Error & { code?: string }) => e.code === 'CLI_BAD_LIMIT', bad);
+});
+
+test('`reputation <did>` for a key with no evidence says so under its row of zeros (QA, reputation and audit pass, F12)', () => {
+  const lines = reputationOne(unknownFigures(did('nobody')));
+  assert.equal(lines.length, 3);
+  assert.match(lines[1]!, /0\.500 {2}0 /);
+  assert.equal(lines[2], 'no evidence held for this key: it scores 0.5 (unknown), as every provider with none does');
+  // a key with evidence, even untrusted only: its row, no such note
+  assert.equal(reputationOne(fig('some', { untrusted: 1 })).length, 2);
+});
+
+test('a row counting a job in both jobs and untrusted gets a note saying the columns overlap; the numbers stay (QA, reputation and audit pass, F10)', () => {
+  // the QA's p4: two non-deliveries counted, and the late EXEC_PROVIDER_CRASHED receipt of one of those jobs at weight 0
+  const p4 = fig('p4', { jobs: 2, nonDeliveries: 2, firstHand: 2, untrusted: 1, score: 0.167 });
+  const l = { total: 1, counted: 1, firstHand: 1, providers: [p4] };
+  const lines = reputationLines(l);
+  assert.match(lines[2]!, /0\.167 {2}2 .* 1$/, 'the numbers as they were');
+  assert.match(lines.at(-1)!, /^untrusted: outcomes held that count for nothing here .* one job can be in both jobs and untrusted/);
+  assert.equal(untrustedNote([p4]), lines.at(-1));
+  assert.match(reputationOne(p4).at(-1)!, /^untrusted: /);
+  // no row with both: no note
+  assert.equal(untrustedNote(all), undefined);
+  assert.ok(!reputationLines({ total: 42, counted: 2, firstHand: 1, providers: all }).some((s) => s.startsWith('untrusted:')));
 });
