@@ -81,7 +81,7 @@ export function reputationTable(rows: readonly Figures[]): string[] {
  */
 export function untrustedNote(rows: readonly Figures[]): string | undefined {
   if (!rows.some((x) => x.untrusted > 0 && x.jobs > 0)) return undefined;
-  return 'untrusted: outcomes held that count for nothing here (weight 0: another buyer’s not trusted, or a failed receipt this node never countersigned), each its own; one job can be in both jobs and untrusted (a receipt that came late for a job whose non-delivery is counted)';
+  return 'untrusted: outcomes held that weigh 0 here, each its own: one job can be in both jobs and untrusted (a late receipt of a job whose non-delivery counts)';
 }
 
 /** Everything `c0mpute reputation` prints for a listing. */

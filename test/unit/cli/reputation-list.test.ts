@@ -70,7 +70,7 @@ test('a row counting a job in both jobs and untrusted gets a note saying the col
   const l = { total: 1, counted: 1, firstHand: 1, providers: [p4] };
   const lines = reputationLines(l);
   assert.match(lines[2]!, /0\.167 {2}2 .* 1$/, 'the numbers as they were');
-  assert.match(lines.at(-1)!, /^untrusted: outcomes held that count for nothing here .* one job can be in both jobs and untrusted/);
+  assert.match(lines.at(-1)!, /^untrusted: outcomes held that weigh 0 here, each its own: one job can be in both jobs and untrusted/);
   assert.equal(untrustedNote([p4]), lines.at(-1));
   assert.match(reputationOne(p4).at(-1)!, /^untrusted: /);
   // no row with both: no note
