@@ -36,10 +36,31 @@ export interface JobRecords {
   missing: Array<{ address: string; what: string }>;
 }
 
+/**
+ * JOB_NOT_FOUND for an address that names no job held. One this node holds as another record of a job (a selection,
+ * an offer, a receipt…) says which, and names its job: the address printed for a selection was taken for the job's
+ * (QA, reputation and audit pass, F12: `market export --job <a selection's address>` said only that no job was held).
+ */
+async function notAJob(src: JobRecordsSource, address: string, keepDays: number): Promise<C0Error> {
+  const bytes = (await src.records.getBytes(address)) ?? (await src.otherBytes(address));
+  let r: Opened | undefined;
+  try {
+    r = bytes ? openAny(bytes, { trusted: true }) : undefined;
+  } catch {
+    r = undefined;
+  }
+  const of = (r?.record as { job?: unknown } | undefined)?.job;
+  if (r && typeof of === 'string') {
+    return new C0Error('JOB_NOT_FOUND', `${address} is not a job: this node holds it as a ${r.type}, of job ${of} (export that: c0mpute market export --job ${of})`, { field: 'job', detail: { type: r.type, job: of } });
+  }
+  if (r) return new C0Error('JOB_NOT_FOUND', `${address} is not a job: this node holds it as a ${r.type}`, { field: 'job', detail: { type: r.type } });
+  return new C0Error('JOB_NOT_FOUND', `this node holds no job ${address}${keepDays > 0 ? ` (a job goes ${keepDays} days after its deadline: history.keepDays)` : ''}`, { field: 'job' });
+}
+
 /** `keepDays`: the history's keep (history.keepDays), named when the job is not held. */
 export async function jobRecords(src: JobRecordsSource, job: string, keepDays = 0): Promise<JobRecords> {
   const jobRec = await src.records.get(job, T.job);
-  if (!jobRec) throw new C0Error('JOB_NOT_FOUND', `this node holds no job ${job}${keepDays > 0 ? ` (a job goes ${keepDays} days after its deadline: history.keepDays)` : ''}`, { field: 'job' });
+  if (!jobRec) throw await notAJob(src, job, keepDays);
   const out = new Map<string, Opened>([[jobRec.address, jobRec]]);
   const missing: JobRecords['missing'] = [];
   const add = (r: Opened): void => {

@@ -118,5 +118,13 @@ test('export gives the settings a decision was taken under, kept with its select
     const audit = await c0mpute(b.dir, ['market', 'audit', '--selection', r.selections[0]!, '--records', dir, ...want]);
     assert.equal(audit.code, 0, `${audit.out}\n${audit.err}`);
     assert.doesNotMatch(audit.out, /^note .*settings/m, audit.out);
+
+    // a selection's address given as the job: said to be a selection, naming its job; the job's file is taken as the job
+    const bySel = await c0mpute(b.dir, ['market', 'export', '--job', r.selections[0]!, '--out', join(out, 'by-selection')]);
+    assert.equal(bySel.code, 3, bySel.err);
+    assert.match(bySel.err, new RegExp(`JOB_NOT_FOUND: ${r.selections[0]} is not a job: this node holds it as a c0mpute\\.selection/1, of job ${job}`));
+    const byFile = await c0mpute(b.dir, ['market', 'export', '--job', join(dir, `job-${job.slice('sha256:'.length)}.cbor`), '--out', join(out, 'by-file'), '--json']);
+    assert.equal(byFile.code, 0, byFile.err);
+    assert.deepEqual((JSON.parse(byFile.out) as { selections: string[] }).selections, r.selections);
   });
 });

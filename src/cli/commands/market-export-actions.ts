@@ -3,13 +3,15 @@
  * when it runs, so the CLI's start stays light (test/e2e/cli-lazy.test.ts).
  */
 import { Buffer } from 'node:buffer';
-import { rmSync, writeFileSync } from 'node:fs';
+import { rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../../errors.js';
 import { apiStream } from '../../node/api-client.js';
 import { isAddress } from '../../records/address.js';
 import { T } from '../../records/kinds.js';
-import { out, outJson, outputDir, UsageError, writeOutput, writingTo } from '../context.js';
+import { NegativeAnswer, out, outJson, outputDir, UsageError, writeOutput, writingTo } from '../context.js';
+import { MAX_ENVELOPE_BYTES, type Opened } from '../../records/envelope.js';
+import { readRegularFile } from '../../util/bounded-read.js';
 import { daemonClient, overlayQuery as q } from '../daemon-client.js';
 import { EXPORT_FILE, EXPORT_FORMAT, auditFlags, type AuditSettings, type ExportDecision, type ExportManifest, type SettingsSource } from './market-export-manifest.js';
 
@@ -44,8 +46,46 @@ export function recordFileName(type: string, address: string): string {
   return `${kind}-${address.slice('sha256:'.length)}.cbor`;
 }
 
+/**
+ * `--job`: a job's address, or a file holding a job record (docs/market.md §9: `J` is a file or an address), whose
+ * address is exported. A file that is not a valid record is a negative answer, as for `select` and `audit` (`invalid
+ * job FILE: CODE`, exit 1); one holding another kind of record is RECORD_WRONG_TYPE (exit 3), naming its job when it
+ * has one (a selection's, an offer's). Neither an address nor a file: ADDRESS_MALFORMED, a wrong command line (exit 2).
+ * Before (QA, reputation and audit pass, F12), a file was refused ADDRESS_MALFORMED though §9 said it was taken.
+ */
+export async function jobArgument(arg: string, json?: boolean): Promise<string> {
+  if (isAddress(arg)) return arg;
+  const isFile = (() => {
+    try {
+      return statSync(arg).isFile();
+    } catch {
+      return false;
+    }
+  })();
+  if (!isFile) throw new UsageError('ADDRESS_MALFORMED', `--job must be a job's address, sha256:<64 hex>, or a file holding a job record, got "${String(arg).slice(0, 80)}"`, { field: 'job' });
+  const got = readRegularFile(arg, MAX_ENVELOPE_BYTES);
+  if ('problem' in got) {
+    throw got.problem === 'too-large' ? new C0Error('ENVELOPE_TOO_LARGE', `--job ${arg}: larger than any record (${MAX_ENVELOPE_BYTES} bytes)`, { field: 'job' }) : new C0Error('INPUT_UNREADABLE', `--job ${arg}: not a regular file`, { field: 'job' });
+  }
+  const { openAny } = await import('../record-kinds.js');
+  let r: Opened;
+  try {
+    r = openAny(got.bytes);
+  } catch (e) {
+    if (!(e instanceof C0Error)) throw e;
+    if (json) outJson({ invalid: { what: 'job', file: arg, code: e.code, message: e.message } });
+    throw new NegativeAnswer(json ? [] : [`invalid   job ${arg}: ${e.code}: ${e.message}`]);
+  }
+  if (r.type !== T.job) {
+    const of = (r.record as { job?: unknown }).job;
+    const theirs = typeof of === 'string' && isAddress(of) ? `; its job is ${of}: c0mpute market export --job ${of}` : '';
+    throw new C0Error('RECORD_WRONG_TYPE', `--job ${arg} holds a ${r.type} (${r.address}), not a job${theirs}`, { field: 'job', detail: { type: r.type, ...(theirs ? { job: of } : {}) } });
+  }
+  return r.address;
+}
+
 export async function exportAction(o: ExportOpts, dataDir: string): Promise<void> {
-      if (!isAddress(o.job)) throw new UsageError('ADDRESS_MALFORMED', `--job must be a job's address, sha256:<64 hex>, got "${String(o.job).slice(0, 80)}"`, { field: 'job' });
+      o = { ...o, job: await jobArgument(o.job, o.json) };
       const c = daemonClient(dataDir);
       // each record a file as it comes (an export at the evidence bound is ~100,000 of them): no fsync each, a
       // directory of records is written again whole if anything went wrong

@@ -197,6 +197,32 @@ describe('market export: export.json', () => {
     assert.equal(lines.findIndex((l) => l.startsWith('result')), lines.length - 1, 'nothing after the result');
   });
 
+  it('--job takes a file holding the job record; another record is RECORD_WRONG_TYPE naming its job; a damaged one is invalid, exit 1', async () => {
+    // QA (reputation and audit pass, F12): docs/market.md §9 said `J` is a file or an address, and a file was ADDRESS_MALFORMED
+    const dataDir = await fakeDaemon('file', RECORDS.length, true);
+    const asked: string[] = [];
+    servers.at(-1)!.prependListener('request', (req) => asked.push(req.url ?? ''));
+    const file = (name: string, bytes: Uint8Array) => {
+      writeFileSync(join(root, name), bytes);
+      return join(root, name);
+    };
+    const ex = await c0mpute(['--data-dir', dataDir, 'market', 'export', '--job', file('the-job.cbor', J.bytes), '--out', join(root, 'file-out'), '--json']);
+    assert.equal(ex.code, 0, ex.err);
+    assert.ok(asked.some((u) => u.startsWith(`/v1/jobs/${encodeURIComponent(J.address)}/records`)), asked.join(' '));
+    const wrong = await c0mpute(['--data-dir', dataDir, 'market', 'export', '--job', file('a-selection.cbor', SEL.bytes), '--out', join(root, 'file-out2')]);
+    assert.equal(wrong.code, 3, wrong.err);
+    assert.match(wrong.err, new RegExp(`^error RECORD_WRONG_TYPE: --job \\S+ holds a ${T.selection} \\(${SEL.address}\\), not a job; its job is ${J.address}: c0mpute market export --job ${J.address}`, 'm'));
+    const flipped = Uint8Array.from(J.bytes);
+    flipped[flipped.length - 1]! ^= 1;
+    const bad = await c0mpute(['--data-dir', dataDir, 'market', 'export', '--job', file('flipped.cbor', flipped), '--out', join(root, 'file-out3')]);
+    assert.equal(bad.code, 1, bad.err);
+    assert.match(bad.out, /^invalid {3}job \S+: ENVELOPE_BAD_SIGNATURE: /m);
+    const neither = await c0mpute(['--data-dir', dataDir, 'market', 'export', '--job', join(root, 'no-such-file'), '--out', join(root, 'file-out4')]);
+    assert.equal(neither.code, 2, neither.err);
+    assert.match(neither.err, /^error ADDRESS_MALFORMED: --job must be a job's address, sha256:<64 hex>, or a file holding a job record/m);
+    assert.equal(existsSync(join(root, 'file-out2')) || existsSync(join(root, 'file-out3')) || existsSync(join(root, 'file-out4')), false, 'nothing written');
+  });
+
   it('a stream that ends without its summary: DAEMON_BAD_ANSWER, no export.json', async () => {
     const dataDir = await fakeDaemon('end', 3, true);
     // the summary is sent: a daemon that sends 3 records and then ends cleanly without it is below

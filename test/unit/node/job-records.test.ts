@@ -63,3 +63,28 @@ test('the audit command an export prints carries the deciding node’s settings 
   // a weight with nobody second-hand to weigh changes nothing: not passed
   assert.deepEqual(auditFlags({ trustedBuyers: [], dealtWith: false, secondHandWeight: 0.9, skewMs: 30_000 }), []);
 });
+
+test('an address held as another record of a job (a selection, an offer) is not a job: JOB_NOT_FOUND says what it is and names its job', async () => {
+  // QA (reputation and audit pass, F12): `market export --job <a selection's address>` said only "this node holds no job"
+  const j = job(BUYER, { nonce: new Uint8Array([7, 70]) });
+  const o = offer(P(1), j, advert(P(1)));
+  const sel = seal(T.selection, { job: j.address, buyer: BUYER.did, policy: 'balanced', winner: o.address, considered: [{ provider: P(1).did, offer: o.address }], decidedAt: NOW }, BUYER.signer) as Opened<Selection>;
+  const ev = new EvidenceStore();
+  const byAddr = new Map<string, Opened>([sel, j].map((r) => [r.address, r]));
+  const typed = {
+    records: { get: async (a: string, t: string) => (byAddr.get(a)?.type === t ? byAddr.get(a) : undefined) as never, getBytes: async (a: string) => byAddr.get(a)?.bytes, selectionsOf: async () => [] },
+    evidence: ev,
+    // an offer the book holds, not the record store
+    otherBytes: async (a: string) => (a === o.address ? o.bytes : undefined),
+  };
+  const code = (x: { code?: string; message: string; detail?: unknown }) => [x.code, x.detail];
+  await assert.rejects(jobRecords(typed, sel.address, 30), (e: Error & { code?: string; detail?: unknown }) => {
+    assert.deepEqual(code(e), ['JOB_NOT_FOUND', { type: T.selection, job: j.address }]);
+    assert.equal(e.message, `${sel.address} is not a job: this node holds it as a ${T.selection}, of job ${j.address} (export that: c0mpute market export --job ${j.address})`);
+    return true;
+  });
+  await assert.rejects(jobRecords(typed, o.address, 30), (e: Error & { code?: string; detail?: unknown }) => code(e)[0] === 'JOB_NOT_FOUND' && e.message.includes(`as a ${T.offer}, of job ${j.address}`));
+  // nothing held at all: as before, with the history's keep
+  await assert.rejects(jobRecords(typed, `sha256:${'0'.repeat(64)}`, 30), (e: Error & { code?: string }) => e.code === 'JOB_NOT_FOUND' && /history\.keepDays/.test(e.message));
+  assert.equal((await jobRecords(typed, j.address)).records[0]!.address, j.address, 'the job itself still exports');
+});
