@@ -12,8 +12,8 @@ export function registerExport(program: Command): void {
   market
     .command('export')
     .description('write the records a decision about a job rests on (the job, its selections, the offers and adverts they weighed, the evidence about those providers, its receipts) a file each, for `market audit`')
-    .requiredOption('--job <job>', 'the job’s address (sha256:…), as `c0mpute jobs` lists it')
-    .requiredOption('--out <dir>', 'directory to write them to (made if missing); export.json, written last, lists them with the audit’s options: a directory without it is not a whole export')
+    .requiredOption('--job <job>', 'the job’s address (sha256:…), as `c0mpute jobs` lists it, or a file holding the job record')
+    .requiredOption('--out <dir>', 'directory to write them to (made if missing); export.json, written last, lists them with each selection’s audit options: a directory without it is not a whole export')
     .option('--overlay <name>', 'the overlay (default: the node’s first)')
     .option('--json', 'machine-readable summary')
     .action(async (o: ExportOpts, cmd: Command) => (await import('./market-export-actions.js')).exportAction(o, globals(cmd).dataDir));
