@@ -69,6 +69,15 @@ describe('export.json: what it names is checked', () => {
     }
   });
 
+  it('each selection’s settings (decisions) and where they come from (settings) are read when well-formed, else EXPORT_MANIFEST_INVALID', () => {
+    const audit = { trustedBuyers: [P(952).did], dealtWith: false, secondHandWeight: 0.5, skewMs: 45_000 };
+    const d = { selection: J.address, decider: P(954).did, settings: 'recorded', audit, auditArgs: ['--trusted-buyers', P(952).did, '--skew-ms', '45000'] };
+    assert.deepEqual(readExportManifest(dirWith({ settings: 'recorded', decisions: [d] }))?.decisions, [d]);
+    assert.ok(readExportManifest(dirWith({ decisions: [{ ...d, decider: undefined, settings: 'current' }] })), 'a daemon before the decider was given');
+    invalid(dirWith({ settings: 'yes' }));
+    for (const x of [5, [5], [{ ...d, selection: 'x' }], [{ ...d, decider: 'x' }], [{ ...d, settings: 'then' }], [{ ...d, audit: { ...audit, skewMs: 'x' } }], [{ ...d, auditArgs: [5] }], [{ ...d, auditArgs: undefined }]]) invalid(dirWith({ decisions: x }));
+  });
+
   it('an export.json that is not a regular file, or larger than any export writes, is EXPORT_MANIFEST_INVALID unread', () => {
     // second-round review: a FIFO blocked the audit for ever, a link to /dev/zero filled its memory
     const fifo = join(root, `d${n++}`);
