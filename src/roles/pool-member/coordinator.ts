@@ -22,6 +22,7 @@ import { DispatchTrail, type TrailEntry } from '../../pools/trail.js';
 import { givesWay, LOST_CODE, verifyOutcome, type VerifiedOutcome } from '../../pools/outcome.js';
 import { receiptFor, type SlotRun } from '../provider/provider.js';
 import type { ExecContext } from '../provider/executors.js';
+import { blankOutputText } from '../provider/output-guard.js';
 import type { PoolReply } from './protocol.js';
 import type { PoolMemberDeps } from './member.js';
 import { clearableTimeoutSignal } from '../../util/timers.js';
@@ -696,9 +697,8 @@ export class PoolCoordinator {
       // Output that came back after the dispatch's budget (this process was paused, or its timers late) is work not
       // done: past it the other members may have failed the dispatch as lost, and the pool must not also complete it.
       if (this.d.clock() > end) throw new C0Error('POOL_MEMBER_TIMEOUT', `member ${member}'s output came back after the dispatch's budget (${end - dispatch.record.issuedAt} ms)`);
-      if (output.length === 0 || new TextDecoder().decode(output).trim().length === 0) {
-        throw new C0Error('POOL_OUTPUT_EMPTY', `member ${member} returned empty or whitespace output: work not done`);
-      }
+      const blank = blankOutputText(output);
+      if (blank) throw new C0Error('POOL_OUTPUT_EMPTY', `member ${member} returned ${blank}: work not done`);
       this.m?.outcomes.inc({ member: this.#memberLabel(member), outcome: 'completed' });
       return output;
     } catch (e) {

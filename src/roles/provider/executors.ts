@@ -15,7 +15,8 @@
  *    followed, is EXEC_HTTP_STATUS); every decoded layer is bounded, and the
  *    decoding ends with the run (deadline, preempt, buyer gone).
  * Every failure is a C0Error with an EXEC_* code; the provider turns it into a
- * signed `failed` receipt. An empty output is a failure (EXEC_EMPTY_OUTPUT).
+ * signed `failed` receipt. An empty output is a failure (EXEC_EMPTY_OUTPUT); so is whitespace-only output, which
+ * the provider (and a pool's coordinator) refuses after the executor (output-guard.ts).
  *
  * A failure's message goes into that receipt, which is sent to the buyer and
  * gossiped: it names nothing of the operator's config (the back end's URL, the

@@ -21,6 +21,7 @@ import { createExecutor, type ExecContext, type ExecHost, type Executor } from '
 import { procStartTime, type ProcessRegistry } from './orphans.js';
 import { recoverCrashedWork } from './crash-recovery.js';
 import { receiptFor } from './receipt.js';
+import { guardOutput } from './output-guard.js';
 import type { Meter, MeterSpan } from './meters.js';
 import { quotePrice, quotedDurationMs } from './pricing.js';
 import { QuoteBudget } from './quote-budget.js';
@@ -776,7 +777,8 @@ export class Provider {
       if (keepalive) beat = setInterval(() => void send({ t: 'keepalive' }).catch(() => {}), keepaliveMs);
       // on the monotonic clock: a wall clock stepped back would hold every progress event back as long
       let lastProgress = -Infinity;
-      const run = this.d.pool ? (c: ExecContext) => this.d.pool!.run(job, offer, c) : (c: ExecContext) => this.#executors.get(job.record.workload)!.run(c);
+      // A pool's output guard is its coordinator's (POOL_OUTPUT_EMPTY); this provider's own work goes through the same one.
+      const run = this.d.pool ? (c: ExecContext) => this.d.pool!.run(job, offer, c) : async (c: ExecContext) => guardOutput(await this.#executors.get(job.record.workload)!.run(c));
       output = await run({
         input,
         ...(job.record.params === undefined ? {} : { params: job.record.params }),
