@@ -76,7 +76,7 @@ export async function runOverlayScenario(net: Devnet, render: (label: string, ev
         region: 'eu-west',
         detectGpus: false,
         hardware: { cpuCores: 8, memoryMiB: 16384, gpus: [] },
-        // Estimator energy is watts × wall time: at 60-90 W, A1 on a loaded machine (12 s instead of 4) spent more
+        // Estimator energy is watts × the time the work ran: at 60-90 W, A1 on a loaded machine (12 s instead of 4) spent more
         // than team-a's 600 J, so A2 could not be admitted past the guarantee on its estimate and expired. At 10-15 W
         // A1 stays under it even ten times slower.
         meter: { type: 'estimator', estimatorWatts: p === 'forge' ? 10 : 15 },

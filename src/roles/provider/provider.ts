@@ -22,6 +22,7 @@ import { procStartTime, type ProcessRegistry } from './orphans.js';
 import { recoverCrashedWork } from './crash-recovery.js';
 import { receiptFor } from './receipt.js';
 import { guardOutput } from './output-guard.js';
+import { overran, runBudgetMs } from './run-budget.js';
 import type { Meter, MeterSpan } from './meters.js';
 import { quotePrice, quotedDurationMs } from './pricing.js';
 import { QuoteBudget } from './quote-budget.js';
@@ -759,10 +760,11 @@ export class Provider {
     }
     // The run's time: its timeout, cut at the job's deadline (≤ 90 days away: JOB_DEADLINE_TOO_FAR). The timer is cleared
     // when the run ends (below): a buyer's huge timeoutMs must not leave a timer and its signal behind for months per job.
-    const remaining = Math.min(job.record.timeoutMs, job.record.deadline - this.d.clock());
-    const deadline = clearableTimeoutSignal(Math.max(1, remaining));
-    const runSignal = AbortSignal.any([ctl.signal, deadline.signal]);
     const mono = this.d.monoClock ?? monotonicClock;
+    const budgetMs = runBudgetMs(job.record, this.d.clock());
+    const budgetFrom = mono();
+    const deadline = clearableTimeoutSignal(budgetMs);
+    const runSignal = AbortSignal.any([ctl.signal, deadline.signal]);
     const span = this.d.meter.start();
     const monoStart = mono();
     this.#spans.set(job.address, { span, startedAt, monoStart });
@@ -809,9 +811,18 @@ export class Provider {
       signal.removeEventListener('abort', onGone);
       deadline.clear();
     }
+    const ranMs = mono() - budgetFrom;
     const energy = span.stop();
     this.#spans.delete(job.address);
     const completedAt = Math.max(this.d.clock(), startedAt);
+    // Work that returned after its time (this process stopped while it ran, and its end raced the deadline's timer
+    // when it ran again) is not done in time: failed, never `completed` past the deadline (run-budget.ts).
+    const late = failure ? undefined : overran({ deadline: job.record.deadline, completedAt, ranMs, budgetMs });
+    if (late) {
+      failure = late;
+      output = undefined;
+      this.d.log.warn({ job: job.address, deadline: job.record.deadline, completedAt, ranMs: Math.round(ranMs), budgetMs }, 'work returned after its time (this process did not run in time to stop it): signed failed EXEC_TIMEOUT');
+    }
     let receipt: Receipt | undefined;
     let env: Opened<Receipt> | undefined;
     let stored = false;

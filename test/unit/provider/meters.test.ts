@@ -11,6 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fakeClock } from '../../../src/util/clock.js';
 import { EstimatorMeter, NvmlMeter, RaplMeter, createMeter } from '../../../src/roles/provider/meters.js';
+import { StallWatch } from '../../../src/util/stall-watch.js';
 
 let root: string;
 before(() => {
@@ -60,6 +61,38 @@ describe('EstimatorMeter', () => {
     const frac = new EstimatorMeter(0.5, clock).start();
     clock.advance(3);
     assert.deepEqual(frac.stop(), { uj: 1500, grade: 'Estimator' });
+  });
+
+  test('the time this process was frozen is left out (a SIGSTOP during a sleep claims the sleep, not the stop), jitter is not a freeze, and the figure is fixed at stop', () => {
+    const clock = fakeClock(0);
+    const timer: { tick?: () => void } = {};
+    const stalls = new StallWatch({ everyMs: 1_000, now: clock, every: (fn) => ((timer.tick = fn), () => (timer.tick = undefined)) });
+    const tick = (ms: number) => {
+      clock.advance(ms);
+      assert.ok(timer.tick, 'the watch ticks while a span runs');
+      timer.tick();
+    };
+    const m = new EstimatorMeter(100, clock, stalls);
+    const span = m.start();
+    for (let i = 0; i < 3; i++) tick(1_000);
+    assert.deepEqual(span.sample(), { uj: 100 * 3_000 * 1000, grade: 'Estimator' });
+    // stopped 30 s, and the work's end is seen before the watch's first tick after SIGCONT: of the 30 s, all but the
+    // tick's period is left out (a freeze shows once a tick is a period late)
+    clock.advance(30_000);
+    const e = span.stop();
+    assert.deepEqual(e, { uj: 100 * 4_000 * 1000, grade: 'Estimator' });
+    assert.equal(timer.tick, undefined, 'no span, no timer');
+    clock.advance(10_000);
+    assert.deepEqual([span.stop(), span.sample()], [e, e], 'stopped: the figure stays');
+
+    // ticks a little late are jitter; a freeze the watch's tick saw is left out too
+    const other = m.start();
+    for (let i = 0; i < 10; i++) tick(1_300);
+    assert.deepEqual(other.sample(), { uj: 100 * 13_000 * 1000, grade: 'Estimator' });
+    tick(20_000);
+    tick(1_000);
+    tick(1_000);
+    assert.deepEqual(other.stop(), { uj: 100 * 16_000 * 1000, grade: 'Estimator' });
   });
 });
 

@@ -23,7 +23,7 @@ const spec = fakeSpec();
 
 /** A buyer over fakes: providers A then B ranked; `exec` is the exchange with whichever is selected. */
 function rig(o: { exec: (did: string, signal: AbortSignal) => AsyncIterable<unknown>; frozenMs?: number; waitForOffers?: (signal?: AbortSignal) => Promise<OffersCollected> }) {
-  const stalls = o.frozenMs === undefined ? undefined : { begin: (): StallWatchHandle => ({ longestFreezeMs: () => o.frozenMs!, end: () => {} }) };
+  const stalls = o.frozenMs === undefined ? undefined : { begin: (): StallWatchHandle => ({ longestFreezeMs: () => o.frozenMs!, totalFreezeMs: () => o.frozenMs!, end: () => {} }) };
   const f = buyerOnFakes(ME, {
     providers: [A, B],
     exec: o.exec,
