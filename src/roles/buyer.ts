@@ -67,11 +67,13 @@ export const INTERRUPT_WAIT_MS = 3_000;
 export const ATTEMPT_DETAIL_MAX = 300;
 
 /**
- * Why a job's offer window ended: its whole length passed (`window`), `enough` providers' eligible offers came
- * (`enough`: `buyer.enoughOffers`, or every provider the job's allowlist names), every provider in the buyer's view
- * that could win quoted (`all-quoted`: `buyer.endWhenAllQuoted`), or the node is stopping (`stopped`).
+ * Why a job's offer window ended: its whole length passed (`window`), `buyer.enoughOffers` providers' eligible offers
+ * came (`enough`), every provider the job's allowlist names has an eligible offer (`allowlist`: fewer than
+ * `buyer.enoughOffers`, or it is 0), every provider in the buyer's view that could win quoted (`all-quoted`:
+ * `buyer.endWhenAllQuoted`), or the node is stopping (`stopped`). The wait for offers (BuyerDeps.waitForOffers) says
+ * `enough` for both of the first two; `enoughEnd` tells them apart.
  */
-export type WindowEnd = 'window' | 'enough' | 'all-quoted' | 'stopped';
+export type WindowEnd = 'window' | 'enough' | 'allowlist' | 'all-quoted' | 'stopped';
 
 /** What a job's offer window ended with: the offers held for the job and why it ended. */
 export interface OffersCollected {
@@ -89,6 +91,16 @@ export function offersToWaitFor(enoughOffers: number, job: Pick<Job, 'requiremen
   const named = job.requirements?.allowlist ? new Set(job.requirements.allowlist).size : 0;
   if (named === 0) return enoughOffers;
   return enoughOffers > 0 ? Math.min(enoughOffers, named) : named;
+}
+
+/**
+ * Why a window that ended with offersToWaitFor's count of offers ended: `allowlist` when the job's allowlist set that
+ * count (buyer.enoughOffers is 0, or more than it names), else `enough`. Before, `run` said "enough offers
+ * (buyer.enoughOffers)" with buyer.enoughOffers at 0 (QA qaRep F8).
+ */
+export function enoughEnd(enoughOffers: number, job: Pick<Job, 'requirements'>): 'enough' | 'allowlist' {
+  const named = job.requirements?.allowlist ? new Set(job.requirements.allowlist).size : 0;
+  return named > 0 && (enoughOffers === 0 || enoughOffers > named) ? 'allowlist' : 'enough';
 }
 
 /** The code of a run broken off because its node is stopping. */
@@ -777,7 +789,9 @@ export class Buyer {
     // offer(s) in 6609 ms" against a 3 s window, and an operator blamed the providers (QA pass, session 48); the
     // admission's wait is its own figure
     const admissionMs = admission ? tPublished - t0 : undefined;
-    const { offers, ended } = await this.d.waitForOffers(job.address, this.d.collectWindowMs, offersToWaitFor(this.d.enoughOffers, job.record), (offer, count) => onEvent({ e: 'offer', offer, count }), brk.signal);
+    const collected = await this.d.waitForOffers(job.address, this.d.collectWindowMs, offersToWaitFor(this.d.enoughOffers, job.record), (offer, count) => onEvent({ e: 'offer', offer, count }), brk.signal);
+    const { offers } = collected;
+    const ended = collected.ended === 'enough' ? enoughEnd(this.d.enoughOffers, job.record) : collected.ended;
     const collectMs = clock() - tPublished;
     const waited = { collectMs, restMs: 0, ...(admissionMs === undefined ? {} : { admissionMs }) };
     if (brk.aborted) {

@@ -8,6 +8,8 @@ export function windowEndText(ended: unknown): string {
   switch (ended) {
     case 'enough':
       return ': enough offers (buyer.enoughOffers)';
+    case 'allowlist':
+      return ': every provider on the job’s allowlist has offered';
     case 'all-quoted':
       return ': every provider that could win has quoted';
     default:

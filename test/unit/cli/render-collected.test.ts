@@ -16,6 +16,7 @@ test('the collected line names an early end, and says nothing more for the whole
   };
   assert.equal(line('all-quoted'), '▸ collected 2 offers in 52 ms: every provider that could win has quoted');
   assert.equal(line('enough'), '▸ collected 2 offers in 52 ms: enough offers (buyer.enoughOffers)');
+  assert.equal(line('allowlist'), '▸ collected 2 offers in 52 ms: every provider on the job’s allowlist has offered');
   for (const ended of ['window', 'stopped', undefined, 'toString', '__proto__']) assert.equal(line(ended), '▸ collected 2 offers in 52 ms', String(ended));
   assert.equal(windowEndText('all-quoted'), ': every provider that could win has quoted');
 });

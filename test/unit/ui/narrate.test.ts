@@ -19,5 +19,6 @@ describe('narration', () => {
   it('one offer is one offer', () => {
     assert.equal(narrate({ e: 'collected', offers: 1, waitedMs: 1289 }), 'collected 1 offer in 1.3 s');
     assert.equal(narrate({ e: 'collected', offers: 4, waitedMs: 1289, ended: 'enough' }), 'collected 4 offers in 1.3 s: enough offers (buyer.enoughOffers)');
+    assert.equal(narrate({ e: 'collected', offers: 2, waitedMs: 331, ended: 'allowlist' }), 'collected 2 offers in 331 ms: every provider on the job’s allowlist has offered');
   });
 });
