@@ -6,6 +6,7 @@
 import { looksLikeDid, shortDid } from '../src/util/did-text.js';
 import { printable } from '../src/util/text.js';
 import { windowEndText } from '../src/util/window-end.js';
+import { verdictWord } from '../src/util/acceptance-text.js';
 import { fmtDuration, plural } from './format.js';
 
 type Ev = Record<string, unknown> & { e: string };
@@ -43,7 +44,7 @@ export function narrate(e: Ev): string {
     case 'verified':
       return `output ${e.ok ? 'verified' : 'did not verify'}: ${s(e.detail)}`;
     case 'acceptance':
-      return `countersigned: ${s((e.acceptance as { record?: { verdict?: string } })?.record?.verdict)}`;
+      return `countersigned: ${s(verdictWord((e.acceptance as { record?: { verdict?: string } })?.record?.verdict, e.receiptStatus))}`;
     case 'failover':
       return `failover from ${did(e.from)}: ${s(e.reason)}`;
     case 'nondelivery':

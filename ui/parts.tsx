@@ -1,20 +1,29 @@
 /** Small pieces every view uses: status words with symbols (never colour alone), record links, bars, sparklines, errors. */
 import type { ComponentChildren } from 'preact';
 import { peer, shortAddr, shortDid, overlayQuery, type ApiError } from './lib.js';
+import { verdictWord } from '../src/util/acceptance-text.js';
 
 const GOOD = new Set(['complete', 'completed', 'accepted', 'ok', 'live', 'witnessed', 'eligible', 'Admit', 'connected']);
 const BAD = new Set(['failed', 'disputed', 'no-offers', 'no-eligible-provider', 'denied', 'queue-expired', 'preempted', 'interrupted', 'expired', 'error', 'refused', 'ineligible', 'self-attested', 'contradicted', 'non-delivery']);
 
+/** Done, and neither good nor bad: a buyer's acknowledgement of a failed receipt (util/acceptance-text.ts). */
+const NEUTRAL = new Set(['acknowledged']);
+
 /** A status as a word with a symbol; colour only repeats what the word says. */
 export function Status({ s }: { s: string | undefined }) {
   if (!s) return <span class="st st-none">— none</span>;
-  const kind = GOOD.has(s) ? 'good' : BAD.has(s) ? 'bad' : 'mid';
-  const sym = kind === 'good' ? '✓' : kind === 'bad' ? '✗' : '…';
+  const kind = GOOD.has(s) ? 'good' : BAD.has(s) ? 'bad' : NEUTRAL.has(s) ? 'neutral' : 'mid';
+  const sym = kind === 'good' ? '✓' : kind === 'bad' ? '✗' : kind === 'neutral' ? '•' : '…';
   return (
     <span class={`st st-${kind}`}>
       <span aria-hidden="true">{sym}</span> {s}
     </span>
   );
+}
+
+/** A buyer's verdict on a receipt of `receiptStatus`: `acknowledged` for a failed receipt it accepted (the record says `accepted`). */
+export function Verdict({ v, receiptStatus }: { v: string | undefined; receiptStatus: string | undefined }) {
+  return <Status s={v === undefined ? undefined : verdictWord(v, receiptStatus)} />;
 }
 
 export function AddrLink({ a, overlay }: { a: string | undefined; overlay?: string | undefined }) {

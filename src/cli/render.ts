@@ -6,6 +6,7 @@ import { short, shortAddr } from './short.js';
 import { plural, printable } from '../util/text.js';
 import { windowEndText } from '../util/window-end.js';
 import { verdictLine } from '../util/verdict-text.js';
+import { verdictWord } from '../util/acceptance-text.js';
 
 // Light, for commands that print names without rendering events.
 export { short, shortAddr };
@@ -133,7 +134,7 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
       break;
     case 'acceptance': {
       const a = ev.acceptance as Rec<{ verdict: string; reason?: string }>;
-      print(`▸ countersigned ${a.record.verdict}${a.record.reason ? ` (${a.record.reason})` : ''}: ${shortAddr(a.address)}`);
+      print(`▸ countersigned ${verdictWord(a.record.verdict, ev.receiptStatus)}${a.record.reason ? ` (${a.record.reason})` : ''}: ${shortAddr(a.address)}`);
       break;
     }
     case 'failover':

@@ -388,7 +388,8 @@ export type BuyerEvent =
   | { e: 'progress'; provider: string; message: string; permille?: number }
   | { e: 'receipt'; receipt: Opened<Receipt> }
   | { e: 'verified'; ok: boolean; detail: string }
-  | { e: 'acceptance'; acceptance: Opened<Acceptance> }
+  /** `receiptStatus`: the countersigned receipt's status (an `accepted` failed receipt is said `acknowledged`: util/acceptance-text.ts). */
+  | { e: 'acceptance'; acceptance: Opened<Acceptance>; receiptStatus: Receipt['status'] }
   | { e: 'failover'; from: string; reason: string }
   | { e: 'nondelivery'; provider: string; reason: NonDeliveryReason; address: string }
   /** The run was broken off because this node is stopping: the last event of the run. */
@@ -1430,7 +1431,7 @@ export class Buyer {
     const acceptance = seal(T.acceptance, acc, this.d.signer);
     await this.d.store(acceptance);
     await this.d.publish('acceptance', acceptance).catch(() => {});
-    onEvent({ e: 'acceptance', acceptance });
+    onEvent({ e: 'acceptance', acceptance, receiptStatus: r.status });
     return { outcome: r.status === 'completed' ? (verdict === 'accepted' ? 'completed' : 'disputed') : `failed: ${r.failure?.code}`, ...(output ? { output } : {}), receipt, acceptance };
   }
 }

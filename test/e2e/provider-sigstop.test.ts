@@ -4,11 +4,11 @@
  * the run's deadline timer are both due, the sleep's first: before, the sleep's end cleared the deadline's timer and
  * the provider signed `completed`, dated after the deadline, with the full price and 65 W for the whole stop. Now the
  * run's end is checked against the deadline (failed EXEC_TIMEOUT) and the estimator leaves out the time the process
- * was frozen.
+ * was frozen. The buyer's `accepted` on it is said `acknowledged` by `c0mpute jobs`.
  */
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Cluster, bootstrapAddr, buyerConfig, get, providerConfig, runJob, sleep, waitFor, waitForMarket, withLogs } from './node-helpers.js';
+import { Cluster, bootstrapAddr, buyerConfig, c0mpute, get, providerConfig, runJob, sleep, waitFor, waitForMarket, withLogs } from './node-helpers.js';
 
 const c = new Cluster('provider-sigstop');
 
@@ -43,7 +43,8 @@ test('a provider stopped past the deadline and resumed signs failed EXEC_TIMEOUT
     } finally {
       process.kill(pid, 'SIGCONT');
     }
-    await run;
+    const outcome = await run;
+    assert.ok(!(outcome instanceof Error), String(outcome));
     type Walk = { receipts: Array<{ record: { status: string; failure?: { code: string; message: string }; completedAt: number; startedAt: number; energy: { uj: number; grade: string } } }> };
     const r = (await waitFor('the provider’s receipt', async () => (await get<Walk>(p, `/v1/console/job/${encodeURIComponent(job!)}`)).receipts[0], 20_000)).record;
     assert.ok(r.completedAt > deadline, `the run ended after the deadline (${r.completedAt - deadline} ms)`);
@@ -54,5 +55,10 @@ test('a provider stopped past the deadline and resumed signs failed EXEC_TIMEOUT
     // stall watch's 1 s tick: well under 3 s of it (195 J)
     assert.equal(r.energy.grade, 'Estimator');
     assert.ok(r.energy.uj < 65 * 3_000 * 1000, `energy ${r.energy.uj} µJ over ${r.completedAt - r.startedAt} ms`);
+    // the buyer's `accepted` on that failed receipt is said `acknowledged` (docs/node.md "Buyer"), the record unchanged
+    const acc = outcome.events.find((e) => e.e === 'acceptance') as { receiptStatus?: string; acceptance: { record: { verdict: string } } } | undefined;
+    assert.deepEqual([acc?.receiptStatus, acc?.acceptance.record.verdict], ['failed', 'accepted']);
+    const jobs = await c0mpute(b.dir, ['jobs', '--limit', '1'], { NODE_TEST_CONTEXT: undefined }); // a plain process, not a test runner's child
+    assert.match(jobs.out, /failed \(EXEC_TIMEOUT\), acknowledged$/m, jobs.out);
   });
 });

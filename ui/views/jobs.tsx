@@ -9,7 +9,7 @@ import { ago, fmtDuration, fmtJoules, money, overlayQuery, peer, useFeed, useJso
 import { RUN_LOG_EVENTS } from '../../src/util/run-log.js';
 import { narrate } from '../narrate.js';
 import { whenText } from '../format.js';
-import { AddrLink, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
+import { AddrLink, Did, ErrorBox, Loading, Section, Status, Verdict } from '../parts.js';
 import { decisionView, executionNote, jobState, outcomeView, type DecisionView, type Explanation, type IneligibleLines, type RunOutcome } from '../job-walk.js';
 
 interface JobsData {
@@ -85,7 +85,7 @@ export function Jobs() {
                     <Status s={j.status} />
                   </td>
                   <td>
-                    {j.verdict || !j.late ? <Status s={j.verdict} /> : null}
+                    {j.verdict || !j.late ? <Verdict v={j.verdict} receiptStatus={j.status} /> : null}
                     {j.late ? (
                       <>
                         {j.verdict ? ' ' : null}
@@ -141,7 +141,7 @@ export function Jobs() {
                     <Status s={r.status} />
                   </td>
                   <td>
-                    <Status s={r.verdict} />
+                    <Verdict v={r.verdict} receiptStatus={r.status} />
                   </td>
                   <td>{fmtDuration(r.completedAt - r.startedAt)}</td>
                 </tr>
@@ -325,7 +325,7 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
           <ul>
             {w.acceptances.map((a) => (
               <li key={a.address}>
-                <AddrLink a={a.address} overlay={ov} /> <Status s={a.record.verdict} /> of receipt <AddrLink a={a.record.receipt} overlay={ov} />
+                <AddrLink a={a.address} overlay={ov} /> <Verdict v={a.record.verdict} receiptStatus={w.receipts.find((x) => x.address === a.record.receipt)?.record.status} /> of receipt <AddrLink a={a.record.receipt} overlay={ov} />
                 {a.record.reason ? `: ${peer(a.record.reason)}` : ''}
               </li>
             ))}

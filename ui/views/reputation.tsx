@@ -5,7 +5,7 @@
  */
 import { useState } from 'preact/hooks';
 import { plural, useDebounced, useJson, useLiveVersion } from '../lib.js';
-import { AddrLink, Did, ErrorBox, Loading, Pager, Status } from '../parts.js';
+import { AddrLink, Did, ErrorBox, Loading, Pager, Status, Verdict } from '../parts.js';
 
 interface Figures {
   did: string;
@@ -155,7 +155,7 @@ export function Reputation() {
                   {x.acceptance ? (
                     <>
                       {' '}
-                      · acceptance <AddrLink a={x.acceptance} /> <Status s={x.verdict} />
+                      · acceptance <AddrLink a={x.acceptance} /> <Verdict v={x.verdict} receiptStatus={x.status} />
                     </>
                   ) : null}
                 </li>

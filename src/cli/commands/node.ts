@@ -13,6 +13,7 @@ import type { Figures } from '../../reputation/derive.js';
 import type { status as localStatus, market as localMarket } from '../../node/control.js';
 import { emptyValue, jsonReplacer, nonEmpty, out, outJson, requireDidArg, UsageError } from '../context.js';
 import { short, shortAddr } from '../short.js';
+import { verdictWord } from '../../util/acceptance-text.js';
 import { DEFAULT_LIST_LIMIT, listLimit, num, refuseLimitWithAll } from '../limit.js';
 import { globals } from './index.js';
 import { daemonClient, overlayQuery as q, requireDaemon } from '../daemon-client.js';
@@ -251,6 +252,15 @@ export function jobsHeadLine(j: { address: string; record: { workload: string; a
 }
 
 /**
+ * A receipt under its job in `c0mpute jobs`: its provider, status and failure code, and this node's verdict on it, a
+ * failed receipt's `accepted` said `acknowledged` (src/util/acceptance-text.ts): `orkanpro…ooGs failed
+ * (EXEC_EMPTY_OUTPUT), acknowledged`.
+ */
+export function jobsReceiptLine(rc: { provider: string; status: string; failure?: string; acceptance?: string }): string {
+  return `${short(rc.provider)} ${receiptText(rc)}`;
+}
+
+/**
  * What `c0mpute jobs` says under a job whose provider's receipt came after the run ended, never countersigned
  * (docs/node.md "Job history"): the run said `failed` while the provider reports otherwise, and this says why.
  */
@@ -277,9 +287,12 @@ export interface JobsEntry {
   late?: JobsLate & { receipt?: string };
 }
 
-/** A receipt as a line says it: `completed, accepted`, `failed (EXEC_TIMEOUT), accepted`. */
+/**
+ * A receipt as a line says it: `completed, accepted`, `failed (EXEC_TIMEOUT), acknowledged` (a failed receipt's
+ * `accepted` said `acknowledged`: src/util/acceptance-text.ts).
+ */
 function receiptText(rc: JobsReceipt): string {
-  return `${rc.status}${rc.failure ? ` (${rc.failure})` : ''}${rc.acceptance ? `, ${rc.acceptance}` : ''}`;
+  return `${rc.status}${rc.failure ? ` (${rc.failure})` : ''}${rc.acceptance ? `, ${verdictWord(rc.acceptance, rc.status)}` : ''}`;
 }
 
 /**
@@ -292,7 +305,7 @@ function receiptText(rc: JobsReceipt): string {
 export function jobsBody(j: JobsEntry): string[] {
   // a daemon from before `outcome`: its receipts, and the attempts of a job with none
   if (!j.outcome) {
-    const lines = j.receipts.map((rc) => `${short(rc.provider)} ${receiptText(rc)}`);
+    const lines = j.receipts.map(jobsReceiptLine);
     if (j.late) lines.push(jobsLateLine(j.late));
     if (!j.receipts.length) lines.push(jobsNoOutcome(j.attempts));
     return lines;
@@ -312,7 +325,7 @@ export function jobsBody(j: JobsEntry): string[] {
     lines.push(`attempt ${i + 1}: ${short(a.provider)} ${parts.join('; ')}`);
   });
   // receipts no attempt held here names (a job from before selections were kept)
-  for (const rc of j.receipts) if (!(rc.address && (shown.has(rc.address) || rc.address === j.late?.receipt))) lines.push(`${short(rc.provider)} ${receiptText(rc)}`);
+  for (const rc of j.receipts) if (!(rc.address && (shown.has(rc.address) || rc.address === j.late?.receipt))) lines.push(jobsReceiptLine(rc));
   if (j.late) lines.push(jobsLateLine(j.late));
   return lines;
 }
