@@ -112,7 +112,7 @@ test('a run that failed and then got its provider’s receipt late reads failed,
 
     // a failed receipt acknowledged, a completed one disputed: the run failed
     assert.deepEqual([of(failedAck!).outcome.status, of(failedAck!).outcome.failure], ['failed', 'EXEC_TIMEOUT']);
-    assert.deepEqual(jobsBody(of(failedAck!)), ['run failed', `attempt 1: ${short(PROV.did)} failed (EXEC_TIMEOUT), accepted`]);
+    assert.deepEqual(jobsBody(of(failedAck!)), ['run failed', `attempt 1: ${short(PROV.did)} failed (EXEC_TIMEOUT), acknowledged`]);
     assert.deepEqual([of(disputed!).outcome.status, of(disputed!).outcome.verdict], ['failed', 'disputed']);
     assert.deepEqual([row(disputed!).status, row(disputed!).verdict], ['failed', 'disputed']);
     assert.equal(outcomeView(of(disputed!).outcome as never).text, 'run failed: its receipt disputed');
