@@ -25,12 +25,13 @@ import { openDb, closeDb, sub, onReopen, STORE_REOPEN_REFUSED, type Db, type Sub
 import { open, seal } from '../records/envelope.js';
 import { didFromPublicKey } from '../records/did.js';
 import type { Signer } from '../records/ed25519.js';
-import { encodeCanonical, decodeCanonical } from '../records/cbor.js';
-import { addressToBytes, bytesToAddress, hashHex } from '../records/address.js';
+import { encodeCanonical } from '../records/cbor.js';
+import { addressToBytes, hashHex } from '../records/address.js';
 import { systemClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import type { UsageBook, PoolEvent, UsageDelta } from '../pool/usage.js';
 import { GENESIS, POOL_TYPE, entryFor, type LedgerEntry } from './entry.js';
+import { decodeHeadRecord, readHeadRecord, type HeadRecord } from './head-record.js';
 import { replay, replayParallel, type ReplayResult } from './replay.js';
 import { compareDids } from '../records/did.js';
 import { checkReceipt, checkNamedStoredReceipt, gradeStoredAttestation, type Attestation, type LedgerView, type ReceiptStatus, type StoredLedgerView } from './attest.js';
@@ -103,9 +104,14 @@ export interface Head {
 export interface RawLedger {
   entries: Uint8Array[];
   receipts: Uint8Array[];
-  meta?: { length: number; head: string; steward?: string };
+  meta?: HeadRecord;
   /** A directory whose head record (`meta/head`) is there but unreadable: why (`meta` is then absent). */
   metaUnreadable?: string;
+  /**
+   * The head record's bytes as stored (a directory, or a file exported from one: src/ledger/file.ts carries them), so
+   * an export of a directory that does not verify keeps the head that proves what was lost. Absent: none stored.
+   */
+  metaRecord?: Uint8Array;
 }
 
 async function readAll(s: Sub): Promise<Uint8Array[]> {
@@ -114,27 +120,9 @@ async function readAll(s: Sub): Promise<Uint8Array[]> {
   return out;
 }
 
-/**
- * The head record, checked: canonical CBOR `{length, head (32 bytes), steward?}`. Anything else (a damaged disk, a
- * tool writing the wrong sublevel) throws LEDGER_HEAD_MISMATCH with `detail.reason`: the head cannot be read, so it
- * cannot be shown to match the entries.
- */
+/** The head record read (undefined when there is none), checked (head-record.ts: unreadable is LEDGER_HEAD_MISMATCH). */
 function decodeMeta(b: Uint8Array | undefined): RawLedger['meta'] {
-  if (b === undefined) return undefined;
-  const unreadable = (reason: string) => new C0Error(LEDGER_ERR.HEAD_MISMATCH, `the stored head record (meta/head) is unreadable: ${reason}`, { detail: { reason } });
-  let m;
-  try {
-    m = decodeCanonical(b);
-  } catch (e) {
-    if (!(e instanceof C0Error)) throw e;
-    throw unreadable(`${e.code}: ${e.message}`);
-  }
-  if (typeof m !== 'object' || m === null || Array.isArray(m) || m instanceof Uint8Array) throw unreadable('not a map');
-  const { length, head, steward } = m as Record<string, unknown>;
-  if (typeof length !== 'number' || !Number.isSafeInteger(length) || length < 0) throw unreadable('length: not a count of entries');
-  if (!(head instanceof Uint8Array) || head.length !== 32) throw unreadable('head: not a 32-byte address');
-  if (steward !== undefined && typeof steward !== 'string') throw unreadable('steward: not text');
-  return { length, head: bytesToAddress(head), ...(steward === undefined ? {} : { steward }) };
+  return b === undefined ? undefined : decodeHeadRecord(b);
 }
 
 const LEDGER_SUBLEVELS = ['entries', 'meta', 'receipts'] as const;
@@ -182,12 +170,9 @@ export async function readLedgerDir(dir: string): Promise<RawLedger> {
     const receipts = await readAll(sub(db, 'receipts'));
     // a missing head reads as the empty ledger's, exactly as Ledger.open reads it; an unreadable one is reported
     // (verifyLedger: LEDGER_HEAD_MISMATCH) with the entries still read, to be verified and exported
-    try {
-      return { entries, receipts, meta: decodeMeta(await sub(db, 'meta').get('head')) ?? { length: 0, head: GENESIS } };
-    } catch (e) {
-      if (!(e instanceof C0Error) || e.code !== LEDGER_ERR.HEAD_MISMATCH) throw e;
-      return { entries, receipts, metaUnreadable: (e.detail as { reason: string }).reason };
-    }
+    const stored = await sub(db, 'meta').get('head');
+    if (stored === undefined) return { entries, receipts, meta: { length: 0, head: GENESIS } };
+    return { entries, receipts, ...readHeadRecord(stored), metaRecord: stored };
   } finally {
     await closeDb(db);
   }

@@ -11,7 +11,9 @@ import { admitted, released, tempDir } from '../unit/ledger/helpers.js';
 import { spawnCli } from './node-helpers.js';
 
 async function run(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  const r = await spawnCli(args, { env: { ...process.env, C0MPUTE_HOME: join(t.dir, 'home') } });
+  // without node:test's marker: the child is the CLI, not a test runner's child
+  const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+  const r = await spawnCli(args, { env: { ...env, C0MPUTE_HOME: join(t.dir, 'home') } });
   return { code: r.code ?? -1, stdout: r.out, stderr: r.err };
 }
 
@@ -223,6 +225,63 @@ describe('c0mpute ledger', { concurrency: 4 }, () => {
     assert.match(s.stdout, /^#0 .*Admitted claim=n1/m);
     assert.match(s.stdout, /^problem: LEDGER_HEAD_MISMATCH/m);
     assert.equal((await c0('ledger', 'show', d, '--json')).code, 1);
+  });
+
+  it('export refuses a directory that does not verify (exit 3, the code import uses); --unverified writes it with its stored head, so the file fails verify and import as the directory does', async () => {
+    // the last acknowledged entry lost: the stored head (4) is longer than the entries (3), the only proof it existed
+    const lost = join(t.dir, 'lost-entry');
+    const l = await Ledger.open(lost, { signer: steward });
+    for (let i = 0; i < 4; i++) await l.append(admitted(`x${i}`));
+    await l.close();
+    let db = await openDb(lost);
+    await sub(db, 'entries').del(seqKey(3));
+    await closeDb(db);
+    const file = join(t.dir, 'lost-entry.cbor');
+    const x = await c0('ledger', 'export', lost, file);
+    assert.equal(x.code, 3, x.stdout + x.stderr);
+    assert.match(x.stderr, /^error LEDGER_HEAD_MISMATCH: refusing to export .*stored head \(4, .*\) does not match the entries \(3, /);
+    assert.match(x.stderr, /--unverified/);
+    assert.equal(existsSync(file), false, 'nothing written');
+    const u = await c0('ledger', 'export', lost, file, '--unverified');
+    assert.equal(u.code, 0, u.stdout + u.stderr);
+    assert.match(u.stdout, /^exported 3 entries and 0 receipts to /);
+    assert.match(u.stdout, /^warning: the ledger does not verify: LEDGER_HEAD_MISMATCH: stored head \(4, /m);
+    const v = await c0('ledger', 'verify', file);
+    assert.equal(v.code, 1, v.stdout);
+    assert.match(v.stdout, /problem\s+LEDGER_HEAD_MISMATCH: stored head \(4, /);
+    const i = await c0('ledger', 'import', file, join(t.dir, 'lost-import'));
+    assert.equal(i.code, 3, i.stdout + i.stderr);
+    assert.match(i.stderr, /^error LEDGER_HEAD_MISMATCH: refusing to import .*--rebuild-head/);
+    assert.equal(existsSync(join(t.dir, 'lost-import', 'CURRENT')), false);
+    // the rescue, asked for: the head rebuilt from the entries, and said so
+    const rb = await c0('ledger', 'import', file, join(t.dir, 'lost-import'), '--rebuild-head');
+    assert.equal(rb.code, 0, rb.stdout + rb.stderr);
+    assert.match(rb.stdout, /^imported 3 entries, head sha256:/);
+    assert.match(rb.stdout, /stored head was set aside \(stored head \(4, /);
+    assert.equal((await c0('ledger', 'verify', join(t.dir, 'lost-import'))).code, 0);
+
+    // an entry whose signature does not verify: refused LEDGER_CORRUPT; exported on request; never imported
+    const forged = join(t.dir, 'bad-signature');
+    const f = await Ledger.open(forged, { signer: steward });
+    for (let k = 0; k < 3; k++) await f.append(admitted(`y${k}`));
+    await f.close();
+    db = await openDb(forged);
+    const b = Uint8Array.from((await sub(db, 'entries').get(seqKey(1)))!);
+    b[b.length - 1]! ^= 1;
+    await sub(db, 'entries').put(seqKey(1), b);
+    await closeDb(db);
+    const ffile = join(t.dir, 'bad-signature.cbor');
+    const fx = await c0('ledger', 'export', forged, ffile);
+    assert.equal(fx.code, 3, fx.stdout + fx.stderr);
+    assert.match(fx.stderr, /^error LEDGER_CORRUPT: refusing to export .*entry 1: ENVELOPE_BAD_SIGNATURE/);
+    assert.equal(existsSync(ffile), false);
+    assert.equal((await c0('ledger', 'export', forged, ffile, '--unverified')).code, 0);
+    const fv = await c0('ledger', 'verify', ffile);
+    assert.equal(fv.code, 1);
+    assert.match(fv.stdout, /problem\s+entry 1: ENVELOPE_BAD_SIGNATURE/);
+    const fi = await c0('ledger', 'import', ffile, join(t.dir, 'bad-signature-import'), '--rebuild-head');
+    assert.equal(fi.code, 3);
+    assert.match(fi.stderr, /^error LEDGER_CORRUPT: /);
   });
 
   it("import refuses a target that is not a new or empty directory (a node's own database, its data directory, a file): LEDGER_IMPORT_NOT_EMPTY, exit 3, nothing written", async () => {

@@ -119,12 +119,23 @@ export function register(program: Command): void {
     .command('export')
     .argument('<dir>', 'ledger directory')
     .argument('<file>', 'file to write')
-    .description('write the ledger (entries and witness receipts) to one file')
-    .action(async (dir: string, file: string) => {
-      const [{ readLedgerDir }, { writeLedgerFile }] = await Promise.all([import('../../ledger/store.js'), import('../../ledger/file.js')]);
+    .option('--unverified', 'write a ledger that does not verify anyway (a rescue copy): the file keeps the stored head, so it fails verify as the directory does')
+    .description('verify the ledger, then write it (entries, witness receipts and the stored head) to one file; one that does not verify is refused')
+    .action(async (dir: string, file: string, opts: { unverified?: boolean }) => {
+      const [{ readLedgerDir }, { writeLedgerFile }, { assertVerified, verifyLedger }] = await Promise.all([import('../../ledger/store.js'), import('../../ledger/file.js'), import('../../ledger/verify.js')]);
       const raw = await readLedgerDir(dir);
+      // A directory that does not verify is refused as import refuses such a file (exit 3, the same codes): exported
+      // without a word, its stored head (the only proof of an acknowledged entry lost) was dropped from the file,
+      // which then verified and imported clean (QA witness pass, finding 1).
+      const rep = verifyLedger(raw);
+      if (!opts.unverified) assertVerified(rep, `refusing to export ${dir} (--unverified writes it anyway, with its stored head)`);
       writingTo(file, () => writeLedgerFile(file, raw));
       out(`exported ${raw.entries.length} entries and ${raw.receipts.length} receipts to ${file}`);
+      if (!rep.ok) {
+        const p = rep.problem!;
+        out(`warning: the ledger does not verify: ${p.index !== undefined ? `entry ${p.index}: ` : ''}${p.code}: ${p.message}`);
+        out(`warning: the file keeps the directory's stored head and receipts as they are: ledger verify ${file} reports the same problem, and ledger import refuses it${rep.replay.ok && p.code === 'LEDGER_HEAD_MISMATCH' ? ' unless --rebuild-head' : ''}`);
+      }
     });
 
   led
@@ -132,16 +143,22 @@ export function register(program: Command): void {
     .argument('<file>', 'exported ledger file')
     .argument('<dir>', 'a new or empty directory for the ledger')
     .option('--witness <did>', WITNESS_HELP, collectWitness, [])
+    .option('--rebuild-head', 'take a file whose stored head does not match its entries, or cannot be read, and write a head rebuilt from the entries (they and the receipts must verify)')
     .description('verify an exported ledger and write it into a new or empty directory (anything else is refused)')
-    .action(async (file: string, dir: string, opts: { witness: string[] }) => {
+    .action(async (file: string, dir: string, opts: { witness: string[]; rebuildHead?: boolean }) => {
       const [{ readLedgerFile }, { assertVerified, verifyLedger }, { assertImportTarget, writeLedgerDir }] = await Promise.all([import('../../ledger/file.js'), import('../../ledger/verify.js'), import('../../ledger/store.js')]);
       // a target in use is refused before the file is read and verified (which may take long), not after
       assertImportTarget(dir);
       const raw = readLedgerFile(file);
       // the file's own witness receipts (of the named witnesses, if any) must not contradict it (a rewritten or re-signed history)
-      assertVerified(verifyLedger(raw, verifyOptions(opts)), `refusing to import ${file}`);
-      const r = await writeLedgerDir(dir, raw);
+      const rep = verifyLedger(raw, verifyOptions(opts));
+      // --rebuild-head: only the stored head is set aside; the chain and the receipts are checked as always
+      const headOnly = opts.rebuildHead && !rep.ok && rep.replay.ok && rep.problem?.code === 'LEDGER_HEAD_MISMATCH';
+      const entries = { entries: raw.entries, receipts: raw.receipts };
+      assertVerified(headOnly ? verifyLedger(entries, verifyOptions(opts)) : rep, `refusing to import ${file}${rep.problem?.code === 'LEDGER_HEAD_MISMATCH' && !opts.rebuildHead && rep.replay.ok ? ' (--rebuild-head writes a head rebuilt from its entries)' : ''}`);
+      const r = await writeLedgerDir(dir, entries);
       out(`imported ${r.length} entries, head ${r.head}`);
+      if (headOnly) out(`the file's stored head was set aside (${rep.problem!.message}): the new directory's head is rebuilt from the entries`);
     });
 
   led
