@@ -586,8 +586,25 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
     } else if (!f.json) process.stdout.write(output.toString('utf8') + (output.at(-1) === 10 ? '' : '\n'));
     return;
   }
+  const lines = runFailureLines(result, { verdictSaid, limit });
+  // the final failure is an error message: stderr only, and once
+  throw new NegativeAnswer(
+    lines.filter((l) => !said.has(l)),
+    'stderr',
+  );
+}
+
+/**
+ * The final lines of a run that did not complete (`result`: the run's result on the wire), before those the events
+ * said already are left out. A steward's Deny or a claim still queued at its deadline is its own answer: said once,
+ * from the admission event when it came (`verdictSaid`), and never followed by the generic "the job failed: no
+ * attempt could be made before the deadline" (QA witness pass, finding 4: that line followed every Deny).
+ */
+export function runFailureLines(result: Record<string, unknown>, o: { verdictSaid: boolean; limit?: number }): string[] {
+  const status = result.status as string;
   const lines: string[] = [];
-  if ((status === 'denied' || status === 'queue-expired') && !verdictSaid) {
+  if (status === 'denied' || status === 'queue-expired') {
+    if (o.verdictSaid) return lines;
     const a = result.admission as { reason?: string; reasons?: string[] } | undefined;
     lines.push(`✘ ${status === 'denied' ? 'the steward denied the claim' : 'the claim was still queued at its deadline'}: ${a?.reason ?? '?'}${a?.reasons && a.reasons.length > 1 ? ` (${a.reasons.join(', ')})` : ''}`);
   } else if (status === 'no-eligible-provider' || status === 'no-offers') {
@@ -595,18 +612,14 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
     if (network) lines.push(`✘ ${network.message} [${network.code}]`);
     const decision = result.decision as { result: { explanation?: Parameters<typeof renderExplanation>[0] } } | undefined;
     if (status === 'no-offers' && !decision?.result.explanation) lines.push('✘ no provider answered: no offers arrived in the collection window');
-    if (decision?.result.explanation) renderExplanation(decision.result.explanation, short, (s) => lines.push(s), { limit });
+    if (decision?.result.explanation) renderExplanation(decision.result.explanation, short, (s) => lines.push(s), { limit: o.limit });
   } else if (status === 'unclaimed') {
     const err = result.error as { code: string; message: string } | undefined;
     lines.push(`✘ ${err?.message ?? 'no valid claim arrived before the deadline'} [${err?.code ?? 'ORDER_NOT_CLAIMED'}]`);
   } else {
     lines.push(`✘ the job failed: ${(result.attempts as Array<{ provider: string; outcome: string; detail?: string }>).map((a) => `${short(a.provider)} ${a.outcome}${a.detail ? ` (${a.detail})` : ''}`).join('; ') || 'no attempt could be made before the deadline'}`);
   }
-  // the final failure is an error message: stderr only, and once
-  throw new NegativeAnswer(
-    lines.filter((l) => !said.has(l)),
-    'stderr',
-  );
+  return lines;
 }
 
 /** The checks Buyer.check makes, for the overlay the run would use, without a node (Buyer.checkSpec). */
