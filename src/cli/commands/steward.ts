@@ -3,7 +3,7 @@ import { joulesText } from '../../util/joules.js';
 import type { Command } from 'commander';
 import { apiCall } from '../../node/api-client.js';
 import { codeOf } from '../../errors.js';
-import { out, outJson, UsageError, writeOutput } from '../context.js';
+import { out, outJson, requireDidArg, UsageError, writeOutput } from '../context.js';
 import { short } from '../short.js';
 import { globals } from './index.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
@@ -97,6 +97,9 @@ export function registerLedgerFetch(program: Command): void {
     .description('through the running node: fetch a steward’s ledger entries and the witness receipts this node heard (then: c0mpute ledger verify FILE)')
     .action(async (steward: string, file: string, o: { overlay?: string; maxMib?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
+      // a steward that is not a DID is a wrong command line (exit 2), LEDGER_BAD_STEWARD as `ledger verify --steward` and
+      // `witness evidence` say it: not the daemon's 400 DID_MALFORMED passed through (exit 3; QA witness pass, finding 7)
+      await requireDidArg(steward, 'steward', 'LEDGER_BAD_STEWARD');
       const { ledgerFetchBudgetMs, parseFetchMiB, LEDGER_FETCH_DEFAULT_MIB, LEDGER_FETCH_MAX_MIB } = await import('../../node/ledger-fetch.js');
       // a bad --max-mib is a wrong command line (exit 2), said before the daemon is asked (which refuses it too)
       if (codeOf(() => parseFetchMiB(o.maxMib)) !== undefined) {

@@ -61,8 +61,9 @@ export function register(program: Command): void {
     .option('--json', 'machine-readable output (the pairs and records, base64)')
     .description('the equivocation evidence this witness kept about a steward, as signed records')
     .action(async (steward: string, o: { out?: string; overlay?: string; json?: boolean }, cmd: Command) => {
-      // a wrong DID is a wrong command line (exit 2), as `reputation`'s: not the daemon's 400 passed through (exit 3)
-      await requireDidArg(steward, 'steward', 'DID_MALFORMED');
+      // a wrong DID is a wrong command line (exit 2), not the daemon's 400 passed through (exit 3); a steward's DID is
+      // LEDGER_BAD_STEWARD, as `ledger verify --steward` and `ledger fetch` say it
+      await requireDidArg(steward, 'steward', 'LEDGER_BAD_STEWARD');
       // the directory first: one that cannot be made is refused (OUTPUT_UNWRITABLE) before the daemon is asked
       if (o.out) outputDir(o.out);
       const c = requireDaemon(globals(cmd).dataDir);

@@ -3,7 +3,9 @@
  * - a role whose config section is missing (`--role provider`, no `provider` section) and an API port already taken
  *   were said only after the store opened and the network started (~7-8 s; a provider published its advert first):
  *   now before db/ is even made;
- * - `witness evidence nope` passed the daemon's 400 through (exit 3); a wrong DID is a wrong command line (exit 2).
+ * - `witness evidence nope` passed the daemon's 400 through (exit 3); a wrong DID is a wrong command line (exit 2). So
+ *   is `ledger fetch nope`'s (it was the daemon's DID_MALFORMED, exit 3): a steward's DID is LEDGER_BAD_STEWARD in all three
+ *   of ledger verify, ledger fetch and witness evidence (QA witness pass, finding 7).
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -40,12 +42,17 @@ describe('start refuses before the store opens or the network starts', () => {
 });
 
 describe('witness evidence checks its DID argument', () => {
-  it('`witness evidence nope` is DID_MALFORMED, exit 2, as `reputation nope` is (no daemon asked)', async () => {
+  it('`witness evidence nope` is LEDGER_BAD_STEWARD, exit 2, as `ledger fetch nope` and `ledger verify --steward nope` are; `reputation nope` DID_MALFORMED, exit 2 (no daemon asked)', async () => {
     const d = join(root, 'no-daemon');
-    for (const args of [['witness', 'evidence', 'nope'], ['reputation', 'nope']]) {
+    for (const [args, code] of [
+      [['witness', 'evidence', 'nope'], 'LEDGER_BAD_STEWARD'],
+      [['ledger', 'fetch', 'nope', join(root, 'x.ledger')], 'LEDGER_BAD_STEWARD'],
+      [['ledger', 'fetch', 'did:key:z6Mkbogus', join(root, 'x.ledger')], 'LEDGER_BAD_STEWARD'],
+      [['reputation', 'nope'], 'DID_MALFORMED'],
+    ] as const) {
       const r = await c0(d, ...args);
       assert.equal(r.code, 2, `${args.join(' ')}: ${r.out}`);
-      assert.match(r.out, /error DID_MALFORMED: /);
+      assert.match(r.out, new RegExp(`error ${code}: steward must be a did:key|error ${code}: did must be a did:key`));
     }
   });
 });

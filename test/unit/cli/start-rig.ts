@@ -21,7 +21,9 @@ export function startRig(prefix: string) {
   const bin = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
   const root = mkdtempSync(join(tmpdir(), prefix));
   after(() => rmSync(root, { recursive: true, force: true }));
-  const env = { ...process.env, C0MPUTE_PASSPHRASE: '', C0MPUTE_HOME: join(root, 'home') };
+  // without node:test's marker: the children are the CLI, not a test runner's
+  const { NODE_TEST_CONTEXT: _, ...parent } = process.env;
+  const env = { ...parent, C0MPUTE_PASSPHRASE: '', C0MPUTE_HOME: join(root, 'home') };
   const LOOPBACK = ['--listen', '/ip4/127.0.0.1/tcp/0', '--api', '127.0.0.1:0', '--bootstrap', '/ip4/127.0.0.1/tcp/1/p2p/12D3KooWHmrHaAecUJxqiAbQU8UPEazeWPrtDYnqZWBgf2ExqX3W', '--log-format', 'json'];
 
   const c0 = async (d: string, ...args: string[]) => {
