@@ -88,6 +88,16 @@ describe('c0mpute ledger', { concurrency: 4 }, () => {
     assert.equal((await c0('ledger', 'verify', imported)).code, 0);
   });
 
+  it('show --from past the end says there is nothing from there, with the length (exit 0), not an empty answer', async () => {
+    const s = await c0('ledger', 'show', dir, '--from', '99');
+    assert.equal(s.code, 0, s.stderr);
+    assert.equal(s.stdout, 'no entries from 99 (length 3: seq 0 to 2)\n');
+    const j = await c0('ledger', 'show', dir, '--from', '3', '--json');
+    assert.equal(j.code, 0, j.stderr);
+    assert.deepEqual((JSON.parse(j.stdout) as { length: number; entries: unknown[] }).entries, []);
+    assert.equal((JSON.parse(j.stdout) as { length: number }).length, 3);
+  });
+
   it('verify reports a witnessed ledger by whom and up to which length', async () => {
     const wdir = join(t.dir, 'witnessed');
     const l = await Ledger.open(wdir, { signer: steward });

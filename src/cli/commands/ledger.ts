@@ -187,9 +187,11 @@ export function register(program: Command): void {
       // a ledger that does not verify is still shown (to find the bad entry), but the answer is negative: exit 1
       if (!rep.ok) process.exitCode = 1;
       if (opts.json) {
-        outJson({ ok: rep.ok, problem: rep.problem ?? null, entries: rows });
+        outJson({ ok: rep.ok, problem: rep.problem ?? null, length: raw.entries.length, entries: rows });
         return;
       }
+      // nothing to list is said, not left as an empty answer that reads like a ledger with no entries (QA witness pass, finding 10)
+      if (!rows.length) out(`no entries from ${from} (length ${raw.entries.length}${raw.entries.length ? `: seq 0 to ${raw.entries.length - 1}` : ''})`);
       for (const row of rows) {
         if ('error' in row) out(`#${row.seq} (refused) ${row.error}`);
         else out(`#${row.seq} ${when(row.entry.at)} ${describe(row.entry)} ${row.address}`);
