@@ -152,7 +152,9 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
         const [{ encodeLedgerFile }, { parseFetchMiB }] = await Promise.all([import('../ledger/file.js'), import('./ledger-fetch.js')]);
         const steward = requireDid(params.steward!, 'steward');
         const mib = parseFetchMiB(query.get('maxMiB'));
-        const raw = await ov(d, query).fetchLedger(steward, mib === undefined ? {} : { maxBytes: mib * 1024 * 1024 });
+        const o = ov(d, query);
+        const otherOverlays = [...d.overlays.keys()].filter((n) => n !== o.name);
+        const raw = await o.fetchLedger(steward, { ...(mib === undefined ? {} : { maxBytes: mib * 1024 * 1024 }), otherOverlays });
         return { entries: raw.entries.length, receipts: raw.receipts.length, file: Buffer.from(encodeLedgerFile(raw)).toString('base64') };
       },
     },

@@ -52,6 +52,11 @@ export interface LedgerFetchOptions {
   budgetMs?: number;
   /** This node's own ledger, when `steward` is this node and steward of the overlay asked: read here, not dialled. */
   own?: OwnLedger;
+  /**
+   * The other overlays this node is on: an unreachable steward's error suggests asking on one of them (`--overlay`)
+   * only when there is one (a node on a single overlay has nowhere else to ask).
+   */
+  otherOverlays?: readonly string[];
 }
 
 /** The part of a steward's Ledger (src/ledger/store.ts) the fetch reads. */
@@ -94,7 +99,7 @@ export async function fetchLedgerEntries(net: LedgerFetchNet, steward: string, o
   if (!own && net.did !== undefined && steward === net.did) {
     throw new C0Error(LEDGER_FETCH_ERR.SELF, `${steward} is this node, which is not the steward of ${where}: ask on the overlay it stewards (--overlay NAME; \`c0mpute overlay list\`)`, { field: 'steward', detail: { overlay: net.overlay } });
   }
-  if (!own) await reach(net, steward);
+  if (!own) await reach(net, steward, opts.otherOverlays);
   for (;;) {
     const from = entries.length;
     // no range may bring more than what is left of the bound (plus framing)
@@ -109,7 +114,7 @@ export async function fetchLedgerEntries(net: LedgerFetchNet, steward: string, o
     } catch (e) {
       if (budget.aborted) throw timedOut();
       if (e instanceof C0Error && e.code === NET_ERR.RESPONSE_TOO_LARGE && cap < protocolCap) throw tooLarge();
-      if (e instanceof C0Error && e.code === NET_ERR.DIAL && from === 0) throw unreachable(steward, net.overlay, `the dial failed: ${e.message}`);
+      if (e instanceof C0Error && e.code === NET_ERR.DIAL && from === 0) throw unreachable(steward, net.overlay, `the dial failed: ${e.message}`, opts.otherOverlays);
       throw e;
     }
     if (frames.length > MAX_LEDGER_RANGE) throw broken(from + MAX_LEDGER_RANGE, `more than ${MAX_LEDGER_RANGE} entries in one range`);
@@ -137,9 +142,11 @@ export async function fetchLedgerEntries(net: LedgerFetchNet, steward: string, o
   }
 }
 
-function unreachable(steward: string, overlay: string | undefined, why: string): C0Error {
+function unreachable(steward: string, overlay: string | undefined, why: string, others: readonly string[] = []): C0Error {
   const where = overlay === undefined ? 'this overlay' : `overlay ${overlay}`;
-  return new C0Error(LEDGER_FETCH_ERR.UNREACHABLE, `cannot reach steward ${steward} on ${where} (${why}): if it stewards another overlay this node is on, ask there with --overlay NAME (\`c0mpute overlay list\`)`, {
+  // the other overlays, when there are any: on a node of one overlay the hint named a choice it does not have (QA witness pass, finding 10)
+  const elsewhere = others.length ? `: if it stewards another overlay this node is on (${others.slice(0, 8).join(', ')}${others.length > 8 ? ', …' : ''}), ask there with --overlay NAME` : '';
+  return new C0Error(LEDGER_FETCH_ERR.UNREACHABLE, `cannot reach steward ${steward} on ${where} (${why})${elsewhere}`, {
     field: 'steward',
     detail: { overlay },
   });
@@ -150,13 +157,13 @@ function unreachable(steward: string, overlay: string | undefined, why: string):
  * STEWARD_REACH_MS, before any range is asked: a steward not on this overlay is said to be so at once, not by a
  * range's deadline 60 s on (NET_DEADLINE). A network without `findPeer`/`dial` (a test's fake) skips this.
  */
-async function reach(net: LedgerFetchNet, steward: string): Promise<void> {
+async function reach(net: LedgerFetchNet, steward: string, others?: readonly string[]): Promise<void> {
   if (net.findPeer) {
     try {
       await net.findPeer(steward, { timeoutMs: STEWARD_REACH_MS });
     } catch (e) {
       if (!(e instanceof C0Error)) throw e;
-      throw unreachable(steward, net.overlay, `no address for it known or found: ${e.message}`);
+      throw unreachable(steward, net.overlay, `no address for it known or found: ${e.message}`, others);
     }
   }
   if (net.dial) {
@@ -164,7 +171,7 @@ async function reach(net: LedgerFetchNet, steward: string): Promise<void> {
       await net.dial(steward, { timeoutMs: STEWARD_REACH_MS });
     } catch (e) {
       if (!(e instanceof C0Error)) throw e;
-      throw unreachable(steward, net.overlay, `the dial failed: ${e.message}`);
+      throw unreachable(steward, net.overlay, `the dial failed: ${e.message}`, others);
     }
   }
 }

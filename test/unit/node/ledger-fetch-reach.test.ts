@@ -2,7 +2,8 @@
  * `ledger fetch` of this node's own ledger and of a steward this overlay cannot reach (src/node/ledger-fetch.ts):
  * a running steward's own ledger is read from its store with no dial (before: NET_DIAL_FAILED "Can not dial self");
  * this node asked on an overlay it does not steward is LEDGER_FETCH_SELF; a steward with no address found, or whose
- * dial fails, is LEDGER_STEWARD_UNREACHABLE naming the overlay searched and --overlay, before any range is asked
+ * dial fails, is LEDGER_STEWARD_UNREACHABLE naming the overlay searched (and --overlay with the node's other overlays, when it
+ * is on more than one), before any range is asked
  * (before: a range's 60 s deadline, then NET_DEADLINE "stream passed its deadline").
  */
 import { describe, it } from 'node:test';
@@ -69,14 +70,20 @@ describe('ledger fetch: this node’s own ledger, and a steward out of reach', (
     assert.deepEqual(net.calls, []);
   });
 
-  it('no address for the steward on this overlay: LEDGER_STEWARD_UNREACHABLE at once, naming the overlay searched and --overlay', async () => {
+  it('no address for the steward on this overlay: LEDGER_STEWARD_UNREACHABLE at once, naming the overlay searched, and --overlay with the other overlays when the node is on more than one', async () => {
     const net = network({ did: S, findPeer: async () => Promise.reject(new C0Error('NET_PEER_NOT_FOUND', `no addresses found for ${OTHER}`)) });
-    const e = await refusal(fetchLedgerEntries(net, OTHER));
+    const e = await refusal(fetchLedgerEntries(net, OTHER, { otherOverlays: ['acme', 'lab'] }));
     assert.equal(e.code, 'LEDGER_STEWARD_UNREACHABLE');
     assert.equal(e.field, 'steward');
     assert.match(e.message, /on overlay public \(no address for it known or found/);
-    assert.match(e.message, /--overlay NAME/);
+    assert.match(e.message, /another overlay this node is on \(acme, lab\), ask there with --overlay NAME/);
     assert.deepEqual(net.calls, [`findPeer ${OTHER}`], 'no range was asked');
+    // a node on one overlay has nowhere else to ask: no hint that it does (QA witness pass, finding 10)
+    for (const opts of [{}, { otherOverlays: [] }]) {
+      const one = await refusal(fetchLedgerEntries(network({ did: S, findPeer: async () => Promise.reject(new C0Error('NET_PEER_NOT_FOUND', 'none')) }), OTHER, opts));
+      assert.equal(one.code, 'LEDGER_STEWARD_UNREACHABLE');
+      assert.doesNotMatch(one.message, /--overlay|another overlay/);
+    }
   });
 
   it('an address known but the dial failing: LEDGER_STEWARD_UNREACHABLE saying so; a network without a reach check maps the first range’s dial failure the same way', async () => {
