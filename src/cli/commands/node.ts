@@ -113,6 +113,15 @@ export function register(program: Command): void {
           out(`${label} (not read: ${(e as Error).message})`);
         }
       }
+      // a steward: its ledger in one line per overlay it stewards, as the witness's (QA witness pass, finding 10)
+      for (const w of roleOverlays(s, 'steward')) {
+        const label = (w.overlay === undefined ? 'steward' : `steward ${w.overlay}`).padEnd(15);
+        try {
+          out(`${label} ${stewardSummary((await apiCall(c.api, c.token, 'GET', `/v1/steward${q(w.overlay)}`)) as StewardView)}`);
+        } catch (e) {
+          out(`${label} (not read: ${(e as Error).message})`);
+        }
+      }
     });
 
   program
@@ -401,7 +410,12 @@ type WitnessView = { stewards: Record<string, { held: { length: number }; eviden
  * and GET /v1/witness asked without ?overlay) when its roles have it, then each other overlay that has it, by name.
  */
 export function witnessOverlays(s: { roles?: unknown; overlays?: unknown }): Array<{ overlay?: string }> {
-  const has = (roles: unknown) => Array.isArray(roles) && roles.includes('witness');
+  return roleOverlays(s, 'witness');
+}
+
+/** The overlays of GET /v1/status that run `role` (as witnessOverlays). */
+export function roleOverlays(s: { roles?: unknown; overlays?: unknown }, role: string): Array<{ overlay?: string }> {
+  const has = (roles: unknown) => Array.isArray(roles) && roles.includes(role);
   const others = s.overlays && typeof s.overlays === 'object' ? Object.entries(s.overlays as Record<string, { roles?: unknown } | undefined>) : [];
   return [...(has(s.roles) ? [{}] : []), ...others.filter(([, o]) => has(o?.roles)).map(([overlay]) => ({ overlay }))];
 }
@@ -415,4 +429,30 @@ export function witnessSummary(w: WitnessView): string {
   const rolledBack = all.filter((s) => s.rolledBack).length;
   const flags = [evidence ? `⚠ evidence ${evidence} pair${evidence === 1 ? '' : 's'} kept` : 'evidence 0', ...(rolledBack ? [`⚠ ${rolledBack} steward${rolledBack === 1 ? '' : 's'} rolled back [WITNESS_LEDGER_ROLLED_BACK]`] : [])];
   return `${held.length} steward${held.length === 1 ? '' : 's'} held${held.length ? ` (longest length ${longest})` : ''}, ${flags.join(', ')} (c0mpute witness status)`;
+}
+
+type StewardView = {
+  ledger: { length: number };
+  queued?: unknown[];
+  attestation?: { grade: string; witnesses: Array<{ witness: string; length: number }>; witnessedLength: number };
+  contradictingWitnesses?: Array<{ code: string }>;
+  evidence?: { pairs: number };
+};
+
+/**
+ * `c0mpute status`'s steward line: the ledger's length, how far it is witnessed (and by how many witnesses), the
+ * claims queued, and what to look at: witnesses whose receipts contradict it, equivocation evidence against it.
+ */
+export function stewardSummary(v: StewardView): string {
+  const a = v.attestation;
+  const length = v.ledger.length;
+  const witnessed = !a || a.grade !== 'witnessed' ? 'self-attested' : `witnessed to length ${a.witnessedLength} by ${a.witnesses.length} witness${a.witnesses.length === 1 ? '' : 'es'}${a.witnessedLength < length ? ` (the last ${length - a.witnessedLength} self-attested)` : ''}`;
+  const queued = v.queued?.length ?? 0;
+  const contra = v.contradictingWitnesses ?? [];
+  const codes = [...new Set(contra.map((c) => c.code))].sort();
+  const flags = [
+    ...(contra.length ? [`⚠ ${contra.length} witness${contra.length === 1 ? '' : 'es'} contradict${contra.length === 1 ? 's' : ''} it [${codes.join(', ')}]`] : []),
+    ...(v.evidence ? [`⚠ equivocation evidence ${v.evidence.pairs} pair${v.evidence.pairs === 1 ? '' : 's'}`] : []),
+  ];
+  return `ledger length ${length}, ${witnessed}, ${queued} queued${flags.length ? `, ${flags.join(', ')}` : ''} (c0mpute steward status)`;
 }

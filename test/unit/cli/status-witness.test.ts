@@ -1,7 +1,11 @@
-/** `c0mpute status` on a witness: one line of what it holds per overlay it witnesses on (src/cli/commands/node.ts witnessSummary, witnessOverlays). */
+/**
+ * `c0mpute status` on a witness: one line of what it holds per overlay it witnesses on (src/cli/commands/node.ts
+ * witnessSummary, witnessOverlays); on a steward, one line of its ledger per overlay it stewards (stewardSummary,
+ * roleOverlays: before, the steward's status said nothing of its ledger, QA witness pass, finding 10).
+ */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { witnessOverlays, witnessSummary } from '../../../src/cli/commands/node.js';
+import { roleOverlays, stewardSummary, witnessOverlays, witnessSummary } from '../../../src/cli/commands/node.js';
 
 test('the witness line: stewards held, the longest length, evidence pairs and rolled-back stewards flagged', () => {
   assert.equal(witnessSummary({ stewards: {} }), '0 stewards held, evidence 0 (c0mpute witness status)');
@@ -17,4 +21,22 @@ test('a witness line for each overlay with the witness role, the primary’s and
   assert.deepEqual(witnessOverlays({ roles: ['buyer'], overlays: { lab: { roles: ['witness'] }, other: { roles: ['provider'] } } }), [{ overlay: 'lab' }]);
   assert.deepEqual(witnessOverlays({ roles: ['witness'], overlays: { lab: { roles: ['steward', 'witness'] } } }), [{}, { overlay: 'lab' }]);
   assert.deepEqual(witnessOverlays({ roles: ['buyer'] }), []);
+});
+
+test('the steward line: ledger length, how far it is witnessed and by how many, claims queued, and what contradicts it', () => {
+  assert.equal(stewardSummary({ ledger: { length: 0 }, queued: [], attestation: { grade: 'self-attested', witnesses: [], witnessedLength: 0 } }), 'ledger length 0, self-attested, 0 queued (c0mpute steward status)');
+  assert.equal(
+    stewardSummary({ ledger: { length: 26 }, queued: [{}], attestation: { grade: 'witnessed', witnesses: [{ witness: 'a', length: 20 }, { witness: 'b', length: 18 }], witnessedLength: 20 } }),
+    'ledger length 26, witnessed to length 20 by 2 witnesses (the last 6 self-attested), 1 queued (c0mpute steward status)',
+  );
+  assert.equal(
+    stewardSummary({ ledger: { length: 20 }, attestation: { grade: 'witnessed', witnesses: [{ witness: 'a', length: 20 }], witnessedLength: 20 }, contradictingWitnesses: [{ code: 'WITNESS_LENGTH_BEYOND' }, { code: 'WITNESS_HEAD_MISMATCH' }], evidence: { pairs: 1 } }),
+    'ledger length 20, witnessed to length 20 by 1 witness, 0 queued, ⚠ 2 witnesses contradict it [WITNESS_HEAD_MISMATCH, WITNESS_LENGTH_BEYOND], ⚠ equivocation evidence 1 pair (c0mpute steward status)',
+  );
+});
+
+test('a steward line for each overlay with the steward role', () => {
+  assert.deepEqual(roleOverlays({ roles: ['steward'] }, 'steward'), [{}]);
+  assert.deepEqual(roleOverlays({ roles: ['buyer'], overlays: { acme: { roles: ['steward', 'witness'] } } }, 'steward'), [{ overlay: 'acme' }]);
+  assert.deepEqual(roleOverlays({ roles: ['witness'] }, 'steward'), []);
 });
