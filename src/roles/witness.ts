@@ -271,8 +271,9 @@ export class WitnessRole {
   /**
    * Per steward held: the last sign that its ledger is shorter than the head this witness cosigned (a data directory
    * restored from an old copy, or truncated): the held length, the length of the shorter head heard (`heard`) and the
-   * length the steward said it serves (`served`) when known. Cleared when it serves the held head again or a cosign
-   * succeeds. GET /v1/witness shows it (`rolledBack`); not kept across a restart (the start catch-up finds it again).
+   * length the steward said it serves (`served`) when known. Cleared when it serves an entry at the held head's seq
+   * (the held head, or a fork: #notShorter) or a cosign succeeds. GET /v1/witness shows it (`rolledBack`); not kept
+   * across a restart (the start catch-up finds it again).
    */
   #rolledBack = new Map<string, { held: number; heard?: number; served?: number; head?: string; at: number }>();
   /**
@@ -639,6 +640,8 @@ export class WitnessRole {
       await this.#publish(steward, shown, refused);
       return false;
     }
+    // served from the held head's seq on: the steward's ledger is not shorter than the held head (any more)
+    if (entries.length > 0) this.#notShorter(steward);
     if (entries.length === 0) {
       const shown = await this.witness.observeHead(steward, entry.bytes);
       if (shown) await this.#publish(steward, shown, refused);
@@ -777,6 +780,7 @@ export class WitnessRole {
       return false;
     }
     this.#startPending.delete(steward);
+    if (entries.length > 0) this.#notShorter(steward);
     if (entries.length === 0) {
       // nothing at the held head's seq: the steward's ledger stops short of the head it signed and this witness holds
       if (held.length > 0) await this.#rolledBackTo(steward, held, { served: from });
@@ -923,8 +927,8 @@ export class WitnessRole {
     } catch {
       // not an entry: observeHead ignores it below
     }
+    this.#notShorter(steward);
     if (address === held.head) {
-      this.#rolledBack.delete(steward);
       this.o.log.debug({ steward, heard: heard?.length, held: held.length }, heard ? 'an old head heard late: the steward still serves the held head' : 'a held steward checked: it still serves the held head');
       return;
     }
@@ -974,6 +978,20 @@ export class WitnessRole {
     const held = await this.witness.held(steward);
     if (held.length === 0) return undefined;
     return seal(WITNESS_TYPE, { steward, length: held.length, head: held.head, witnessedAt: this.o.clock() } satisfies WitnessReceipt as never, this.identity.signer) as Opened<WitnessReceipt>;
+  }
+
+  /**
+   * The steward served an entry at the held head's seq: its ledger is at least as long as the head held, so the mark
+   * that it is shorter (#rolledBack) no longer holds and goes, with its receipt resends. Left, it went stale: a
+   * restored ledger grown past the held length still read "shorter than the length 24 held (it serves 20 entries)"
+   * while it served 26 (QA witness pass, finding 8). What it is now, a fork, is refused and kept as evidence (`last`,
+   * `evidence`); the same entry as the held head is no fault at all.
+   */
+  #notShorter(steward: string): void {
+    if (!this.#rolledBack.delete(steward)) return;
+    this.#rollbackResends.get(steward)?.clear();
+    this.#rollbackResends.delete(steward);
+    this.o.log.info({ steward }, 'the steward serves the held head’s seq again: its ledger is no longer shorter than the head this witness holds');
   }
 
   /** Show WITNESS_LEDGER_ROLLED_BACK as the steward's last refusal (with the head heard, if any). */

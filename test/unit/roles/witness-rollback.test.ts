@@ -131,6 +131,30 @@ describe('a steward whose ledger went back (restored from an old copy)', () => {
     });
   });
 
+  it('the mark goes once the restored ledger grows past the held length: what is left is a fork (WITNESS_EQUIVOCATION), not a shorter ledger with a stale length', async () => {
+    const s = steward(10);
+    const chains = new Map([[s.did, s.chain]]);
+    await rig(chains, async ({ net, start }) => {
+      const role = await start({ startCatchUpMs: [] });
+      net.onHead(head(s.chain[9]!));
+      await role.settled();
+      const restored = s.rolledBack(6, 2);
+      chains.set(s.did, restored);
+      net.onHead(head(restored[7]!));
+      await role.settled();
+      assert.equal((await shown(role, s.did)).rolledBack?.served, 8);
+      // it appends on: 12 entries, past the 10 held, forking at seq 6
+      const grown = s.rolledBack(6, 6);
+      chains.set(s.did, grown);
+      net.onHead(head(grown[11]!));
+      await role.settled();
+      const st = await shown(role, s.did);
+      assert.equal(st.last?.refused, 'WITNESS_EQUIVOCATION');
+      assert.equal(st.rolledBack, undefined, 'no "shorter than the length 10 held (it serves 8)" left behind');
+      assert.equal(st.held.length, 10);
+    });
+  });
+
   it('a shorter head that is the very entry cosigned on the way (restored, nothing appended; the head relayed to it late) is found too', async () => {
     const s = steward(10);
     const chains = new Map([[s.did, s.chain]]);
