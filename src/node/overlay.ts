@@ -21,7 +21,7 @@ import { Slots } from '../util/serial.js';
 import { STEWARD_ASKS } from '../roles/admission-client.js';
 import { createNetwork, type Network } from '../net/node.js';
 import type { TopicKind } from '../net/topics.js';
-import { evidenceHook, notFromTheFuture, openHeld, poolHeadHook, recordHooks, witnessHook } from './record-hooks.js';
+import { evidenceHook, ForeignHeads, notFromTheFuture, openHeld, poolHeadHook, recordHooks, witnessHook } from './record-hooks.js';
 import { directReceiptLog, receiptHook, type OwnReceiptLookups } from './late-receipts.js';
 import { buyerVerdict } from '../reputation/derive.js';
 import { MemoryRecordCache, RECORD_CACHE_DEFAULTS } from '../net/record-cache.js';
@@ -167,6 +167,8 @@ export class OverlayNode {
   readonly #jobs: Counter<'role' | 'outcome'>;
   readonly #latency: Histogram<'outcome'>;
   #probe: Promise<ProbeService> | undefined;
+  /** Heads dropped as HEAD_FOREIGN_STEWARD since start (the witness's status shows them: foreignHeads below). */
+  readonly #foreignHeads = new ForeignHeads(() => this.clock());
   /** A pool member's trail and run log left by an earlier run, when no pool member runs now: pruned with the history. */
   #poolHistory: ReadonlyArray<{ pruneHistory(before: number, max?: number, after?: string): Promise<HistoryPruned> }> = [];
 
@@ -186,6 +188,11 @@ export class OverlayNode {
   }
   get roles(): Role[] {
     return this.d.roles;
+  }
+
+  /** Heads on pool-head signed by another key than network.steward, dropped since start: how many, the last signer and when (WitnessPorts.foreignHeads). */
+  foreignHeads(): { dropped: number; last: { signer: string; at: number } } | undefined {
+    return this.#foreignHeads.view();
   }
 
   static async start(d: OverlayDeps): Promise<OverlayNode> {
@@ -291,7 +298,7 @@ export class OverlayNode {
     const hears = hearsOutcomes(this.d.config, nc, this.roles);
     const witnesses = witnessHook({ ...(nc.witnesses ? { witnesses: nc.witnesses } : {}), ...(nc.steward ? { steward: nc.steward } : {}) });
     const evidence = evidenceHook(nc.steward ? { steward: nc.steward } : {});
-    const heads = poolHeadHook(nc.steward ? { steward: nc.steward } : {});
+    const heads = poolHeadHook(nc.steward ? { steward: nc.steward } : {}, (signer) => this.#foreignHeads.note(signer));
     const base = recordHooks({
       advert: (a) => this.market.adverts.get(a) ?? openHeld(cache.get(a), T.advert),
       offer: (a) => this.market.book.get(a) ?? openHeld(cache.get(a), T.offer),

@@ -241,9 +241,33 @@ export function evidenceHook(o: { steward?: string }): SemanticHook | undefined 
  * key is ignored, as a receipt or evidence about another steward is: not relayed, not delivered, no penalty (the sender
  * may only be relaying). Undefined when the overlay names no steward: heads of any key pass (a witness bounds them).
  */
-export function poolHeadHook(o: { steward?: string }): SemanticHook | undefined {
+export function poolHeadHook(o: { steward?: string }, foreign?: (signer: string) => void): SemanticHook | undefined {
   if (o.steward === undefined) return undefined;
   return (rec) => {
-    if (rec.signer !== o.steward) throw ignoreError(HOOK_ERR.HEAD_FOREIGN_STEWARD, `the head is signed by ${rec.signer}, not by this overlay's steward (network.steward)`, 'signer');
+    if (rec.signer === o.steward) return;
+    // counted (the signature checked already): a witness whose network.steward names the wrong key says so (ForeignHeads)
+    foreign?.(rec.signer);
+    throw ignoreError(HOOK_ERR.HEAD_FOREIGN_STEWARD, `the head is signed by ${rec.signer}, not by this overlay's steward (network.steward)`, 'signer');
   };
+}
+
+/**
+ * Heads on pool-head dropped since start because another key than network.steward signed them (HEAD_FOREIGN_STEWARD):
+ * how many, and the last signer and when. On a witness whose network.steward names the wrong key, the real steward's
+ * heads are all dropped here, silently but for a metric; its `witness status` shows this (QA witness pass, finding 3).
+ * Any key can sign a head, so it is a count and one signer, not a list.
+ */
+export class ForeignHeads {
+  dropped = 0;
+  last: { signer: string; at: number } | undefined;
+  constructor(private readonly clock: () => number) {}
+
+  note(signer: string): void {
+    this.dropped++;
+    this.last = { signer, at: this.clock() };
+  }
+
+  view(): { dropped: number; last: { signer: string; at: number } } | undefined {
+    return this.last ? { dropped: this.dropped, last: { ...this.last } } : undefined;
+  }
 }

@@ -98,6 +98,12 @@ export const MAX_CATCHUP_BYTES = 64 * 1024 * 1024;
 export const WITNESS_TOO_LARGE = 'WITNESS_TOO_LARGE';
 /** The steward's ledger is shorter than the head this witness holds for it (restored from an old copy): see #shorterHead. */
 export const WITNESS_LEDGER_ROLLED_BACK = 'WITNESS_LEDGER_ROLLED_BACK';
+/**
+ * The key asked for its ledger answers, but serves no `/c0mpute/ledger/1` (libp2p's protocol selection failed): it is
+ * not a steward, or not one now (its steward role taken off). A listed one is a wrong network.steward or
+ * witness.stewards: shown as its last refusal, warned once at start (QA witness pass, finding 3).
+ */
+export const WITNESS_NOT_A_STEWARD = 'WITNESS_NOT_A_STEWARD';
 /** What the steward answers to a range from past its ledger's length (src/roles/steward-handlers.ts). */
 const LEDGER_RANGE_INVALID = 'LEDGER_RANGE_INVALID';
 /**
@@ -223,6 +229,12 @@ export interface WitnessPorts {
   readonly net: Pick<Network, 'subscribe' | 'publish' | 'request'> & Partial<Pick<Network, 'libp2p'>>;
   /** Uniform in [0, 1): which waiting head of a key neither held nor named goes next (default Math.random; tests seed it). */
   readonly random?: () => number;
+  /**
+   * Heads on pool-head this node dropped since start as signed by another key than network.steward
+   * (HEAD_FOREIGN_STEWARD, src/node/record-hooks.ts ForeignHeads): shown by status(), since a wrong network.steward
+   * drops every head of the real steward before the witness hears it. Absent: not counted.
+   */
+  readonly foreignHeads?: () => { dropped: number; last: { signer: string; at: number } } | undefined;
 }
 
 export class WitnessRole {
@@ -235,6 +247,9 @@ export class WitnessRole {
   /** The stewards asked at start that have not answered yet, and the timers that ask them. */
   #startPending = new Set<string>();
   #startTimers: LongTimer[] = [];
+  /** How many of the start catch-up's rounds (START_CATCHUP_MS) have been asked; the stewards warned of as never reached. */
+  #startRounds = 0;
+  #startWarned = new Set<string>();
   /** The stewards this witness holds a head for (cosigned at least once). */
   #held = new Set<string>();
   #full = false;
@@ -414,9 +429,50 @@ export class WitnessRole {
     for (const s of [...this.#held, ...(this.cfg.stewards ?? [])]) if (s !== this.identity.did) this.#startPending.add(s);
     if (!this.#startPending.size) return;
     const ask = () => {
+      this.#startRounds++;
       for (const s of this.#startPending) this.#schedule(s, undefined);
     };
     for (const ms of this.cfg.startCatchUpMs ?? START_CATCHUP_MS) this.#startTimers.push(setLongTimeout(ask, ms).unref());
+  }
+
+  /**
+   * A start catch-up of `steward` failed on the network (`e`, NET_*): shown at once as its last refusal (`code`:
+   * NET_DIAL_FAILED, NET_DEADLINE, …, or WITNESS_NOT_A_STEWARD), so `witness status` says it is not reached; once the
+   * last round has been asked and it still has not answered, one warning (per steward, per start). Before (QA witness
+   * pass, finding 3) every round's failure was logged at debug and nothing was shown: a witness with the wrong swarm key
+   * or network.steward looked like one with nothing new to cosign.
+   */
+  #startUnreached(steward: string, code: string, e: Error): void {
+    this.#last.set(steward, { refused: code, at: this.o.clock() });
+    const rounds = (this.cfg.startCatchUpMs ?? START_CATCHUP_MS).length;
+    if (this.#startRounds < rounds || !this.#startPending.has(steward) || this.#startWarned.has(steward)) {
+      this.o.log.debug({ steward, code, err: e.message }, 'start catch-up: the steward was not reached (asked again later)');
+      return;
+    }
+    this.#startWarned.add(steward);
+    this.o.log.warn(
+      { steward, code, err: e.message, attempts: rounds },
+      code === WITNESS_NOT_A_STEWARD
+        ? 'the steward named answers but serves no ledger (/c0mpute/ledger/1): it is not a steward, so nothing is witnessed for it (check network.steward and witness.stewards)'
+        : 'the steward was not reached by any of the start catch-up’s attempts: nothing of its ledger is witnessed until it is (is it running? check network.steward, the overlay’s swarm key and bootstrap); it is fetched again when one of its heads is heard',
+    );
+  }
+
+  /** The code a failed fetch is shown with: the network's, or WITNESS_NOT_A_STEWARD when the key serves no ledger protocol. */
+  #failureCode(e: unknown): string {
+    const c = e as C0Error;
+    if (c?.code === 'NET_DIAL_FAILED' && (c.detail as { name?: unknown } | undefined)?.name === 'UnsupportedProtocolError') return WITNESS_NOT_A_STEWARD;
+    return String(c?.code ?? 'NET_ERROR');
+  }
+
+  /**
+   * `steward` answered a ledger/1 request: a refusal shown because it was not reached (a network code, or
+   * WITNESS_NOT_A_STEWARD) no longer holds. A start catch-up that failed at 2 s (the network still starting) and was
+   * answered at 5 s with nothing new must not read "last refused NET_DIAL_FAILED".
+   */
+  #reached(steward: string): void {
+    const last = this.#last.get(steward);
+    if (last && 'refused' in last && (last.refused.startsWith('NET_') || last.refused === WITNESS_NOT_A_STEWARD)) this.#last.delete(steward);
   }
 
   get #random(): () => number {
@@ -544,8 +600,8 @@ export class WitnessRole {
         }).catch((e) => {
           if (this.#stopped) return; // the fetch was aborted by stop
           const code = String((e as C0Error).code ?? 'ERROR');
-          // at start the steward may not be reachable yet (it is asked again): only that is quiet
-          if (!h && code.startsWith('NET_')) return this.o.log.debug({ steward, err: (e as Error).message }, 'start catch-up: the steward was not reached (asked again later)');
+          // at start the steward may not be reachable yet (it is asked again): shown, and warned of once the last round failed
+          if (!h && code.startsWith('NET_')) return this.#startUnreached(steward, this.#failureCode(e), e as Error);
           // rate-limited: a steward down, or any number of throwaway keys, cannot fill the log
           const stranger = !this.#known(steward);
           this.#failLog.warn(stranger ? STRANGERS : steward, code, 'witness catch-up failed', { steward, err: (e as Error).message });
@@ -634,12 +690,13 @@ export class WitnessRole {
       const shown = await this.witness.observeHead(steward, entry.bytes);
       if (!shown) {
         // not reached, or no answer in time: this head is held back a while (the backoff), and the failure shown
-        this.#unreached(steward, String((e as C0Error).code ?? 'NET_ERROR'), refused);
+        this.#unreached(steward, this.#failureCode(e), refused);
         throw e;
       }
       await this.#publish(steward, shown, refused);
       return false;
     }
+    this.#reached(steward);
     // served from the held head's seq on: the steward's ledger is not shorter than the held head (any more)
     if (entries.length > 0) this.#notShorter(steward);
     if (entries.length === 0) {
@@ -776,10 +833,12 @@ export class WitnessRole {
       // asked from the held head's entry, the steward answers that its ledger is shorter: it went back
       if (held.length === 0 || (e as C0Error).code !== LEDGER_RANGE_INVALID || this.#stopped) throw e;
       this.#startPending.delete(steward);
+      this.#reached(steward);
       await this.#rolledBackTo(steward, held, { served: servedLength(e) });
       return false;
     }
     this.#startPending.delete(steward);
+    this.#reached(steward);
     if (entries.length > 0) this.#notShorter(steward);
     if (entries.length === 0) {
       // nothing at the held head's seq: the steward's ledger stops short of the head it signed and this witness holds
@@ -919,6 +978,7 @@ export class WitnessRole {
       this.o.log.debug({ steward, heard: heard?.length, held: held.length, err: (e as Error).message }, 'the held head’s entry asked for: the steward was not reached to check it');
       return;
     }
+    this.#reached(steward);
     const [served] = entries;
     if (!served) return this.#rolledBackTo(steward, held, { served: held.length - 1, ...seen });
     let address: string | undefined;
@@ -1064,7 +1124,9 @@ export class WitnessRole {
         ...(this.#rolledBack.has(steward) ? { rolledBack: this.#rolledBack.get(steward) } : {}),
       };
     }
-    return { witness: this.identity.did, overlay: this.o.name, stewards: out, ...(this.cfg.stewards ? {} : { strangers: this.strangers() }) };
+    // heads of another key than network.steward dropped before the witness heard them: a wrong network.steward's sign
+    const foreign = this.o.foreignHeads?.();
+    return { witness: this.identity.did, overlay: this.o.name, stewards: out, ...(this.cfg.stewards ? {} : { strangers: this.strangers() }), ...(foreign ? { foreignHeads: foreign } : {}) };
   }
 
   /**

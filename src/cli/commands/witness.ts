@@ -17,6 +17,7 @@ interface WitnessStatus {
   stewards: Record<string, { held: { length: number; head: string }; evidence: number; last?: { length?: number; head?: string; refused?: string; at: number };
     rolledBack?: { held: number; heard?: number; served?: number; at: number } }>;
   strangers?: { heldBack: number; unreached: number; waiting?: number; ignored: number };
+  foreignHeads?: { dropped: number; last: { signer: string; at: number } };
 }
 
 interface WitnessEvidence {
@@ -40,6 +41,11 @@ export function register(program: Command): void {
       if (o.json) return outJson(r);
       out(`witness ${r.witness} on overlay ${r.overlay}`);
       if (r.strangers) out(`keys neither held nor named: ${r.strangers.heldBack} held back (${r.strangers.unreached} not reached), ${r.strangers.waiting ?? 0} heads waiting, ${r.strangers.ignored} heads dropped since start`);
+      if (r.foreignHeads) {
+        // the real steward's heads, when network.steward names another key: dropped before the witness hears them
+        const f = r.foreignHeads;
+        out(`heads signed by a key other than network.steward dropped since start: ${f.dropped}, the last by ${f.last.signer} ${agoText(Date.now() - f.last.at)} [HEAD_FOREIGN_STEWARD]: if that key is the steward, network.steward names the wrong one`);
+      }
       const rows = Object.entries(r.stewards);
       if (!rows.length) return out('no steward held, none with evidence kept');
       for (const [steward, s] of rows) {
@@ -47,6 +53,8 @@ export function register(program: Command): void {
         // was put right (QA pass, session 48)
         const last = !s.last ? '' : `${s.last.refused ? `, last refused ${s.last.refused}` : `, last cosigned length ${s.last.length}`} ${agoText(Date.now() - s.last.at)}`;
         out(`${steward}  held length ${s.held.length}${s.held.length ? ` head ${s.held.head}` : ''}, evidence ${s.evidence}${last}`);
+        const why = unreachedNote(s.last?.refused);
+        if (why) out(`  ${why}`);
         const rb = s.rolledBack;
         if (rb) {
           const seen = [rb.heard === undefined ? '' : `heard a head of length ${rb.heard}`, rb.served === undefined ? '' : `it serves ${rb.served} entries`].filter(Boolean).join(', ');
@@ -81,4 +89,14 @@ export function register(program: Command): void {
       for (const [i, e] of r.evidence.entries()) out(`seq ${e.seq} (${e.form})${files[i] ? `: wrote ${files[i]}` : ''}`);
       if (!o.out) out('(--out DIR writes them as pool-evidence/1 records)');
     });
+}
+
+/**
+ * What a steward's last refusal says when it is that the steward was not reached (a network code) or serves no ledger
+ * (WITNESS_NOT_A_STEWARD): what to check. Undefined for any other refusal (a verdict on its entries, said by its code).
+ */
+export function unreachedNote(refused: string | undefined): string | undefined {
+  if (refused === 'WITNESS_NOT_A_STEWARD') return 'WITNESS_NOT_A_STEWARD: this key answers but serves no ledger (/c0mpute/ledger/1): it is not a steward, so nothing is witnessed for it; check network.steward (or witness.stewards)';
+  if (refused?.startsWith('NET_')) return `not reached (${refused}): nothing of its ledger is witnessed until it is; is it running? check network.steward, the overlay's swarm key and bootstrap`;
+  return undefined;
 }

@@ -40,3 +40,11 @@ test('a steward line for each overlay with the steward role', () => {
   assert.deepEqual(roleOverlays({ roles: ['buyer'], overlays: { acme: { roles: ['steward', 'witness'] } } }, 'steward'), [{ overlay: 'acme' }]);
   assert.deepEqual(roleOverlays({ roles: ['witness'] }, 'steward'), []);
 });
+
+test('witness status: a steward not reached, or a key that serves no ledger, gets a line saying what to check; a verdict on its entries does not', async () => {
+  const { unreachedNote } = await import('../../../src/cli/commands/witness.js');
+  assert.match(unreachedNote('NET_DIAL_FAILED')!, /^not reached \(NET_DIAL_FAILED\): .*network\.steward.*swarm key/);
+  assert.match(unreachedNote('WITNESS_NOT_A_STEWARD')!, /^WITNESS_NOT_A_STEWARD: .*serves no ledger/);
+  assert.equal(unreachedNote('WITNESS_EQUIVOCATION'), undefined);
+  assert.equal(unreachedNote(undefined), undefined);
+});

@@ -11,7 +11,7 @@ import { fakeClock } from '../../../src/util/clock.js';
 import { silentLogger } from '../../../src/util/log.js';
 import { createNetMetrics } from '../../../src/net/metrics.js';
 import { RecordPipeline } from '../../../src/net/gossip-validation.js';
-import { poolHeadHook, HOOK_ERR } from '../../../src/node/record-hooks.js';
+import { ForeignHeads, poolHeadHook, HOOK_ERR } from '../../../src/node/record-hooks.js';
 import { Ed25519Signer, didFromPublicKey } from '../../../src/records/index.js';
 import { sealEntries } from '../../../src/ledger/index.js';
 import { NOW } from '../records/fixtures.js';
@@ -34,4 +34,19 @@ test('pool-head: on an overlay naming its steward, a head signed by any other ke
   assert.equal(await outcome(p, head(Ed25519Signer.generate(), 2)), `ignore:${HOOK_ERR.HEAD_FOREIGN_STEWARD}`);
   assert.equal(await outcome(p, head(Ed25519Signer.generate(), 3), 'sync'), `ignore:${HOOK_ERR.HEAD_FOREIGN_STEWARD}`);
   assert.equal(await outcome(pipeline(undefined), head(Ed25519Signer.generate(), 4)), 'accept:ok');
+});
+
+test('pool-head: each head dropped as signed by another key is counted with its signer (ForeignHeads, shown by witness status); the steward’s is not', async () => {
+  const steward = Ed25519Signer.generate();
+  const S = didFromPublicKey(steward.publicKey);
+  const real = Ed25519Signer.generate();
+  const head = (signer: Ed25519Signer, n: number) => sealEntries([{ event: 'Admitted' as const, claim: `c${n}`, entitlement: 'x', reserved: { uj: 1, grade: 'Estimator' as const }, devices: 1, borrowed_uj: 0 }], signer, { at: NOW })[0]!.bytes;
+  const foreign = new ForeignHeads(clock);
+  const p = new RecordPipeline({ clock, metrics: createNetMetrics(new Registry()), log: silentLogger(), hooks: { 'pool-head': poolHeadHook({ steward: S }, (signer) => foreign.note(signer))! }, floodLimits: { signer: {} } });
+  assert.equal(foreign.view(), undefined);
+  await p.validate('pool-head', head(steward, 1), 'peer', 'gossip');
+  assert.equal(foreign.view(), undefined, 'the steward’s own head is not counted');
+  await p.validate('pool-head', head(real, 2), 'peer', 'gossip');
+  await p.validate('pool-head', head(real, 3), 'peer', 'gossip');
+  assert.deepEqual(foreign.view(), { dropped: 2, last: { signer: didFromPublicKey(real.publicKey), at: clock() } });
 });
