@@ -441,7 +441,7 @@ export class OverlayNode {
       if (nc.witnesses && !nc.witnesses.includes(this.did)) {
         this.log.warn({ overlay: this.name, witnesses: nc.witnesses }, 'this node is a witness but network.witnesses does not name it: every member configured alike ignores its receipts');
       }
-      this.witness = await WitnessRole.start(this, this.d.db, identity, { ...(stewards ? { stewards } : {}), maxStewards: this.d.config.witness.maxStewards });
+      this.witness = await WitnessRole.start(this, this.d.db, identity, { ...(stewards ? { stewards } : {}), maxStewards: this.d.config.witness.maxStewards, ...(nc.witnesses ? { overlayWitnesses: nc.witnesses } : {}) });
       this.addRole('witness', this.witness);
       // heads from keys neither held nor named (docs/overlays.md "What a witness takes on"): what they cost, bounded
       const w = this.witness;

@@ -85,6 +85,11 @@ export interface WitnessConfig {
   rollbackResendMs?: number;
   /** How often each steward held is checked for a ledger gone back, ms (default HELD_CHECK_MS; 0: never). */
   heldCheckMs?: number;
+  /**
+   * The overlay's `network.witnesses`, when it names them: a witness not among them has its receipts dropped by every
+   * member configured alike (WITNESS_NOT_NAMED), so status() says so (`notNamed`) beside what it cosigns.
+   */
+  overlayWitnesses?: readonly string[];
 }
 
 /** Stewards a witness without a list takes on: a head from a further key is ignored (any key can sign a head). */
@@ -1126,7 +1131,10 @@ export class WitnessRole {
     }
     // heads of another key than network.steward dropped before the witness heard them: a wrong network.steward's sign
     const foreign = this.o.foreignHeads?.();
-    return { witness: this.identity.did, overlay: this.o.name, stewards: out, ...(this.cfg.stewards ? {} : { strangers: this.strangers() }), ...(foreign ? { foreignHeads: foreign } : {}) };
+    // cosigning while every member drops the receipts looked healthy (QA witness pass, finding 9): said with the list
+    const named = this.cfg.overlayWitnesses;
+    const notNamed = named && !named.includes(this.identity.did) ? { notNamed: { witnesses: [...named] } } : {};
+    return { witness: this.identity.did, overlay: this.o.name, ...notNamed, stewards: out, ...(this.cfg.stewards ? {} : { strangers: this.strangers() }), ...(foreign ? { foreignHeads: foreign } : {}) };
   }
 
   /**

@@ -403,7 +403,7 @@ export function registerLiveMarket(program: Command): void {
     });
 }
 
-type WitnessView = { stewards: Record<string, { held: { length: number }; evidence: number; last?: { length?: number; refused?: string }; rolledBack?: unknown }> };
+type WitnessView = { stewards: Record<string, { held: { length: number }; evidence: number; last?: { length?: number; refused?: string }; rolledBack?: unknown }>; notNamed?: unknown };
 
 /**
  * The overlays of GET /v1/status that run the witness role: the primary (`overlay` undefined: its line is `witness`,
@@ -427,7 +427,11 @@ export function witnessSummary(w: WitnessView): string {
   const longest = held.reduce((m, s) => Math.max(m, s.held.length), 0);
   const evidence = all.reduce((n, s) => n + s.evidence, 0);
   const rolledBack = all.filter((s) => s.rolledBack).length;
-  const flags = [evidence ? `⚠ evidence ${evidence} pair${evidence === 1 ? '' : 's'} kept` : 'evidence 0', ...(rolledBack ? [`⚠ ${rolledBack} steward${rolledBack === 1 ? '' : 's'} rolled back [WITNESS_LEDGER_ROLLED_BACK]`] : [])];
+  const flags = [
+    evidence ? `⚠ evidence ${evidence} pair${evidence === 1 ? '' : 's'} kept` : 'evidence 0',
+    ...(rolledBack ? [`⚠ ${rolledBack} steward${rolledBack === 1 ? '' : 's'} rolled back [WITNESS_LEDGER_ROLLED_BACK]`] : []),
+    ...(w.notNamed ? ['⚠ not named in network.witnesses: its receipts are dropped [WITNESS_NOT_NAMED]'] : []),
+  ];
   return `${held.length} steward${held.length === 1 ? '' : 's'} held${held.length ? ` (longest length ${longest})` : ''}, ${flags.join(', ')} (c0mpute witness status)`;
 }
 

@@ -18,6 +18,7 @@ interface WitnessStatus {
     rolledBack?: { held: number; heard?: number; served?: number; at: number } }>;
   strangers?: { heldBack: number; unreached: number; waiting?: number; ignored: number };
   foreignHeads?: { dropped: number; last: { signer: string; at: number } };
+  notNamed?: { witnesses: string[] };
 }
 
 interface WitnessEvidence {
@@ -40,6 +41,7 @@ export function register(program: Command): void {
       const r = (await apiCall(c.api, c.token, 'GET', `/v1/witness${overlayQuery(o.overlay)}`)) as WitnessStatus;
       if (o.json) return outJson(r);
       out(`witness ${r.witness} on overlay ${r.overlay}`);
+      if (r.notNamed) out(notNamedNote(r.notNamed.witnesses));
       if (r.strangers) out(`keys neither held nor named: ${r.strangers.heldBack} held back (${r.strangers.unreached} not reached), ${r.strangers.waiting ?? 0} heads waiting, ${r.strangers.ignored} heads dropped since start`);
       if (r.foreignHeads) {
         // the real steward's heads, when network.steward names another key: dropped before the witness hears them
@@ -99,4 +101,9 @@ export function unreachedNote(refused: string | undefined): string | undefined {
   if (refused === 'WITNESS_NOT_A_STEWARD') return 'WITNESS_NOT_A_STEWARD: this key answers but serves no ledger (/c0mpute/ledger/1): it is not a steward, so nothing is witnessed for it; check network.steward (or witness.stewards)';
   if (refused?.startsWith('NET_')) return `not reached (${refused}): nothing of its ledger is witnessed until it is; is it running? check network.steward, the overlay's swarm key and bootstrap`;
   return undefined;
+}
+
+/** The line `witness status` opens with on a witness its overlay's network.witnesses does not name. */
+export function notNamedNote(witnesses: readonly string[]): string {
+  return `⚠ not named in network.witnesses (${witnesses.length} named): every member configured alike drops this witness's receipts [WITNESS_NOT_NAMED], so what it cosigns counts nowhere; add its DID to network.witnesses on every member`;
 }

@@ -48,3 +48,12 @@ test('witness status: a steward not reached, or a key that serves no ledger, get
   assert.equal(unreachedNote('WITNESS_EQUIVOCATION'), undefined);
   assert.equal(unreachedNote(undefined), undefined);
 });
+
+test('a witness its overlay does not name: flagged on the status line, and said first by witness status', async () => {
+  const { notNamedNote } = await import('../../../src/cli/commands/witness.js');
+  assert.equal(
+    witnessSummary({ stewards: { a: { held: { length: 16 }, evidence: 0, last: { length: 16 } } }, notNamed: { witnesses: ['w'] } }),
+    '1 steward held (longest length 16), evidence 0, ⚠ not named in network.witnesses: its receipts are dropped [WITNESS_NOT_NAMED] (c0mpute witness status)',
+  );
+  assert.match(notNamedNote(['w1', 'w2']), /^⚠ not named in network\.witnesses \(2 named\): every member configured alike drops this witness's receipts \[WITNESS_NOT_NAMED\]/);
+});

@@ -119,3 +119,18 @@ describe('a witness that cannot reach its steward says so', () => {
     });
   });
 });
+
+describe('a witness its overlay does not name (QA witness pass, finding 9)', () => {
+  it('status says so (`notNamed`, with the list) beside what it cosigns; a named one, or an overlay naming none, does not', async () => {
+    const s = stewardChain(2);
+    const other = stewardChain(1).did;
+    await rig(new Map([[s.did, s.chain]]), async ({ start }) => {
+      const unnamed = await start({ stewards: [s.did], startCatchUpMs: [0], overlayWitnesses: [other] });
+      await until(async () => (await unnamed.witness.held(s.did)).length === 2, 'cosigned');
+      assert.deepEqual((await unnamed.status()).notNamed, { witnesses: [other] });
+      const me = (await unnamed.status()).witness as string;
+      assert.equal((await (await start({ stewards: [s.did], startCatchUpMs: [], overlayWitnesses: [other, me] })).status()).notNamed, undefined);
+      assert.equal((await (await start({ stewards: [s.did], startCatchUpMs: [] })).status()).notNamed, undefined);
+    });
+  });
+});
