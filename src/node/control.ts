@@ -123,7 +123,7 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
       handler: async ({ query }) => {
         const o = ov(d, query);
         if (!o.steward) throw new C0Error('ROLE_NOT_ENABLED', `this node is not the steward of overlay ${o.name}`);
-        return { ...o.steward.status(), attestation: await o.steward.ledger.attestation() };
+        return { ...(await o.steward.status()), attestation: await o.steward.ledger.attestation() };
       },
     },
     {

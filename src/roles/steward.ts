@@ -86,6 +86,7 @@ import { WinnerResolver } from './steward-winners.js';
 import { AdmissionLine, requireEntitled, type AdmitRequest, type AskInFlight } from './steward-admission.js';
 import { TRAIN_T } from '../training/record-kinds.js';
 import { Gangs, type AdmitGangRequest } from './steward-gangs.js';
+import { Contradictions, MAX_CONTRADICTING } from './steward-contradictions.js';
 import { reclaimed, select, serveLedgerRange, withdraw } from './steward-handlers.js';
 import { CATCH_UP_PEERS, LEDGER_PROTOCOL, STEWARD_PROTOCOL, WITHDRAW_ASK_MS, stewardInboundStreams, type StewardConfig, type StewardIdentity, type StewardPorts, type StewardStream } from './steward-ports.js';
 import type { TopicKind } from '../net/topics.js';
@@ -95,8 +96,7 @@ export { STEWARD_PROTOCOL, LEDGER_PROTOCOL, PREEMPT_PROTOCOL, MAX_LEDGER_RANGE, 
 export type { StewardConfig, StewardIdentity, StewardPorts } from './steward-ports.js';
 export type { AdmitRequest } from './steward-admission.js';
 
-/** Witnesses whose contradicting receipt status() shows at most (the most recent; the log has each). */
-export const MAX_CONTRADICTING = 64;
+export { MAX_CONTRADICTING } from './steward-contradictions.js';
 
 /** steward/1 refusals of a lookup: the job or claim asked about is not held here for this caller (#serve). */
 const LOOKUP_REFUSALS: ReadonlySet<string> = new Set(['STEWARD_NOT_ADMITTED', 'STEWARD_NOT_BUYER', 'STEWARD_JOB_UNKNOWN', 'STEWARD_GANG_UNKNOWN', 'STEWARD_ALREADY_RELEASED']);
@@ -123,11 +123,12 @@ export class Steward {
   readonly #witnessed = new Map<string, number>();
   /**
    * Witnesses whose last receipt contradicted this ledger (refused: it covers more entries than the ledger has,
-   * WITNESS_LENGTH_BEYOND, or another head at its length, WITNESS_HEAD_MISMATCH), the most recent MAX_CONTRADICTING:
-   * status() shows them (a ledger restored from an old copy, or rewritten). A valid receipt from the witness covering
-   * at least that length, or signed after it, clears it (#resolved).
+   * WITNESS_LENGTH_BEYOND, or another head at its length, WITNESS_HEAD_MISMATCH), the most recent MAX_CONTRADICTING,
+   * kept across restarts and checked against the ledger as it is whenever status() shows them (a ledger restored from
+   * an old copy, or rewritten: steward-contradictions.ts). A valid receipt from the witness covering at least that
+   * length, or signed after it, clears it (#resolved).
    */
-  readonly #contradicting = new Map<string, { code: string; length: number; ours: number; witnessedAt: number; at: number }>();
+  readonly #contradicting: Contradictions;
   /**
    * Without `witnesses` named: the keys this ledger holds a valid receipt from (at start, and each stored since), the
    * only ones whose contradicting receipt is shown one by one; contradicting receipts from any other key (anyone can
@@ -159,6 +160,13 @@ export class Steward {
     this.#lookupRefused = refusals(o.abuseReports?.report, o.monoClock ?? monotonicClock, LOOKUP_REFUSED_RATE);
     this.pool = new PoolState(tree, ledger.book);
     ledger.attach(this.pool);
+    this.#contradicting = new Contradictions({
+      sub: o.sub('steward-contradicting'),
+      ledger: () => ({ steward: identity.did, length: this.ledger.length, addressAt: (seq) => this.ledger.addressAt(seq) }),
+      clock: o.clock,
+      log: o.log,
+      ...(cfg.witnesses ? { named: cfg.witnesses } : {}),
+    });
     const stopped = () => this.#stopped;
     const append: Ledger['append'] = (ev, opts) => this.#append(ev, opts);
     // One admission section for jobs and gangs: each decision sees the book after the previous Admitted append.
@@ -249,6 +257,7 @@ export class Steward {
     // prove it, so the ledger's attestation is worth nothing to them until the operator deals with it)
     net.subscribe('pool-evidence', (rec) => this.#heardEvidence(rec as Opened<EquivocationEvidence>));
     if (!this.cfg.witnesses) for (const w of (await this.ledger.attestation()).witnesses) this.#knownWitnesses.add(w.witness);
+    await this.#contradicting.load();
     net.subscribe('pool-witness', async (rec) => {
       let st: Awaited<ReturnType<Ledger['addReceipt']>>;
       try {
@@ -259,11 +268,11 @@ export class Steward {
         // had) is worth a look; one from a key not named is only someone else's claim
         const status = (e.detail as { status?: string } | undefined)?.status;
         this.log[status === 'mismatch' ? 'warn' : 'debug']({ witness: rec.signer, status, err: e.message }, 'witness receipt not stored');
-        if (status === 'mismatch') this.#contradicted(rec.signer, rec.bytes);
+        if (status === 'mismatch') await this.#contradicted(rec.signer, rec.bytes);
         return;
       }
       if (st.stored) this.#knownWitnesses.add(rec.signer);
-      this.#resolved(rec.signer, st.length, rec.bytes);
+      await this.#resolved(rec.signer, st.length, rec.bytes);
       // a witness cosigns every head: its first receipt since start is news, the rest are not; nor is a receipt not
       // stored because the ledger already keeps the receipts of as many keys as it keeps (anyone can make keys)
       if (!this.#witnessed.has(rec.signer) && this.#witnessed.size >= 10_000) this.#witnessed.clear();
@@ -306,37 +315,27 @@ export class Steward {
    * on a ledger restored from an old copy, each of that witness's old receipts to the restored length still checks
    * out, and any node that kept one can replay it (gossip has no freshness window for receipts).
    */
-  #resolved(witness: string, length: number, bytes: Uint8Array): void {
-    const c = this.#contradicting.get(witness);
-    if (!c) return;
+  async #resolved(witness: string, length: number, bytes: Uint8Array): Promise<void> {
+    if (!this.#contradicting.size) return;
     let at: number | undefined;
     try {
       at = (open(bytes, WITNESS_TYPE, { trusted: true }).record as WitnessReceipt).witnessedAt;
     } catch {
       // checked by addReceipt already: not reached
     }
-    if (length >= c.length || (at !== undefined && at > c.witnessedAt)) this.#contradicting.delete(witness);
+    await this.#contradicting.resolved(witness, length, at);
   }
 
   /**
    * Note a witness whose receipt (`bytes`, refused as a mismatch) contradicts this ledger, for status(): one named, or
    * (none named) one this ledger holds a valid receipt from; any other key's is counted only (#knownWitnesses).
    */
-  #contradicted(witness: string, bytes: Uint8Array): void {
-    let w: WitnessReceipt;
-    try {
-      w = open(bytes, WITNESS_TYPE, { trusted: true }).record as WitnessReceipt;
-    } catch {
-      return;
-    }
+  async #contradicted(witness: string, bytes: Uint8Array): Promise<void> {
     if (!this.cfg.witnesses && !this.#knownWitnesses.has(witness)) {
       this.#othersContradicting = { receipts: (this.#othersContradicting?.receipts ?? 0) + 1, at: this.o.clock() };
       return;
     }
-    const ours = this.ledger.head().length;
-    this.#contradicting.delete(witness);
-    this.#contradicting.set(witness, { code: w.length > ours ? 'WITNESS_LENGTH_BEYOND' : 'WITNESS_HEAD_MISMATCH', length: w.length, ours, witnessedAt: w.witnessedAt, at: this.o.clock() });
-    if (this.#contradicting.size > MAX_CONTRADICTING) this.#contradicting.delete(this.#contradicting.keys().next().value!);
+    await this.#contradicting.note(witness, bytes);
   }
 
   async #append(...args: Parameters<Ledger['append']>): Promise<{ seq: number; address: string; bytes: Uint8Array }> {
@@ -629,7 +628,8 @@ export class Steward {
   }
 
   /** `c0mpute steward status`: each team's figures and the queued claims. */
-  status(): Record<string, unknown> {
+  async status(): Promise<Record<string, unknown>> {
+    const contradicting = this.#contradicting.size ? await this.#contradicting.view() : [];
     const book = this.ledger.book;
     const teams = [...this.tree.entitlements.values()]
       .sort((a, b) => (a.id < b.id ? -1 : 1))
@@ -662,7 +662,8 @@ export class Steward {
       queued: this.#line.queued(this.o.clock()),
       gangs: this.#gangs.view(),
       // receipts that contradict this ledger (docs/overlays.md "A steward whose ledger went back")
-      ...(this.#contradicting.size ? { contradictingWitnesses: [...this.#contradicting].map(([witness, c]) => ({ witness, ...c })) } : {}),
+      // worked out against the ledger as it is now: `ours` is its length now, the code what the receipt is now
+      ...(contradicting.length ? { contradictingWitnesses: contradicting } : {}),
       // without witnesses named: contradicting receipts from keys this ledger holds no receipt from (anyone's), counted
       ...(this.#othersContradicting ? { contradictingOthers: this.#othersContradicting } : {}),
       // equivocation evidence about this steward heard since start: each pair proves two histories to anyone

@@ -74,7 +74,7 @@ describe('who may claim under an entitlement', () => {
       const run = buildRun(stringify({ name: 'g', model: { layers: [4, 8, 3] }, seed: 1, stepsPerEpoch: 2, epochs: 1, members: [P(30), P(31)].map((m) => ({ did: m.did, addr: '/ip4/127.0.0.1/tcp/1' })) }), mallory.signer, NOW).bundle.run;
       await assert.rejects(st.ask({ op: 'admit-gang', run: run.bytes, entitlement: 'team-a', estimate: est, devices_per_member: 1, deadline: NOW + 600_000 }, mallory.did), notEntitled('team-a', mallory.did));
       assert.equal(st.s.ledger.head().length, 0, 'nothing appended');
-      assert.deepEqual(st.s.status().queued, [], 'nothing queued');
+      assert.deepEqual((await st.s.status()).queued, [], 'nothing queued');
       assert.equal(records.size, 0, 'the refused jobs are not even stored');
 
       assert.equal((await admit(alice, 'team-a', 4))[0]!.t, 'admitted');

@@ -92,12 +92,12 @@ describe('a witness holding more than the steward’s ledger', () => {
       await hear('pool-witness', { bytes: before.bytes, signer: before.signer });
       const beyond = seal(WITNESS_TYPE, { steward: identity.did, length: 5, head: `sha256:${'ab'.repeat(32)}`, witnessedAt: NOW } satisfies WitnessReceipt, w);
       await hear('pool-witness', { bytes: beyond.bytes, signer: beyond.signer });
-      const shown = (s.status() as { contradictingWitnesses?: Array<{ witness: string; code: string; length: number; ours: number }> }).contradictingWitnesses;
+      const shown = ((await s.status()) as { contradictingWitnesses?: Array<{ witness: string; code: string; length: number; ours: number }> }).contradictingWitnesses;
       assert.deepEqual(shown, [{ witness: beyond.signer, code: 'WITNESS_LENGTH_BEYOND', length: 5, ours: 2, witnessedAt: NOW, at: NOW }]);
       // the witness's own state went back (it cosigns this ledger again): a receipt signed later
       const ok = seal(WITNESS_TYPE, { steward: identity.did, length, head, witnessedAt: NOW + 1000 } satisfies WitnessReceipt, w);
       await hear('pool-witness', { bytes: ok.bytes, signer: ok.signer });
-      assert.equal((s.status() as { contradictingWitnesses?: unknown }).contradictingWitnesses, undefined);
+      assert.equal(((await s.status()) as { contradictingWitnesses?: unknown }).contradictingWitnesses, undefined);
     });
   });
 });
@@ -112,16 +112,16 @@ describe('equivocation evidence about the steward', () => {
       };
       const evidence = (w: Ed25519Signer, p: { a: Uint8Array; b: Uint8Array }, steward = identity.did) =>
         open(seal(EVIDENCE_TYPE, { steward, seq: 0, held: p.a, conflicting: p.b, observedAt: NOW } satisfies EquivocationEvidence, w).bytes, EVIDENCE_TYPE);
-      const shown = () => (s.status() as { evidence?: { pairs: number; witnesses: number; seqs: number[] } }).evidence;
+      const shown = async () => ((await s.status()) as { evidence?: { pairs: number; witnesses: number; seqs: number[] } }).evidence;
       const other = Ed25519Signer.generate();
       await hear('pool-evidence', evidence(Ed25519Signer.generate(), pair(other, 1), didFromPublicKey(other.publicKey)));
-      assert.equal(shown(), undefined, 'about another key');
+      assert.equal(await shown(), undefined, 'about another key');
       const p = pair(stewardKey, 2);
       const [w1, w2] = [Ed25519Signer.generate(), Ed25519Signer.generate()];
       await hear('pool-evidence', evidence(w1, p));
       await hear('pool-evidence', evidence(w2, p));
       await hear('pool-evidence', evidence(w1, { a: p.b, b: p.a }));
-      assert.deepEqual(shown(), { pairs: 1, witnesses: 2, seqs: [0] });
+      assert.deepEqual(await shown(), { pairs: 1, witnesses: 2, seqs: [0] });
     });
   });
 });
@@ -136,10 +136,10 @@ describe('a contradiction shown is not cleared by a replay', () => {
       await hear('pool-witness', { bytes: old.bytes, signer: old.signer }); // held by the restored ledger
       const beyond = seal(WITNESS_TYPE, { steward: identity.did, length: 8, head: `sha256:${'cd'.repeat(32)}`, witnessedAt: NOW } satisfies WitnessReceipt, w);
       await hear('pool-witness', { bytes: beyond.bytes, signer: beyond.signer });
-      const shown = () => (s.status() as { contradictingWitnesses?: Array<{ witness: string; length: number }> }).contradictingWitnesses;
-      assert.deepEqual(shown()?.map((c) => [c.witness, c.length]), [[beyond.signer, 8]]);
+      const shown = async () => ((await s.status()) as { contradictingWitnesses?: Array<{ witness: string; length: number }> }).contradictingWitnesses;
+      assert.deepEqual((await shown())?.map((c) => [c.witness, c.length]), [[beyond.signer, 8]]);
       await hear('pool-witness', { bytes: old.bytes, signer: old.signer }); // any node that kept it replays it
-      assert.deepEqual(shown()?.map((c) => [c.witness, c.length]), [[beyond.signer, 8]], 'still shown');
+      assert.deepEqual((await shown())?.map((c) => [c.witness, c.length]), [[beyond.signer, 8]], 'still shown');
       assert.equal((await s.ledger.receipts()).length, 1, 'the old receipt itself is valid and kept');
     });
   });
@@ -161,7 +161,7 @@ describe('contradicting receipts from keys the ledger holds no receipt from (no 
       // throwaway keys, one message each: a longer length, or another head ("this history was rewritten")
       for (let i = 0; i < 70; i++) await hear('pool-witness', seal1(Ed25519Signer.generate(), 1_000_000_000, `sha256:${'ab'.repeat(32)}`));
       await hear('pool-witness', seal1(Ed25519Signer.generate(), 1, `sha256:${'ef'.repeat(32)}`));
-      const st = s.status() as Shown;
+      const st = (await s.status()) as Shown;
       assert.deepEqual(st.contradictingWitnesses?.map((c) => [c.witness, c.length]), [[g.signer, 8]], 'the genuine witness only, listed');
       assert.equal(st.contradictingOthers?.receipts, 71);
     });

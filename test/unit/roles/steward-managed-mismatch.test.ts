@@ -74,7 +74,7 @@ describe('a buyer and its steward that disagree on who selects', () => {
     await withSteward(false, async (admit, st, records) => {
       await assert.rejects(admit(1, true), mismatch('leaves selection to its buyers (managed: false)', 'false'));
       assert.equal(st.s.ledger.head().length, 0, 'nothing appended');
-      assert.deepEqual(st.s.status().queued, [], 'nothing queued');
+      assert.deepEqual((await st.s.status()).queued, [], 'nothing queued');
       assert.equal(records.size, 0, 'the job is not even stored');
       // agreeing, or not saying (a buyer of another version), is admitted as before
       assert.equal((await admit(2, false)).verdict, 'Admit');

@@ -81,7 +81,7 @@ describe('a pool on a stewarded overlay', () => {
       const rel = await st.released();
       assert.equal(rel.length, 1, 'released on the completed pooled receipt, not at the deadline');
       assert.deepEqual(rel[0]!.actual, { uj: 40_000_000, grade: 'HwShunt' });
-      const team = (st.s.status().teams as Array<{ id: string; spent_uj: number; open_claims: number }>).find((x) => x.id === 'ml')!;
+      const team = ((await st.s.status()).teams as Array<{ id: string; spent_uj: number; open_claims: number }>).find((x) => x.id === 'ml')!;
       assert.deepEqual([team.spent_uj, team.open_claims], [40_000_000, 0]);
     } finally {
       await st.close();
