@@ -131,7 +131,7 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
       path: '/v1/witness',
       handler: async ({ query }) => {
         const o = ov(d, query);
-        if (!o.witness) throw new C0Error('ROLE_NOT_ENABLED', `this node is not a witness on overlay ${o.name}`);
+        if (!o.witness) throw new C0Error('ROLE_NOT_ENABLED', `this node is not a witness on overlay ${o.name}, and holds nothing a witness kept`);
         return o.witness.status();
       },
     },
@@ -141,7 +141,7 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
       path: '/v1/witness/evidence/:steward',
       handler: async ({ params, query }) => {
         const o = ov(d, query);
-        if (!o.witness) throw new C0Error('ROLE_NOT_ENABLED', `this node is not a witness on overlay ${o.name}`);
+        if (!o.witness) throw new C0Error('ROLE_NOT_ENABLED', `this node is not a witness on overlay ${o.name}, and holds nothing a witness kept`);
         return o.witness.evidenceOf(requireDid(params.steward!, 'steward'));
       },
     },

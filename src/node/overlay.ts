@@ -21,6 +21,7 @@ import { Slots } from '../util/serial.js';
 import { STEWARD_ASKS } from '../roles/admission-client.js';
 import { createNetwork, type Network } from '../net/node.js';
 import type { TopicKind } from '../net/topics.js';
+import { keptWitness, stewardLedgerLeft } from './ledger-role-leftovers.js';
 import { evidenceHook, ForeignHeads, notFromTheFuture, openHeld, poolHeadHook, recordHooks, witnessHook } from './record-hooks.js';
 import { directReceiptLog, receiptHook, type OwnReceiptLookups } from './late-receipts.js';
 import { buyerVerdict } from '../reputation/derive.js';
@@ -38,7 +39,7 @@ import { openNodeProbe, type ProbeResult, type ProbeService } from '../matching/
 import type { CandidateOrder } from '../matching/candidates.js';
 import type { LiveProvider } from '../matching/types.js';
 import type { HeldLeases } from '../matching/open-orders.js';
-import { roleSectionProblem, type NetworkConfig, type NodeConfig, type Role } from './config.js';
+import { networksOf, roleSectionProblem, type NetworkConfig, type NodeConfig, type Role } from './config.js';
 import type { Identity } from './identity.js';
 import { assessNetwork, reconnectOptions, type NetworkAssessment } from './net-health.js';
 import { PresenceView } from '../matching/presence.js';
@@ -434,7 +435,7 @@ export class OverlayNode {
       if (missing || !sc) throw missing;
       this.steward = await Steward.start(this, this.d.dataDir, { ...sc, managed: sc.managed || nc.managed, ...(nc.witnesses ? { witnesses: nc.witnesses } : {}), maxWitnesses: this.d.config.witnessRecords.maxWitnesses, headRepublishMs: nc.resyncMs, catchUpMs: nc.resyncMs, ...(nc.allowlist ? { allowlist: nc.allowlist } : {}) }, identity);
       this.addRole('steward', this.steward);
-    }
+    } else if (!this.d.display) stewardLedgerLeft(this, this.d.dataDir, nc.steward, this.did);
     if (this.roles.includes('witness')) {
       // On an overlay that names its steward, receipts for any other are dropped by every member: witness only it.
       const stewards = this.d.config.witness.stewards ?? (nc.steward ? [nc.steward] : undefined);
@@ -447,6 +448,11 @@ export class OverlayNode {
       const w = this.witness;
       new Gauge({ name: 'c0mpute_witness_strangers_held_back', help: 'Keys neither held nor named whose heads the witness holds back (a head refused or not reached lately)', labelNames: ['state'], registers: [this.registry], collect() { const s = w.strangers(); this.set({ state: 'refused' }, s.heldBack - s.unreached); this.set({ state: 'unreached' }, s.unreached); } });
       new Counter({ name: 'c0mpute_witness_stranger_heads_ignored_total', help: 'Heads of keys neither held nor named the witness dropped without a fetch (held back, or past its limits on such catch-ups)', registers: [this.registry], collect() { this.reset(); this.inc(w.strangers().ignored); } });
+    } else if (!networksOf(this.d.config).some((n) => n.roles.includes('witness'))) {
+      // the role taken off (on every overlay: one that still witnesses reads and gossips the same store): what it kept
+      // stays readable, and its evidence gossiped (docs/node.md "Changing roles")
+      this.witness = await keptWitness(this, this.d.db, identity, this.d.display === true);
+      if (this.witness) this.addRole('witness', this.witness);
     }
 
     await this.net.start();

@@ -321,7 +321,9 @@ async function unreachableSteward(o: Pick<AdmitJobOptions, 'overlay' | 'steward'
   } catch (e) {
     if (!(e instanceof C0Error) || e.code !== 'NET_DIAL_FAILED') throw e;
     const who = o.steward ? `the steward ${o.steward}` : 'the steward';
-    throw new C0Error('STEWARD_UNREACHABLE', `cannot reach ${who} of overlay ${o.overlay} (is it running, and reachable at the addresses this node knows? network.steward names it): ${e.message}`, {
+    // reached, but it serves no /c0mpute/steward/1: its node runs without the steward role (docs/node.md "Changing roles")
+    const why = (e.detail as { name?: unknown } | undefined)?.name === 'UnsupportedProtocolError' ? 'its node answers but does not run the steward role: is the role on in its config? network.steward names it' : 'is it running, and reachable at the addresses this node knows? network.steward names it';
+    throw new C0Error('STEWARD_UNREACHABLE', `cannot reach ${who} of overlay ${o.overlay} (${why}): ${e.message}`, {
       cause: e,
       detail: { overlay: o.overlay, ...(o.steward ? { steward: o.steward } : {}) },
     });

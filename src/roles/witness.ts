@@ -90,6 +90,22 @@ export interface WitnessConfig {
    * member configured alike (WITNESS_NOT_NAMED), so status() says so (`notNamed`) beside what it cosigns.
    */
   overlayWitnesses?: readonly string[];
+  /**
+   * `kept`: the witness role is off on this overlay, but the node holds what it kept as a witness (heads cosigned,
+   * evidence): nothing is fetched or cosigned and no head is heard; status() and evidenceOf() read the store, and the
+   * evidence is gossiped again as before unless `gossip` is `none` (a display command's node). Default `active`.
+   * docs/node.md "Changing roles".
+   */
+  mode?: 'active' | 'kept';
+  /** `none`: the evidence kept is not gossiped again (a display node publishes nothing). Default `rounds`. */
+  gossip?: 'rounds' | 'none';
+}
+
+/** Whether `db` holds anything a witness kept: a head cosigned or evidence (a witness role taken off: WitnessConfig.mode `kept`). */
+export async function holdsWitnessState(db: Db, signer: WitnessIdentity['signer']): Promise<{ heads: number; evidence: Map<string, number> } | undefined> {
+  const w = new Witness(db, signer);
+  const [heads, evidence] = await Promise.all([w.heads(1000), w.evidenceCounts()]);
+  return heads.length || evidence.size ? { heads: heads.length, evidence } : undefined;
 }
 
 /** Stewards a witness without a list takes on: a head from a further key is ignored (any key can sign a head). */
@@ -334,11 +350,14 @@ export class WitnessRole {
     const w = new WitnessRole(o, db, identity, cfg);
     // With a list, only the stewards on it: one taken off it (or off network.steward, the default list) keeps what is
     // stored of it (shown by GET /v1/witness) and is never fetched or countersigned again
-    for (const s of await w.witness.stewards(cfg.stewards ? Infinity : w.#maxStewards)) {
-      if (w.#listed(s)) w.#held.add(s);
+    const kept = cfg.mode === 'kept';
+    if (!kept) {
+      for (const s of await w.witness.stewards(cfg.stewards ? Infinity : w.#maxStewards)) {
+        if (w.#listed(s)) w.#held.add(s);
+      }
+      o.net.subscribe('pool-head', (rec) => w.#onHead(rec as Opened<LedgerEntry>));
+      w.#catchUpAtStart();
     }
-    o.net.subscribe('pool-head', (rec) => w.#onHead(rec as Opened<LedgerEntry>));
-    w.#catchUpAtStart();
     const [first, every] = cfg.evidenceGossipMs ?? [EVIDENCE_GOSSIP_FIRST_MS, EVIDENCE_GOSSIP_MS];
     const round = (ms: number) => {
       w.#gossipTimer = setLongTimeout(() => {
@@ -346,8 +365,9 @@ export class WitnessRole {
         if (!w.#stopped) round(every);
       }, ms).unref();
     };
-    round(first);
-    await w.#checkHeldStewards();
+    // the proof does not go quiet with the role: a node away when the steward was caught learns it from this one too
+    if (cfg.gossip !== 'none') round(first);
+    if (!kept) await w.#checkHeldStewards();
     return w;
   }
 
@@ -1133,8 +1153,10 @@ export class WitnessRole {
     const foreign = this.o.foreignHeads?.();
     // cosigning while every member drops the receipts looked healthy (QA witness pass, finding 9): said with the list
     const named = this.cfg.overlayWitnesses;
-    const notNamed = named && !named.includes(this.identity.did) ? { notNamed: { witnesses: [...named] } } : {};
-    return { witness: this.identity.did, overlay: this.o.name, ...notNamed, stewards: out, ...(this.cfg.stewards ? {} : { strangers: this.strangers() }), ...(foreign ? { foreignHeads: foreign } : {}) };
+    const notNamed = named && !named.includes(this.identity.did) && this.cfg.mode !== 'kept' ? { notNamed: { witnesses: [...named] } } : {};
+    // the role off: what is listed is what it kept, read from the store; nothing is cosigned (docs/node.md "Changing roles")
+    const role = this.cfg.mode === 'kept' ? { role: 'off' as const } : {};
+    return { witness: this.identity.did, overlay: this.o.name, ...role, ...notNamed, stewards: out, ...(this.cfg.stewards || this.cfg.mode === 'kept' ? {} : { strangers: this.strangers() }), ...(foreign ? { foreignHeads: foreign } : {}) };
   }
 
   /**

@@ -6,9 +6,10 @@
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { apiCall } from '../../node/api-client.js';
+import { C0Error } from '../../errors.js';
 import { out, outputDir, outJson, requireDidArg, writeOutput } from '../context.js';
 import { globals } from './index.js';
-import { overlayQuery, requireDaemon } from '../daemon-client.js';
+import { daemonClient, overlayQuery, requireDaemon } from '../daemon-client.js';
 import { agoText } from '../../util/ago-text.js';
 
 interface WitnessStatus {
@@ -19,6 +20,8 @@ interface WitnessStatus {
   strangers?: { heldBack: number; unreached: number; waiting?: number; ignored: number };
   foreignHeads?: { dropped: number; last: { signer: string; at: number } };
   notNamed?: { witnesses: string[] };
+  /** `off`: the witness role is off on this overlay; what is listed is what it kept (docs/node.md "Changing roles"). */
+  role?: 'off';
 }
 
 interface WitnessEvidence {
@@ -41,6 +44,7 @@ export function register(program: Command): void {
       const r = (await apiCall(c.api, c.token, 'GET', `/v1/witness${overlayQuery(o.overlay)}`)) as WitnessStatus;
       if (o.json) return outJson(r);
       out(`witness ${r.witness} on overlay ${r.overlay}`);
+      if (r.role === 'off') out('the witness role is off on this overlay: nothing is fetched or cosigned; below is what this node kept as a witness (its evidence is still gossiped and handed out)');
       if (r.notNamed) out(notNamedNote(r.notNamed.witnesses));
       if (r.strangers) out(`keys neither held nor named: ${r.strangers.heldBack} held back (${r.strangers.unreached} not reached), ${r.strangers.waiting ?? 0} heads waiting, ${r.strangers.ignored} heads dropped since start`);
       if (r.foreignHeads) {
@@ -76,8 +80,10 @@ export function register(program: Command): void {
       await requireDidArg(steward, 'steward', 'LEDGER_BAD_STEWARD');
       // the directory first: one that cannot be made is refused (OUTPUT_UNWRITABLE) before the daemon is asked
       if (o.out) outputDir(o.out);
-      const c = requireDaemon(globals(cmd).dataDir);
-      const r = (await apiCall(c.api, c.token, 'GET', `/v1/witness/evidence/${encodeURIComponent(steward)}${overlayQuery(o.overlay)}`)) as WitnessEvidence;
+      const { dataDir } = globals(cmd);
+      // through the daemon, or without one from the node's own store (the proof stays readable with the node down)
+      const c = daemonClient(dataDir);
+      const r = c ? ((await apiCall(c.api, c.token, 'GET', `/v1/witness/evidence/${encodeURIComponent(steward)}${overlayQuery(o.overlay)}`)) as WitnessEvidence) : await offlineEvidence(dataDir, steward, o.overlay);
       const files: string[] = [];
       if (o.out) {
         r.evidence.forEach((e, i) => {
@@ -106,4 +112,19 @@ export function unreachedNote(refused: string | undefined): string | undefined {
 /** The line `witness status` opens with on a witness its overlay's network.witnesses does not name. */
 export function notNamedNote(witnesses: readonly string[]): string {
   return `⚠ not named in network.witnesses (${witnesses.length} named): every member configured alike drops this witness's receipts [WITNESS_NOT_NAMED], so what it cosigns counts nowhere; add its DID to network.witnesses on every member`;
+}
+
+/**
+ * The evidence kept about `steward`, read from the node's store with no daemon running (an offline display node:
+ * nothing dialled, published or cosigned). ROLE_NOT_ENABLED when the store holds nothing a witness kept.
+ */
+async function offlineEvidence(dataDir: string, steward: string, overlay: string | undefined): Promise<WitnessEvidence> {
+  const d = await (await import('./node-actions.js')).offlineNode(dataDir);
+  try {
+    const o = d.overlay(overlay);
+    if (!o.witness) throw new C0Error('ROLE_NOT_ENABLED', `this node holds nothing a witness kept (no head cosigned, no evidence) on overlay ${o.name}`);
+    return await o.witness.evidenceOf(steward);
+  } finally {
+    await d.stop();
+  }
 }

@@ -10,14 +10,17 @@ import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Ed25519Signer, didFromPublicKey, seal } from '../../../src/records/index.js';
-import { EVIDENCE_TYPE, sealEntries, verifyEquivocation, type EquivocationEvidence } from '../../../src/ledger/index.js';
+import { EVIDENCE_TYPE, Witness, sealEntries, verifyEquivocation, type EquivocationEvidence } from '../../../src/ledger/index.js';
+import { closeDb, openDb } from '../../../src/store/db.js';
 import { EXIT } from '../../../src/cli/context.js';
 import { admitted, steward as stewardKey, tempDir } from '../ledger/helpers.js';
 
 const bin = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
 
 function c0(home: string, ...args: string[]): { code: number; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', env: { ...process.env, C0MPUTE_HOME: home } });
+  // without node:test's marker: the child is the CLI, not a test runner's child
+  const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+  const r = spawnSync(process.execPath, [bin, ...args], { encoding: 'utf8', env: { ...env, C0MPUTE_HOME: home } });
   return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -64,6 +67,37 @@ describe('witness evidence --out', () => {
       assert.equal(shown.code, 0, shown.stderr);
       assert.match(shown.stdout, /valid\s+yes/);
       assert.match(c0(t.dir, 'record', 'verify', '--help').stdout, /pool-evidence\/1/, 'the help names it');
+    } finally {
+      t.cleanup();
+    }
+  });
+});
+
+describe('witness evidence with no daemon running', () => {
+  it('reads the evidence from the node’s own store, whatever its roles (the proof stays readable with the node down; QA witness pass, finding 5)', async () => {
+    const t = tempDir('c0-witness-offline-');
+    try {
+      const data = join(t.dir, 'data');
+      assert.equal(c0(t.dir, '--data-dir', data, 'init', '--no-passphrase').code, 0);
+      writeFileSync(join(data, 'config.yaml'), "roles: [buyer]\nnetwork: { listen: ['/ip4/127.0.0.1/tcp/0'], bootstrap: [] }\n");
+      const s = Ed25519Signer.generate();
+      const steward = didFromPublicKey(s.publicKey);
+      const [a] = sealEntries([admitted('a')], s);
+      const [b] = sealEntries([admitted('b')], s);
+      const db = await openDb(join(data, 'db'));
+      try {
+        assert.ok(await new Witness(db, Ed25519Signer.generate(), { stewards: [steward] }).keep(steward, a!.bytes, b!.bytes));
+      } finally {
+        await closeDb(db);
+      }
+      const r = c0(t.dir, '--data-dir', data, 'witness', 'evidence', steward, '--json');
+      assert.equal(r.code, EXIT.OK, r.stdout + r.stderr);
+      const out = JSON.parse(r.stdout) as { steward: string; evidence: Array<{ seq: number; form: string }> };
+      assert.deepEqual([out.steward, out.evidence.map((e) => [e.seq, e.form])], [steward, [[0, 'same-seq']]]);
+      // a steward it kept nothing about: an empty answer, as the daemon gives it
+      const none = c0(t.dir, '--data-dir', data, 'witness', 'evidence', didFromPublicKey(Ed25519Signer.generate().publicKey));
+      assert.equal(none.code, EXIT.OK, none.stdout + none.stderr);
+      assert.match(none.stdout, /^no evidence kept about /);
     } finally {
       t.cleanup();
     }

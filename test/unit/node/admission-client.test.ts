@@ -6,7 +6,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { C0Error } from '../../../src/errors.js';
-import { requestAdmission } from '../../../src/roles/admission-client.js';
+import { admitJob, requestAdmission } from '../../../src/roles/admission-client.js';
 import { fakeClock } from '../../../src/util/clock.js';
 
 type Step = Array<Record<string, unknown>> | { frames: Array<Record<string, unknown>>; fail: C0Error };
@@ -258,5 +258,25 @@ describe('requestAdmission', () => {
     assert.equal(a.verdict, 'Admit');
     assert.deepEqual(waits, [5_000, 3_000]);
     assert.deepEqual(told, [5_000]);
+  });
+});
+
+describe('admitJob: a steward whose dial fails', () => {
+  const job = { address: 'sha256:' + '11'.repeat(32), bytes: new Uint8Array([1]), record: { deadline: 0 } };
+  const admit = (fail: C0Error) => {
+    const clock = fakeClock();
+    job.record.deadline = clock() + 60_000;
+    return admitJob({ request: async () => Promise.reject(fail), job: job as never, spec: { entitlement: 'team-a' } as never, clock, onQueued: () => {}, overlay: 'acme', steward: 'did:key:z6MkS' });
+  };
+
+  test('not reached: STEWARD_UNREACHABLE asking whether it runs', async () => {
+    await assert.rejects(admit(new C0Error('NET_DIAL_FAILED', 'cannot open /c0mpute/steward/1 to 12D3…: connection refused', { detail: { name: 'Error' } })), (e: C0Error) => e.code === 'STEWARD_UNREACHABLE' && /is it running, and reachable/.test(e.message));
+  });
+
+  test('reached, but its node serves no steward protocol (the role taken off): STEWARD_UNREACHABLE saying so (QA witness pass, finding 5)', async () => {
+    await assert.rejects(
+      admit(new C0Error('NET_DIAL_FAILED', 'cannot open /c0mpute/steward/1 to 12D3…: Protocol selection failed - could not negotiate /c0mpute/steward/1', { detail: { name: 'UnsupportedProtocolError' } })),
+      (e: C0Error) => e.code === 'STEWARD_UNREACHABLE' && /its node answers but does not run the steward role/.test(e.message) && !/is it running/.test(e.message),
+    );
   });
 });
