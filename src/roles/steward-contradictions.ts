@@ -81,7 +81,10 @@ export class Contradictions {
     while (this.#kept.size > MAX_CONTRADICTING) drop.push(this.#first()!);
     for (const w of drop) this.#kept.delete(w);
     if (drop.length) await this.o.sub.batch(drop.map((key) => ({ type: 'del' as const, key })), { sync: true } as never);
-    if (this.#kept.size) this.o.log.warn({ witnesses: [...this.#kept.keys()] }, 'witness receipts that contradicted this ledger before the restart are still held: see c0mpute steward status');
+    if (!this.#kept.size) return;
+    // checked against the ledger opened now: one it covers again (the right copy put back) goes without a warning
+    const still = await this.view();
+    if (still.length) this.o.log.warn({ witnesses: still.map((c) => ({ witness: c.witness, code: c.code, length: c.length, ours: c.ours })) }, 'witness receipts that contradicted this ledger before the restart still do: see c0mpute steward status');
   }
 
   /** Keep `bytes`, `witness`'s receipt the ledger refused as a mismatch (the last one of each witness). */
