@@ -89,7 +89,8 @@ const networkSchema = z
   .object({
     listen: z.array(maddr).default(['/ip4/0.0.0.0/tcp/4001']),
     announce: z.array(maddr).default([]),
-    bootstrap: z.array(z.string().refine(isPeerAddr, 'a multiaddr, ending in /p2p/<PeerId> with a PeerId that parses')).default([]),
+    // the /p2p/<PeerId> part is optional (without it the PeerId is learnt at the dial); one that is there must parse
+    bootstrap: z.array(z.string().refine(isPeerAddr, 'a multiaddr, e.g. /ip4/203.0.113.7/tcp/4001/p2p/<PeerId> (the /p2p/<PeerId> part is optional; when given, the PeerId must parse)')).default([]),
     overlay: z.string().regex(/^[a-z0-9][a-z0-9-]{0,31}$/).default('public'),
     /** Private overlay: path to a swarm key file (see `c0mpute overlay create`). */
     swarmKeyFile: z.string().optional(),

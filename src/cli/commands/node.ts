@@ -53,7 +53,7 @@ export function register(program: Command): void {
       .option('--config <file>', 'config file (default: <data-dir>/config.yaml if present)', configFile)
       .option('--role <role>', `roles to run (repeatable or comma-separated: ${ROLE_NAMES.join(', ')})`, collect('--role'))
       .option('--listen <multiaddr>', 'listen address (repeatable)', collect('--listen'))
-      .option('--bootstrap <multiaddr>', 'bootstrap peer with /p2p/<id> (repeatable)', collect('--bootstrap'))
+      .option('--bootstrap <multiaddr>', 'bootstrap peer, best with /p2p/<PeerId> (repeatable)', collect('--bootstrap'))
       .option('--api <host:port>', 'control API address', nonEmpty('--api'))
       .option('--log-level <level>', 'trace|debug|info|warn|error|fatal|silent', nonEmpty('--log-level'))
       .option('--log-format <fmt>', 'json|pretty', nonEmpty('--log-format'));

@@ -220,6 +220,13 @@ describe('config', () => {
 
   test('a bootstrap address without /p2p/<PeerId> is still taken (the node learns the PeerId when it dials)', () => {
     assert.deepEqual(parseConfig({ network: { bootstrap: ['/ip4/127.0.0.1/tcp/4001'] } }).network.bootstrap, ['/ip4/127.0.0.1/tcp/4001']);
+    // and the refusal of one that does not parse says so: it read "a multiaddr, ending in /p2p/<PeerId> …" (QA s49 F6)
+    for (const bad of ['garbage', '/ip4/127.0.0.1/tcp/4001/p2p/notapeerid']) {
+      const e = err(() => parseConfig({ network: { bootstrap: [bad] } }));
+      assert.equal(e.code, 'CONFIG_INVALID');
+      assert.match(e.message, /the \/p2p\/<PeerId> part is optional/);
+      assert.doesNotMatch(e.message, /ending in \/p2p/);
+    }
   });
 
   test('api.listen takes host:port and [IPv6]:port', () => {
