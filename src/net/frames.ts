@@ -18,11 +18,22 @@ export const NET_ERR = {
   BAD_FRAME: 'NET_BAD_FRAME',
   STREAM: 'NET_STREAM_FAILED',
   DIAL: 'NET_DIAL_FAILED',
+  /** Connected, but the peer does not speak the protocol (protocol negotiation failed): the dial worked, the peer refused. */
+  PROTOCOL: 'NET_PROTOCOL_UNSUPPORTED',
   HANDLER: 'NET_HANDLER_FAILED',
   BAD_REQUEST: 'NET_BAD_REQUEST',
   BUFFER_LIMIT: 'NET_BUFFER_LIMIT',
   BAD_REMOTE_CODE: 'NET_BAD_REMOTE_CODE',
 } as const;
+
+/**
+ * A stream that never opened, so nothing of the request was sent: the peer could not be reached (NET_DIAL_FAILED), or
+ * it was and does not speak the protocol (NET_PROTOCOL_UNSUPPORTED). Callers that treated a dial failure as "nothing
+ * reached the peer" treat both so.
+ */
+export function neverOpened(code: string | undefined): boolean {
+  return code === NET_ERR.DIAL || code === NET_ERR.PROTOCOL;
+}
 
 /** What an error code looks like (ours, and any node's of this protocol): upper case, digits and `_`, at most 64. */
 const CODE_FORM = /^[A-Z][A-Z0-9_]{0,63}$/;

@@ -36,7 +36,7 @@ export const PROTOCOLS = {
   ledger: '/c0mpute/ledger/1',
 } as const;
 
-export { NET_ERR, REMOTE_LABEL_CODES, REMOTE_OTHER } from './frames.js';
+export { NET_ERR, REMOTE_LABEL_CODES, REMOTE_OTHER, neverOpened } from './frames.js';
 
 export interface ProtocolLimits {
   /** Largest frame either side accepts, bytes. */
@@ -275,6 +275,22 @@ export interface DirectOptions {
   budget?: Partial<BudgetOptions>;
 }
 
+/** libp2p's error when the peer, connected, answers a protocol it does not speak (multistream-select: "na"). */
+export function isUnsupportedProtocol(e: unknown): boolean {
+  return (e as Error | undefined)?.name === 'UnsupportedProtocolError';
+}
+
+/**
+ * Why a stream did not open, as a C0Error: NET_PROTOCOL_UNSUPPORTED when the peer was reached and does not speak the
+ * protocol (the dial worked: before, QA qaNet F1, this was NET_DIAL_FAILED, which sent the operator looking for a
+ * network fault), NET_DIAL_FAILED for anything else (no address, refused, timed out, the handshake failed).
+ */
+export function openError(e: unknown, peer: PeerId | Multiaddr, protocol: string): C0Error {
+  const name = (e as Error).name;
+  if (isUnsupportedProtocol(e)) return new C0Error(NET_ERR.PROTOCOL, `cannot open ${protocol} to ${peer.toString()}: the peer does not speak it (${(e as Error).message})`, { detail: { name } });
+  return new C0Error(NET_ERR.DIAL, `cannot open ${protocol} to ${peer.toString()}: ${(e as Error).message}`, { detail: { name } });
+}
+
 export class DirectProtocols {
   readonly #host: StreamHost;
   readonly #m: NetMetrics;
@@ -444,7 +460,7 @@ export class DirectProtocols {
    * Open a stream to `peer`, send the request frames, and collect the response
    * frames (also passed to `onFrame` as they arrive) until the server's end.
    * Throws C0Error: NET_DEADLINE, NET_FRAME_TOO_LARGE, NET_DIAL_FAILED,
-   * NET_STREAM_FAILED, or the code of the server's error frame (detail.remote = true).
+   * NET_PROTOCOL_UNSUPPORTED (connected, but the peer does not speak `protocol`), NET_STREAM_FAILED, or the code of the server's error frame (detail.remote = true).
    */
   async call(peer: PeerId | Multiaddr, protocol: string, requests: CborValue[], opts: CallOptions = {}): Promise<CborValue[]> {
     const limits = limitsFor(protocol, opts.limits);
@@ -499,7 +515,7 @@ export class DirectProtocols {
     try {
       stream = await this.#host.dialProtocol(peer, protocol, { signal, ...(limits.maxOutboundStreams === undefined ? {} : { maxOutboundStreams: limits.maxOutboundStreams }) });
     } catch (e) {
-      const err = signal.aborted ? streamError(e, signal, limits.deadlineMs) : new C0Error(NET_ERR.DIAL, `cannot open ${protocol} to ${peer.toString()}: ${(e as Error).message}`, { detail: { name: (e as Error).name } });
+      const err = signal.aborted ? streamError(e, signal, limits.deadlineMs) : openError(e, peer, protocol);
       outcome = err.code;
       done();
       throw err;

@@ -19,7 +19,7 @@ import { C0Error } from '../errors.js';
 import { open } from '../records/envelope.js';
 import { GENESIS, POOL_TYPE, type LedgerEntry } from '../ledger/entry.js';
 import { LEDGER_PROTOCOL, MAX_LEDGER_RANGE } from '../roles/steward-ports.js';
-import { NET_ERR, PROTOCOL_LIMITS } from '../net/protocols.js';
+import { NET_ERR, PROTOCOL_LIMITS, neverOpened } from '../net/protocols.js';
 import type { Network } from '../net/node.js';
 
 export const LEDGER_FETCH_ERR = {
@@ -114,7 +114,7 @@ export async function fetchLedgerEntries(net: LedgerFetchNet, steward: string, o
     } catch (e) {
       if (budget.aborted) throw timedOut();
       if (e instanceof C0Error && e.code === NET_ERR.RESPONSE_TOO_LARGE && cap < protocolCap) throw tooLarge();
-      if (e instanceof C0Error && e.code === NET_ERR.DIAL && from === 0) throw unreachable(steward, net.overlay, `the dial failed: ${e.message}`, opts.otherOverlays);
+      if (e instanceof C0Error && neverOpened(e.code) && from === 0) throw unreachable(steward, net.overlay, e.code === NET_ERR.PROTOCOL ? `it is connected but serves no ledger here: ${e.message}` : `the dial failed: ${e.message}`, opts.otherOverlays);
       throw e;
     }
     if (frames.length > MAX_LEDGER_RANGE) throw broken(from + MAX_LEDGER_RANGE, `more than ${MAX_LEDGER_RANGE} entries in one range`);

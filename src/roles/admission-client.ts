@@ -5,7 +5,7 @@
  * claim but no verdict came back.
  *
  * Once a request may have reached the steward (its stream opened: the ask
- * failed any way but NET_DIAL_FAILED, or ended without a verdict), the
+ * failed any way but NET_DIAL_FAILED or NET_PROTOCOL_UNSUPPORTED, or ended without a verdict), the
  * steward may have queued the claim, or admitted it and answered into a
  * stream that then broke (a half-open link, a reset, its clean stop). So a
  * transport failure after that — the stream failed (NET_STREAM_FAILED, or
@@ -15,7 +15,8 @@
  * queued one's place in line, and decides a claim it never saw afresh
  * (src/roles/steward-admission.ts). Retries back off (doubling from
  * `initialMs` to `maxMs`, with jitter) until the claim's deadline. A first
- * ask whose dial fails reached nothing: its NET_DIAL_FAILED is thrown at once,
+ * ask whose dial fails reached nothing: its NET_DIAL_FAILED is thrown at once (so is a NET_PROTOCOL_UNSUPPORTED:
+ * connected, but no connection of the steward's key speaks steward/1),
  * as is an error the steward itself answered (detail.remote) and any other
  * failure.
  *
@@ -37,7 +38,7 @@ import { C0Error } from '../errors.js';
 import type { CborValue } from '../records/cbor.js';
 import type { Opened } from '../records/envelope.js';
 import type { Acceptance, Job, Receipt } from '../records/kinds.js';
-import { STEWARD_STREAMS, STEWARD_STREAM_HEADROOM } from '../net/protocols.js';
+import { STEWARD_STREAMS, STEWARD_STREAM_HEADROOM, neverOpened } from '../net/protocols.js';
 import type { Clock } from '../util/clock.js';
 import type { Slots } from '../util/serial.js';
 import type { Logger } from '../util/log.js';
@@ -81,7 +82,7 @@ export async function inAskSlot(asks: Slots | undefined, send: () => Promise<unk
 }
 
 /** The failures after which the steward may hold the claim and a re-ask is answered (see the module comment). */
-const TRANSPORT = new Set(['NET_STREAM_FAILED', 'NET_DEADLINE', 'NET_DIAL_FAILED', 'STEWARD_NO_ANSWER']);
+const TRANSPORT = new Set(['NET_STREAM_FAILED', 'NET_DEADLINE', 'NET_DIAL_FAILED', 'NET_PROTOCOL_UNSUPPORTED', 'STEWARD_NO_ANSWER']);
 
 export interface AdmissionClientOptions {
   /** One admit stream: send the request, hand every answer frame to onFrame, resolve when the stream ends; `signal` breaks it off. */
@@ -210,7 +211,7 @@ export async function requestAdmission(o: AdmissionClientOptions): Promise<Admis
     if (out) return out;
     // An ask that may have reached the steward ended with no answer heard: only a dial that failed sent nothing, and
     // an error the steward answered is an answer. Broken off by the abort mid-ask, it may have been sent.
-    if (o.signal?.aborted || (isTransport(failure) && failure.code !== 'NET_DIAL_FAILED')) unsure = true;
+    if (o.signal?.aborted || (isTransport(failure) && !neverOpened(failure.code))) unsure = true;
     if (o.signal?.aborted) {
       await giveUp('aborted');
       throw abortError(o.signal);
@@ -313,16 +314,18 @@ export async function admitJob(o: AdmitJobOptions): Promise<Admission> {
  * withdraw): STEWARD_UNREACHABLE naming the steward and the overlay, as `ledger fetch` names them
  * (LEDGER_STEWARD_UNREACHABLE). It was libp2p's own words, "NET_DIAL_FAILED:
  * cannot open /c0mpute/steward/1 to 12D3KooW…: … ECONNREFUSED", or "no valid addresses for peer" with a PeerId only
- * (QA pass on a private overlay, session 48). The dial's error is kept as the cause.
+ * (QA pass on a private overlay, session 48). The dial's error is kept as the cause. A peer reached that does not
+ * speak steward/1 (NET_PROTOCOL_UNSUPPORTED: the DID network.steward names runs no steward here) is said so.
  */
 async function unreachableSteward(o: Pick<AdmitJobOptions, 'overlay' | 'steward'>, asked: Promise<Admission>): Promise<Admission> {
   try {
     return await asked;
   } catch (e) {
-    if (!(e instanceof C0Error) || e.code !== 'NET_DIAL_FAILED') throw e;
+    if (!(e instanceof C0Error) || !neverOpened(e.code)) throw e;
     const who = o.steward ? `the steward ${o.steward}` : 'the steward';
     // reached, but it serves no /c0mpute/steward/1: its node runs without the steward role (docs/node.md "Changing roles")
-    const why = (e.detail as { name?: unknown } | undefined)?.name === 'UnsupportedProtocolError' ? 'its node answers but does not run the steward role: is the role on in its config? network.steward names it' : 'is it running, and reachable at the addresses this node knows? network.steward names it';
+    const noRole = e.code === 'NET_PROTOCOL_UNSUPPORTED' || (e.detail as { name?: unknown } | undefined)?.name === 'UnsupportedProtocolError';
+    const why = noRole ? 'its node answers but does not run the steward role: is the role on in its config? network.steward names it' : 'is it running, and reachable at the addresses this node knows? network.steward names it';
     throw new C0Error('STEWARD_UNREACHABLE', `cannot reach ${who} of overlay ${o.overlay} (${why}): ${e.message}`, {
       cause: e,
       detail: { overlay: o.overlay, ...(o.steward ? { steward: o.steward } : {}) },

@@ -49,7 +49,7 @@ export function splitPayload(data: Uint8Array): Uint8Array[] {
 
 /**
  * Retry a request whose stream could not be opened or broke (NET_DIAL_FAILED,
- * NET_STREAM_FAILED), up to 3 attempts: loopback peers dialling each other at
+ * NET_PROTOCOL_UNSUPPORTED: a stage that has not yet registered its protocol, NET_STREAM_FAILED), up to 3 attempts: loopback peers dialling each other at
  * once sometimes lose a connection and its streams. Delivery stays exactly-once
  * because receivers refuse a second message under one key: a retry answered
  * with TRAIN_DUPLICATE_MESSAGE means the first attempt arrived (returns []).
@@ -62,7 +62,7 @@ export async function withRetry<T>(fn: () => Promise<T[]>, attempts = 3): Promis
       return await fn();
     } catch (e) {
       if (i > 1 && e instanceof C0Error && e.code === 'TRAIN_DUPLICATE_MESSAGE') return [];
-      if (!(e instanceof C0Error) || (e.code !== 'NET_DIAL_FAILED' && e.code !== 'NET_STREAM_FAILED') || (e.detail as { remote?: boolean } | undefined)?.remote || i >= attempts) throw e;
+      if (!(e instanceof C0Error) || (e.code !== 'NET_DIAL_FAILED' && e.code !== 'NET_PROTOCOL_UNSUPPORTED' && e.code !== 'NET_STREAM_FAILED') || (e.detail as { remote?: boolean } | undefined)?.remote || i >= attempts) throw e;
       await new Promise((r) => setTimeout(r, 50 * i));
     }
   }

@@ -35,6 +35,24 @@ test('request followed by a stream of response frames, addressed by DID', async 
   assert.deepEqual(seen, out);
 });
 
+test('a stream that does not open says why: NET_PROTOCOL_UNSUPPORTED from a connected peer that does not speak the protocol, NET_DIAL_FAILED from one not reached', async () => {
+  const a = await startNode({ syncOnConnect: [] });
+  const b = await startNode({ syncOnConnect: [] });
+  nets.push(a, b);
+  await a.dial(b.addrs()[0]!);
+  // connected, and b serves no ECHO: the dial worked, so it is not a dial failure (QA qaNet F1: it was NET_DIAL_FAILED)
+  for (const open of [() => a.request(b.did, ECHO, ['x']), () => a.openStream(b.did, ECHO)]) {
+    const e = await open().then(() => assert.fail('opened'), (x: unknown) => x as C0Error);
+    assert.equal(e.code, NET_ERR.PROTOCOL);
+    assert.match(e.message, /does not speak it/);
+  }
+  const c = await startNode({ syncOnConnect: [] });
+  const gone = c.addrs()[0]!;
+  await c.stop();
+  const e = await a.request(gone, ECHO, ['x']).then(() => assert.fail('opened'), (x: unknown) => x as C0Error);
+  assert.equal(e.code, NET_ERR.DIAL);
+});
+
 test('a handler error reaches the caller as a coded error', async () => {
   const a = await startNode({ syncOnConnect: [] });
   const b = await startNode({ syncOnConnect: [] });

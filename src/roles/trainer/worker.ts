@@ -103,7 +103,7 @@ export type TrainerEvent =
 export type { EpochResult } from './epoch-commit.js';
 
 /** TRAIN_PEER_BUSY: a receiver's node refused a message for its own limits (NET_BUFFER_LIMIT, …) until the run's timeout: no one's fault, like a deadline. */
-const RECOVERABLE = new Set(['TRAIN_PEER_TIMEOUT', 'TRAIN_EPOCH_INCOMPLETE', 'NET_DIAL_FAILED', 'NET_STREAM_FAILED', 'NET_DEADLINE', 'NET_PEER_NOT_FOUND', 'TRAIN_PEER_BUSY']);
+const RECOVERABLE = new Set(['TRAIN_PEER_TIMEOUT', 'TRAIN_EPOCH_INCOMPLETE', 'NET_DIAL_FAILED', 'NET_PROTOCOL_UNSUPPORTED', 'NET_STREAM_FAILED', 'NET_DEADLINE', 'NET_PEER_NOT_FOUND', 'TRAIN_PEER_BUSY']);
 /** A member's doing, detected here: recoverable by leaving that member out (`detail.member`). TRAIN_PEER_REFUSED: the member refused a chunk this worker sent (whatever code it answered), so it is the receiver's failure, never the sender's. */
 const FAULTS = new Set(['TRAIN_CHUNK_OUT_OF_RANGE', 'TRAIN_CHUNK_INVALID', 'TRAIN_COMMIT_FORGED', 'TRAIN_PEER_REFUSED', 'TRAIN_EPOCH_OUT_OF_WINDOW']);
 /** View changes a member whose chunk or result did not arrive may cause (without an excuse: see `#recover`) before it is left out of the proposal however it answers pings. */
