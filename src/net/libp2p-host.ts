@@ -8,6 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import { createLibp2p, type Libp2p } from 'libp2p';
+import { userAgent } from 'libp2p/user-agent';
 import { tcp } from '@libp2p/tcp';
 import { noise } from '@libp2p/noise';
 import { yamux } from '@libp2p/yamux';
@@ -31,6 +32,7 @@ import { peekType } from '../records/envelope.js';
 import { decodeMessage } from './framing.js';
 import { patchLengthPrefixedDecoder, patchYamuxWindowUpdate, patchMuxerCloseListeners, patchGossipsubStop, patchGossipsubScoreCache } from './libp2p-patches.js';
 import { noiseCrypto } from './noise-crypto.js';
+import { newRunTag } from './peer-conns.js';
 
 export { DHT_PROTOCOL };
 
@@ -225,6 +227,8 @@ export async function createHost(opts: NetworkOptions, { overlay, loopback, abus
   const host = await createLibp2p({
     start: false,
     privateKey: await libp2pKey(opts.signer),
+    // libp2p's user agent and this node's run tag: two processes holding one key are told apart (peer-conns.ts)
+    nodeInfo: { userAgent: `${userAgent()} ${newRunTag()}` },
     addresses: { listen: opts.listen ?? [...NETWORK_DEFAULTS.listen], ...(opts.announce ? { announce: opts.announce } : {}) },
     transports: [tcp()],
     connectionEncrypters: [noise({ crypto: noiseCrypto })],

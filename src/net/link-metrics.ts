@@ -28,6 +28,8 @@ export interface LinkMetrics {
   dials: Counter<'kind' | 'outcome'>;
   /** Connections opened and closed, by direction. */
   connectionEvents: Counter<'event' | 'direction'>;
+  /** Connections whose identify showed another process than a connection open to the same PeerId (NET_DUPLICATE_IDENTITY). */
+  duplicates: Counter;
 }
 
 /** Metrics are registered once per registry (two overlays share one registry: label `overlay` is not needed for these totals). */
@@ -46,6 +48,7 @@ export function createLinkMetrics(registry: Registry, src: LinkSources): LinkMet
     repairs: new Counter({ name: 'c0mpute_gossip_repairs_total', help: 'Gossip self-check repairs of a connected peer detached from the router, by action', labelNames: ['action'], registers }),
     dials: new Counter({ name: 'c0mpute_net_dials_total', help: 'Dials by the connectivity manager, by kind (bootstrap, remembered, discovered) and outcome', labelNames: ['kind', 'outcome'], registers }),
     connectionEvents: new Counter({ name: 'c0mpute_net_connection_events_total', help: 'libp2p connections opened and closed (disconnects), by direction', labelNames: ['event', 'direction'], registers }),
+    duplicates: new Counter({ name: 'c0mpute_net_duplicate_identity_total', help: 'Connections from a process other than the one already connected under the same PeerId: two processes hold one key (NET_DUPLICATE_IDENTITY)', registers }),
   };
   new Gauge({
     name: 'c0mpute_net_connections',

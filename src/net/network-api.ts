@@ -32,6 +32,7 @@ import type { ConnectivityOptions, ConnectivityStatus, RememberStore } from './c
 import type { GossipHealthOptions } from './gossip-health.js';
 import type { BudgetOptions } from './byte-budget.js';
 import type { OfferSendOutcome } from './offer-route.js';
+import type { DuplicateIdentity } from './peer-conns.js';
 
 export interface NetworkOptions {
   /** The node's identity; its libp2p key is derived from the same seed. */
@@ -288,6 +289,8 @@ export interface Network {
   drained(): Promise<void>;
   /** Connected peers and the state of each bootstrap peer (failures, last error). */
   connectivity(): ConnectivityStatus;
+  /** PeerIds seen connected from two processes at once, now or within the last hour (peer-conns.ts: NET_DUPLICATE_IDENTITY). */
+  duplicates(): DuplicateIdentity[];
 }
 
 export function toPeerId(p: PeerRef): PeerId | Multiaddr {

@@ -19,6 +19,7 @@ import type { Libp2p } from 'libp2p';
 import { TopicValidatorResult, type GossipSub } from '@libp2p/gossipsub';
 import type { KadDHT } from '@libp2p/kad-dht';
 import { peerIdFromString } from '@libp2p/peer-id';
+import { multiaddr } from '@multiformats/multiaddr';
 import type { PeerId, Connection, IdentifyResult } from '@libp2p/interface';
 import { C0Error } from '../errors.js';
 import { hashHex, sha256 } from '../records/address.js';
@@ -28,6 +29,7 @@ import { checkFresh } from '../records/freshness.js';
 import { didFromPeerId, peerIdFromDid } from '../node/peer-id.js';
 import { monotonicClock, systemClock } from '../util/clock.js';
 import { silentLogger } from '../util/log.js';
+import { PeerLog } from '../util/peer-log.js';
 import { Dispatcher, type Handled } from './dispatch.js';
 import { coalesceWrites } from './write-coalesce.js';
 import { encodeMessage } from './framing.js';
@@ -51,6 +53,7 @@ import { createHost, messageId, messageType, topicBoundId } from './libp2p-host.
 import { cancelAddressUpdate, sweepPeerStore } from './libp2p-patches.js';
 import { NETWORK_DEFAULTS, peerKey, toPeerId, type GossipView, type Network, type NetworkOptions } from './network-api.js';
 import { RecordsSync } from './records-sync.js';
+import { bareAddr, PeerConnections, runOf, type DuplicateIdentity } from './peer-conns.js';
 import { sendOnOtherTopics } from './shard-copies.js';
 
 export { DHT_PROTOCOL, GOSSIP_BASE, LIVENESS, generateSwarmKey, topicScoreParams } from './libp2p-host.js';
@@ -136,7 +139,9 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const libp2p = await createHost(opts, { overlay, loopback, abuse, refusals, msgIdFn });
   ref.node = libp2p;
   const pubsub = libp2p.services.pubsub;
-  const direct = new DirectProtocols(libp2p as unknown as StreamHost, metrics, log, { budget: opts.directBudget ?? {} });
+  // each connection's identify, apart from the PeerId's (two processes may hold one key: peer-conns.ts)
+  const conns = new PeerConnections();
+  const direct = new DirectProtocols(libp2p as unknown as StreamHost, metrics, log, { budget: opts.directBudget ?? {}, conns });
   const gh = (ref.gh = gossipHost(libp2p, overlay));
   const connectivity = new Connectivity({ host: gh.connectivity, bootstrap: opts.bootstrap ?? [], clock, monoClock: mono, ...(opts.connectivity ? { options: opts.connectivity } : {}), ...(opts.rememberStore ? { store: opts.rememberStore } : {}), log, onDial: (kind, ok) => link.dials.inc({ kind, outcome: ok ? 'ok' : 'failed' }) });
   const health = new GossipHealth(gh.health, { log, onRepair: (action) => link.repairs.inc({ action }), ...(opts.gossipHealth ? { options: opts.gossipHealth } : {}) });
@@ -151,7 +156,46 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     coalesceWrites(evt.detail);
     link.connectionEvents.inc({ event: 'open', direction: evt.detail.direction });
   };
-  const onConnClose = (evt: CustomEvent<Connection>): void => link.connectionEvents.inc({ event: 'close', direction: evt.detail.direction });
+  // One key, two processes (docs/network.md §11 "Two processes with one key"): said once per peer per 10 minutes.
+  const duplicateLog = new PeerLog({ log, clock: mono, windowMs: 600_000 });
+  const onDuplicate = (d: DuplicateIdentity): void => {
+    link.duplicates.inc();
+    let peerDid: string | undefined;
+    try {
+      peerDid = didFromPeerId(peerIdFromString(d.peer));
+    } catch {
+      peerDid = undefined;
+    }
+    duplicateLog.warn(
+      d.peer,
+      'NET_DUPLICATE_IDENTITY',
+      'one key, two processes: a peer is connected from two processes that hold the same identity key (a copied identity.key or data directory, a cloned machine?); its streams go to the process that speaks their protocol, and both share its reputation',
+      { ...(peerDid ? { did: peerDid } : {}), processes: d.processes.map((p) => ({ listen: p.listen, from: p.remote, serves: p.protocols })) },
+    );
+  };
+  /**
+   * The peer store's addresses and protocols of a peer, as its processes connected now said them. libp2p keeps the
+   * signed peer record with the highest seq: a second process's newer record stayed after that process left, and each
+   * later identify of the first one put the gone process's addresses back (QA qaNet F2). Nothing when none is open.
+   */
+  const refreshPeerStore = (peer: string): void => {
+    const listen = conns.listenOf(peer);
+    if (!listen.length) return;
+    const protocols = [...new Set(conns.of(peer).flatMap((c) => [...c.protocols]))];
+    libp2p.peerStore.patch(peerIdFromString(peer), { multiaddrs: listen.map((a) => multiaddr(a)), protocols }).catch((e: Error) => log.debug({ peer, err: e.message }, 'peer store refresh failed'));
+  };
+  /** A peer's addresses to remember (connectivity), as its open connections said them, and the one this node dialled. */
+  const rememberFrom = (peer: string, dialled: string | undefined): void => {
+    if (conns.of(peer).some((c) => c.protocols.has(PROTOCOLS.records))) connectivity.noteUseful(peer, conns.listenOf(peer), dialled);
+  };
+  const onConnClose = (evt: CustomEvent<Connection>): void => {
+    link.connectionEvents.inc({ event: 'close', direction: evt.detail.direction });
+    // the processes still connected under its PeerId: their addresses, not the gone one's, are the peer's now
+    const left = conns.closed(evt.detail.id, clock());
+    if (!left?.remaining.length) return;
+    rememberFrom(left.peer, left.remaining.find((c) => c.outbound)?.remote);
+    if (conns.wasDuplicated(left.peer)) refreshPeerStore(left.peer);
+  };
 
   /** `handled`: told once the primary (fresh[0]) was handled (a direct route answers only then: offer-route.ts). */
   const accept = (fresh: Array<{ kind: TopicKind; rec: Opened; knownAdvertiser?: boolean }>, from: string, source0: 'gossip' | 'sync' | 'direct', attachments: Opened[], handled?: Handled): void => {
@@ -222,9 +266,20 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const records = new RecordsSync({ direct, pipeline, metrics, log, joined: joined.filter((k) => !publishOnly.includes(k)), shards, syncKinds, syncLimit, accept, source, clock, connected, ...(opts.catchUp ? { catchUp: opts.catchUp } : {}) });
   const onIdentify = (evt: CustomEvent<IdentifyResult>): void => {
     const { peerId, protocols } = evt.detail;
+    const peer = peerId.toString();
     // The address this node dialled it on goes first (a peer that dialled in came from a port it does not listen on).
     const conn = evt.detail.connection;
-    if (protocols.includes(PROTOCOLS.records)) connectivity.noteUseful(peerId.toString(), evt.detail.listenAddrs.map((a) => a.toString()), conn.direction === 'outbound' ? conn.remoteAddr.toString() : undefined);
+    const listen = [...new Set(evt.detail.listenAddrs.map((a) => bareAddr(a.toString())))];
+    if (conn.status === 'open') {
+      const run = runOf(evt.detail.agentVersion);
+      const seen = conns.identified({ id: conn.id, peer, remote: conn.remoteAddr.toString(), outbound: conn.direction === 'outbound', listen, protocols: new Set(protocols), ...(run === undefined ? {} : { run }) }, clock());
+      if (seen?.fresh) onDuplicate(seen.duplicate);
+    }
+    // the addresses of every process of the key connected now (one only, but for a duplicated key)
+    if (protocols.includes(PROTOCOLS.records)) connectivity.noteUseful(peer, [...new Set([...listen, ...conns.listenOf(peer)])], conn.direction === 'outbound' ? conn.remoteAddr.toString() : undefined);
+    // the peer store took another process's newer signed record (stored seq ≥ this one's), or holds one process's only
+    const signed = evt.detail.signedPeerRecord?.addresses.map((a) => bareAddr(a.toString()));
+    if (conns.wasDuplicated(peer) || (signed !== undefined && listen.length > 0 && (signed.length !== listen.length || signed.some((a) => !listen.includes(a))))) refreshPeerStore(peer);
     records.onIdentify(peerId, protocols);
   };
   const onDisconnect = (evt: CustomEvent<PeerId>): void => {
@@ -340,6 +395,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       libp2p.removeEventListener('peer:disconnect', onDisconnect);
       libp2p.removeEventListener('connection:open', onConnOpen);
       libp2p.removeEventListener('connection:close', onConnClose);
+      duplicateLog.stop();
       await libp2p.stop();
       cancelAddressUpdate(libp2p);
       await sigPool?.close();
@@ -376,6 +432,10 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     },
 
     async listenAddrsOf(peerId) {
+      // where its processes connected now said they listen (the peer store holds the last identify's, or another
+      // process's: peer-conns.ts), else the peer store's
+      const open = conns.listenOf(peerId);
+      if (open.length) return open.map((a) => `${a}/p2p/${peerId}`);
       try {
         const id = peerIdFromString(peerId);
         const p = await libp2p.peerStore.get(id);
@@ -528,6 +588,10 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
 
     connectivity() {
       return connectivity.status();
+    },
+
+    duplicates() {
+      return conns.duplicates(clock());
     },
   };
   return net;

@@ -20,7 +20,7 @@
  * frames are read with backpressure (src/net/frame-reader.ts).
  */
 import type { Connection, PeerId, Stream } from '@libp2p/interface';
-import type { Multiaddr } from '@multiformats/multiaddr';
+import { isMultiaddr, multiaddr, type Multiaddr } from '@multiformats/multiaddr';
 import { C0Error } from '../errors.js';
 import type { CborValue } from '../records/cbor.js';
 import { MAX_ENVELOPE_BYTES } from '../records/envelope.js';
@@ -208,6 +208,16 @@ export interface StreamHost {
   handle(protocol: string, handler: (stream: Stream, connection: Connection) => void | Promise<void>, options?: { maxInboundStreams?: number; force?: true }): Promise<void>;
   unhandle(protocol: string): Promise<void>;
   dialProtocol(peer: PeerId | Multiaddr | Multiaddr[], protocols: string | string[], options?: { signal?: AbortSignal; maxOutboundStreams?: number }): Promise<Stream>;
+  /** The peer's connections (to try another when the one libp2p chose does not speak a protocol). */
+  getConnections?(peer: PeerId): Connection[];
+  /** Dial an address (`force`: a new connection even with one open to the peer). */
+  dial?(peer: Multiaddr, options: { signal: AbortSignal; force: true }): Promise<Connection>;
+}
+
+/** What each connection's process speaks and where a process that spoke a protocol listens (peer-conns.ts PeerConnections). */
+export interface ConnectionView {
+  speaks(connId: string, protocol: string): boolean | undefined;
+  altAddrs(peer: string, protocol: string): string[];
 }
 
 /** How long a stream may stay half-open after an error frame before it is reset (the caller has only that frame to read). */
@@ -273,6 +283,8 @@ export const END_FRAME_BYTES = encodeFrame({ t: 'end' }).length;
 export interface DirectOptions {
   /** The inbound request budget (src/net/byte-budget.ts). */
   budget?: Partial<BudgetOptions>;
+  /** Per-connection identify (src/net/peer-conns.ts): which connection of a peer to try when another does not speak a protocol. */
+  conns?: ConnectionView;
 }
 
 /** libp2p's error when the peer, connected, answers a protocol it does not speak (multistream-select: "na"). */
@@ -296,6 +308,7 @@ export class DirectProtocols {
   readonly #m: NetMetrics;
   readonly #log: Logger;
   readonly #served = new Set<string>();
+  readonly #conns: ConnectionView | undefined;
   /** Request bytes held for inbound streams: per stream, per connection, in total. */
   readonly budget: ByteBudget;
 
@@ -303,7 +316,62 @@ export class DirectProtocols {
     this.#host = host;
     this.#m = metrics;
     this.#log = log;
+    this.#conns = opts.conns;
     this.budget = new ByteBudget(opts.budget);
+  }
+
+  /**
+   * A stream of `protocol` to `peer`: on the connection libp2p chooses (an open one, else a dial). When the peer
+   * answers that it does not speak it and is named by PeerId, its other open connections that may (those whose
+   * identify listed it first, then those not identified yet; not those whose identify did not), then the addresses
+   * where a process of its key that spoke it listens (`ConnectionView.altAddrs`, each dialled as a new connection),
+   * before the first refusal is thrown. Two processes that hold one key are one PeerId to libp2p, which took the
+   * first connection it found: a buyer's exec stream went to a clone that is no provider, three times in a row, and
+   * the honest provider, connected too, was signed three non-deliveries (docs/network.md §11 "Two processes with one
+   * key"; QA qaNet F1).
+   */
+  async #dialStream(peer: PeerId | Multiaddr, protocol: string, signal: AbortSignal, maxOutboundStreams: number | undefined): Promise<Stream> {
+    const o = { signal, ...(maxOutboundStreams === undefined ? {} : { maxOutboundStreams }) };
+    try {
+      return await this.#host.dialProtocol(peer, protocol, o);
+    } catch (e) {
+      if (!isUnsupportedProtocol(e) || signal.aborted || isMultiaddr(peer) || !this.#host.getConnections) throw e;
+      const other = await this.#otherRoute(peer, protocol, o);
+      if (other) return other;
+      throw e;
+    }
+  }
+
+  async #otherRoute(peer: PeerId, protocol: string, o: { signal: AbortSignal; maxOutboundStreams?: number }): Promise<Stream | undefined> {
+    const rank = (c: Connection): number => {
+      const s = this.#conns?.speaks(c.id, protocol);
+      return s === true ? 0 : s === undefined ? 1 : 2;
+    };
+    const open = this.#host
+      .getConnections!(peer)
+      .filter((c) => c.status === 'open' && rank(c) < 2)
+      .sort((a, b) => rank(a) - rank(b));
+    for (const c of open) {
+      try {
+        const s = await c.newStream(protocol, o);
+        this.#log.debug({ protocol, peer: peer.toString(), via: c.remoteAddr.toString() }, 'stream opened on another connection of the peer: the first did not speak the protocol');
+        return s;
+      } catch (e) {
+        if (o.signal.aborted) throw e;
+      }
+    }
+    if (!this.#host.dial || !this.#conns) return undefined;
+    for (const a of this.#conns.altAddrs(peer.toString(), protocol)) {
+      try {
+        const c = await this.#host.dial(multiaddr(`${a}/p2p/${peer.toString()}`), { signal: o.signal, force: true });
+        const s = await c.newStream(protocol, o);
+        this.#log.info({ protocol, peer: peer.toString(), addr: a }, 'stream opened on a new connection to the peer: none open spoke the protocol (another process holds its key?)');
+        return s;
+      } catch (e) {
+        if (o.signal.aborted) throw e;
+      }
+    }
+    return undefined;
   }
 
   /** Serve `protocol` with `handler` (replaces an earlier handler). */
@@ -513,7 +581,7 @@ export class DirectProtocols {
       this.#m.streamSeconds.observe({ protocol, direction: 'out' }, (performance.now() - t0) / 1000);
     };
     try {
-      stream = await this.#host.dialProtocol(peer, protocol, { signal, ...(limits.maxOutboundStreams === undefined ? {} : { maxOutboundStreams: limits.maxOutboundStreams }) });
+      stream = await this.#dialStream(peer, protocol, signal, limits.maxOutboundStreams);
     } catch (e) {
       const err = signal.aborted ? streamError(e, signal, limits.deadlineMs) : openError(e, peer, protocol);
       outcome = err.code;

@@ -229,12 +229,15 @@ async function peersView(o: OverlayNode): Promise<Record<string, unknown>> {
   // where each says it listens (identify): a peer that dialled in shows its passing port in `addrs`, and an operator
   // copying that into `bootstrap` got an address that never answers (QA pass, session 48)
   const listen = await Promise.all(peers.map((p) => o.net.listenAddrsOf(p.peerId)));
+  // a key two processes hold, connected from both now: how many (docs/network.md §11 "Two processes with one key")
+  const dup = new Map(o.net.duplicates().filter((d) => d.current).map((d) => [d.peer, d.processes.length]));
   return {
     peers: peers.map((p, i) => {
       const link = peerLink.get(p.peerId);
       return {
         ...p,
         listen: listen[i]!,
+        ...(dup.has(p.peerId) ? { processes: dup.get(p.peerId)! } : {}),
         topics: peerKinds.get(p.peerId) ?? [],
         mesh: peerMesh.get(p.peerId) ?? [],
         score: Math.round(o.net.gossipScore(p.peerId) * 1000) / 1000,

@@ -7,11 +7,20 @@
  *   NET_NO_PEERS   no connection at all (with each bootstrap peer's last error)
  *   NET_NO_MARKET  connected, but no live advert heard, on a node that buys or provides (a witness-only or
  *                  steward-only node needs no provider's advert: no alarm for it)
+ *
+ * Beside the state, `warnings`: what is wrong while the node works, one line each (`status` prints them under the
+ * network line):
+ *
+ *   NET_DUPLICATE_IDENTITY  a peer's key is held by two processes at once, now or within the hour (net/peer-conns.ts)
  */
 import type { ConnectivityOptions, ConnectivityStatus } from '../net/connectivity.js';
 import { CONNECTIVITY_DEFAULTS, fileRememberStore } from '../net/connectivity.js';
 import type { NetworkOptions } from '../net/node.js';
+import type { DuplicateIdentity } from '../net/peer-conns.js';
+import { PROTOCOLS } from '../net/protocols.js';
+import { agoText } from '../util/ago-text.js';
 import type { NetworkConfig } from './config.js';
+import { didFromPeerId } from './peer-id.js';
 
 export interface NetworkAssessment {
   state: 'ok' | 'no-peers' | 'no-market';
@@ -22,13 +31,42 @@ export interface NetworkAssessment {
   liveAdverts: number;
   /** Bootstrap peers that are not connected, with their last dial error. */
   bootstrap: Array<{ addr: string; failures: number; code?: string; error?: string }>;
+  /** What is wrong beside the state, each with a stable code (absent when nothing is). */
+  warnings?: NetworkWarning[];
+}
+
+export interface NetworkWarning {
+  code: 'NET_DUPLICATE_IDENTITY';
+  message: string;
+}
+
+/** One duplicated key, said plainly: whose, each process by where it listens, and since or until when. */
+export function duplicateWarning(d: DuplicateIdentity, now: number): NetworkWarning {
+  let who = d.peer;
+  try {
+    who = didFromPeerId(d.peer);
+  } catch {
+    /* not an Ed25519 PeerId: named by itself */
+  }
+  const each = d.processes.map((p) => `one listening at ${p.listen.length ? p.listen.join(' ') : `(none said; connected from ${p.remote})`}${p.protocols.includes(PROTOCOLS.exec) ? ' (serves exec/1: a provider)' : ''}`);
+  const when = d.current ? `now (first seen ${agoText(now - d.firstSeenAt).slice(1, -1)})` : `last seen ${agoText(now - d.lastSeenAt).slice(1, -1)}`;
+  return {
+    code: 'NET_DUPLICATE_IDENTITY',
+    message: `${who} is connected from ${d.processes.length} processes holding its one key (a copied identity.key or data directory?), ${when}: ${each.join('; ')}`,
+  };
 }
 
 /**
  * `market`: whether this node takes part in the market (a buyer or a provider, default true); only then is hearing no
  * live advert worth NET_NO_MARKET.
  */
-export function assessNetwork(c: ConnectivityStatus, liveAdverts: number, opts: { market?: boolean } = {}): NetworkAssessment {
+export function assessNetwork(c: ConnectivityStatus, liveAdverts: number, opts: { market?: boolean; duplicates?: DuplicateIdentity[]; now?: number } = {}): NetworkAssessment {
+  const warnings = (opts.duplicates ?? []).map((d) => duplicateWarning(d, opts.now ?? Date.now()));
+  const a = assess(c, liveAdverts, opts);
+  return warnings.length ? { ...a, warnings } : a;
+}
+
+function assess(c: ConnectivityStatus, liveAdverts: number, opts: { market?: boolean }): NetworkAssessment {
   const down = c.bootstrap.filter((b) => !b.connected).map((b) => ({ addr: b.addr, failures: b.failures, ...(b.lastError ? { code: b.lastError.code, error: b.lastError.message } : {}) }));
   const why = down
     .filter((b) => b.code)

@@ -29,6 +29,7 @@ import { runOrder, type ClaimOutcomeSummary, type OrderPorts } from './buyer-ord
 import { clearableTimeoutSignal, raceTimeout, setLongTimeout, type LongTimer } from '../util/timers.js';
 import { linkedSignal, unlessAborted } from '../util/signals.js';
 import { BUFFER_LIMIT } from '../net/byte-budget.js';
+import { NET_ERR } from '../net/frames.js';
 import { impossibleReceiptTimes } from '../records/freshness.js';
 import { truncateText } from '../util/text.js';
 import type { StallWatch } from '../util/stall-watch.js';
@@ -1371,6 +1372,11 @@ export class Buyer {
       }
       // what it sent broke exec/1 here (a frame that is not one, more output than this buyer takes): it answered, without a receipt
       if (!receipt && PROVIDER_PROTOCOL_ERRORS.has(err.code) && err.detail?.remote !== true) return { outcome: `the provider broke exec/1: ${err.code}`, nondelivery: 'no-receipt' };
+      // Connected, and no connection of its key speaks exec/1, nor any address where a process of its key served it
+      // (the net layer tried them all: protocols.ts #dialStream). Still the key's non-delivery: a key is what quoted,
+      // and its holder answers for every process that holds it; were it free, a key could win on price and never
+      // serve (docs/node.md "A provider whose key two processes hold").
+      if (!receipt && err.code === NET_ERR.PROTOCOL) return { outcome: `no connection of the provider's key serves exec/1: ${err.code}`, nondelivery: 'unreachable' };
       if (!receipt) return { outcome: `provider unreachable or gone: ${err.code ?? (e as Error).message}`, nondelivery: deadline.signal.aborted ? 'timeout' : 'unreachable' };
     } finally {
       deadline.clear();

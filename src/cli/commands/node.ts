@@ -99,8 +99,10 @@ export function register(program: Command): void {
         // The network line is said plainly: "this node has no peers: …" / "connected to 2 peers but hears no market".
         // So is the store's: "writable" / "⚠ takes no writes since …: No space left on device [STORE_WRITE_FAILED]".
         if ((k === 'network' || k === 'store') && v && typeof v === 'object') {
-          const n = v as { message: string; code?: string };
+          const n = v as { message: string; code?: string; warnings?: Array<{ code: string; message: string }> };
           out(`${k.padEnd(15)} ${n.code ? '⚠ ' : ''}${n.message}${n.code ? ` [${n.code}]` : ''}`);
+          // what is wrong beside the state, a line each: a peer's key held by two processes (net-health.ts)
+          for (const w of n.warnings ?? []) out(`${''.padEnd(15)} ⚠ ${w.message} [${w.code}]`);
         } else out(`${k.padEnd(15)} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`);
       }
       // a witness: what it holds, in one line per overlay it witnesses on (the market's `evidence` above is buyers'
@@ -132,11 +134,15 @@ export function register(program: Command): void {
     .action(async (o: { json?: boolean; overlay?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
       const c = requireDaemon(dataDir);
-      const r = (await apiCall(c.api, c.token, 'GET', `/v1/peers${q(o.overlay)}`)) as { peers: Array<{ peerId: string; did?: string; addrs: string[]; inbound?: boolean; listen?: string[] }> };
+      const r = (await apiCall(c.api, c.token, 'GET', `/v1/peers${q(o.overlay)}`)) as { peers: Array<{ peerId: string; did?: string; addrs: string[]; inbound?: boolean; listen?: string[]; processes?: number }> };
       if (o.json) return outJson(r);
       if (!r.peers.length) out('no peers connected');
-      // a peer that dialled in is shown where it listens (what `bootstrap` takes), its connection's passing port after
-      for (const p of r.peers) out(p.inbound && p.listen?.length ? `${p.did ?? p.peerId}  ${p.listen.join(' ')}  (dialled in from ${p.addrs.join(' ')})` : `${p.did ?? p.peerId}  ${p.addrs.join(' ')}`);
+      // a peer that dialled in is shown where it listens (what `bootstrap` takes), its connection's passing port after;
+      // one whose key two processes hold is said so (`status` names where each listens)
+      for (const p of r.peers) {
+        const line = p.inbound && p.listen?.length ? `${p.did ?? p.peerId}  ${p.listen.join(' ')}  (dialled in from ${p.addrs.join(' ')})` : `${p.did ?? p.peerId}  ${p.addrs.join(' ')}`;
+        out(p.processes !== undefined && p.processes > 1 ? `${line}  ⚠ ${p.processes} processes hold this key [NET_DUPLICATE_IDENTITY]` : line);
+      }
     });
 
   program

@@ -14,3 +14,22 @@ test('no live advert: NET_NO_MARKET for a node in the market, ok for one that is
   assert.deepEqual([w.state, w.code, w.message], ['ok', undefined, '3 peers, 0 live adverts']);
   assert.equal(assessNetwork({ peers: 0, remembered: 0, bootstrap: [] }, 0, { market: false }).code, 'NET_NO_PEERS', 'no peers is said to every node');
 });
+
+test('a peer key held by two processes is a warning beside the state: whose, where each listens, which serves exec/1, since or until when', () => {
+  const c = { peers: 2, remembered: 0, bootstrap: [] };
+  const peer = '12D3KooWPZNRsECXmgrJRhG6YRvo5hMGCd8EJ6YuxPGroGdwxdh5';
+  const processes = [
+    { listen: ['/ip4/127.0.0.1/tcp/18005'], remote: '/ip4/127.0.0.1/tcp/40001', protocols: ['/c0mpute/exec/1', '/c0mpute/records/1'] },
+    { listen: ['/ip4/127.0.0.1/tcp/18013'], remote: '/ip4/127.0.0.1/tcp/40002', protocols: ['/c0mpute/records/1'] },
+  ];
+  const now = 1_000_000;
+  const a = assessNetwork(c, 3, { duplicates: [{ peer, processes, firstSeenAt: now - 30_000, lastSeenAt: now, current: true }], now });
+  assert.equal(a.state, 'ok', 'the node itself works: a warning, not a state');
+  assert.equal(a.warnings?.length, 1);
+  assert.equal(a.warnings[0]!.code, 'NET_DUPLICATE_IDENTITY');
+  assert.match(a.warnings[0]!.message, /^did:key:z6MktCGJiLsFvL5H8JbNbQ9J9zpRXsMSgHingopmFZT4yukX is connected from 2 processes holding its one key/);
+  assert.match(a.warnings[0]!.message, /now \(first seen 30 s ago\): one listening at \/ip4\/127\.0\.0\.1\/tcp\/18005 \(serves exec\/1: a provider\); one listening at \/ip4\/127\.0\.0\.1\/tcp\/18013$/);
+  const gone = assessNetwork(c, 3, { duplicates: [{ peer, processes, firstSeenAt: now - 600_000, lastSeenAt: now - 240_000, current: false }], now });
+  assert.match(gone.warnings![0]!.message, /last seen 4 min ago/);
+  assert.equal(assessNetwork(c, 3, { duplicates: [], now }).warnings, undefined, 'none: no field');
+});

@@ -1,0 +1,100 @@
+/**
+ * Two processes with one key (docs/network.md §11 "Two processes with one key"; QA qaNet F1, F2), real libp2p nodes on
+ * 127.0.0.1: a provider P serving a streaming protocol, and Z, a second network started with P's key that does not
+ * serve it (a copied identity.key on a buyer), both connected to A. libp2p took Z's connection for A's stream, and A
+ * failed it NET_DIAL_FAILED three times in a row (the buyer signed the honest provider three non-deliveries).
+ */
+import '../../src/polyfill.js';
+import { test, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Network } from '../../src/net/node.js';
+import { NET_ERR } from '../../src/net/protocols.js';
+import type { C0Error } from '../../src/errors.js';
+import { Ed25519Signer } from '../../src/records/index.js';
+import { startNode, stopAll, waitFor } from './net-helpers.js';
+
+const nets: Network[] = [];
+afterEach(async () => {
+  await stopAll(nets.splice(0));
+});
+
+const PROTO = '/c0mpute/test-serve/1';
+
+/** A echo-once over PROTO, on a stream: what `peer` answers, or the error's code. */
+async function ask(a: Network, did: string): Promise<string> {
+  try {
+    const s = await a.openStream(did, PROTO);
+    await s.send('x');
+    await s.end();
+    const v = await s.next();
+    await s.close();
+    return String(v);
+  } catch (e) {
+    return (e as C0Error).code;
+  }
+}
+
+const bare = (addr: string): string => addr.replace(/\/p2p\/[^/]+$/, '');
+
+test('one key, two processes: the stream goes to the process that serves it, the duplicate is named and counted, and once the other goes the peer is where the provider listens', async () => {
+  const a = await startNode({ syncOnConnect: [] });
+  const key = Ed25519Signer.generate();
+  const p = await startNode({ syncOnConnect: [] }, key);
+  nets.push(a, p);
+  await p.handleStream(PROTO, async (ctx) => {
+    while ((await ctx.next()) !== undefined);
+    await ctx.send('served');
+  });
+  await p.dial(a.addrs()[0]!);
+  await waitFor(async () => (await a.listenAddrsOf(p.peerId.toString())).length > 0, 5_000, 'P identified');
+  const z = await startNode({ syncOnConnect: [] }, key);
+  nets.push(z);
+  await z.dial(a.addrs()[0]!);
+  await waitFor(() => a.duplicates().some((d) => d.current), 5_000, 'the duplicate named');
+
+  // every stream reaches P, whichever connection libp2p takes first
+  for (let i = 0; i < 4; i++) assert.equal(await ask(a, p.did), 'served');
+  const [d] = a.duplicates();
+  assert.equal(d?.peer, p.peerId.toString());
+  assert.deepEqual(d.processes.map((x) => x.listen).sort(), [p.addrs().map(bare), z.addrs().map(bare)].sort());
+  assert.ok(d.processes.find((x) => x.listen.includes(bare(p.addrs()[0]!)))?.protocols.includes(PROTO), 'which one serves it');
+  const metric = await a.metrics.registry.getSingleMetricAsString('c0mpute_net_duplicate_identity_total');
+  assert.match(metric, /c0mpute_net_duplicate_identity_total 1$/m, 'counted once, however often it is identified');
+  // both processes' addresses while both are connected
+  assert.deepEqual(new Set((await a.listenAddrsOf(p.peerId.toString())).map(bare)), new Set([...p.addrs(), ...z.addrs()].map(bare)));
+
+  // Z goes: P is where the peer listens again, in what `peers` shows and in the peer store (QA qaNet F2: Z's newer
+  // signed record kept Z's dead address there, and the remembered peer file held only it)
+  await z.stop();
+  await waitFor(() => !a.duplicates()[0]?.current, 5_000, 'the duplicate no longer current');
+  assert.deepEqual((await a.listenAddrsOf(p.peerId.toString())).map(bare), p.addrs().map(bare));
+  await waitFor(async () => (await a.libp2p.peerStore.get(p.peerId)).addresses.map((x) => x.multiaddr.toString()).join() === p.addrs().map(bare).join(), 5_000, 'the peer store refreshed');
+  assert.equal(a.duplicates().length, 1, 'still listed, as last seen');
+});
+
+test('no open connection of the key serves it: the address where a process of the key served it is dialled', async () => {
+  const a = await startNode({ syncOnConnect: [] });
+  const key = Ed25519Signer.generate();
+  const p = await startNode({ syncOnConnect: [] }, key);
+  nets.push(a, p);
+  await p.handleStream(PROTO, async (ctx) => {
+    while ((await ctx.next()) !== undefined);
+    await ctx.send('served');
+  });
+  await p.dial(a.addrs()[0]!);
+  await waitFor(async () => (await a.listenAddrsOf(p.peerId.toString())).length > 0, 5_000, 'P identified');
+  // P's connection drops; Z, with P's key and not serving PROTO, connects before anything redials P
+  await p.libp2p.hangUp(a.peerId);
+  const z = await startNode({ syncOnConnect: [] }, key);
+  nets.push(z);
+  await z.dial(a.addrs()[0]!);
+  await waitFor(async () => (await a.listenAddrsOf(p.peerId.toString())).join() === z.addrs().join(), 5_000, 'Z identified alone');
+  assert.equal(await ask(a, p.did), 'served');
+
+  // a key none of whose processes ever served it: NET_PROTOCOL_UNSUPPORTED, not NET_DIAL_FAILED
+  const lone = await startNode({ syncOnConnect: [] });
+  nets.push(lone);
+  await lone.dial(a.addrs()[0]!);
+  await waitFor(async () => (await a.listenAddrsOf(lone.peerId.toString())).length > 0, 5_000, 'lone identified');
+  assert.equal(await ask(a, lone.did), NET_ERR.PROTOCOL);
+});
