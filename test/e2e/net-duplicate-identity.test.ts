@@ -11,6 +11,7 @@ import type { Network } from '../../src/net/node.js';
 import { NET_ERR } from '../../src/net/protocols.js';
 import type { C0Error } from '../../src/errors.js';
 import { Ed25519Signer } from '../../src/records/index.js';
+import type { RememberedPeer } from '../../src/net/connectivity.js';
 import { startNode, stopAll, waitFor } from './net-helpers.js';
 
 const nets: Network[] = [];
@@ -37,7 +38,10 @@ async function ask(a: Network, did: string): Promise<string> {
 const bare = (addr: string): string => addr.replace(/\/p2p\/[^/]+$/, '');
 
 test('one key, two processes: the stream goes to the process that serves it, the duplicate is named and counted, and once the other goes the peer is where the provider listens', async () => {
-  const a = await startNode({ syncOnConnect: [] });
+  // the remembered-peer file, as the daemon keeps it (peers-<overlay>.json)
+  let saved: RememberedPeer[] = [];
+  const a = await startNode({ syncOnConnect: [], rememberStore: { load: () => [], save: (peers) => void (saved = structuredClone(peers)) } });
+  const remembered = (): string[] | undefined => saved.find((x) => x.peerId === p.peerId.toString())?.addrs;
   const key = Ed25519Signer.generate();
   const p = await startNode({ syncOnConnect: [] }, key);
   nets.push(a, p);
@@ -60,8 +64,9 @@ test('one key, two processes: the stream goes to the process that serves it, the
   assert.ok(d.processes.find((x) => x.listen.includes(bare(p.addrs()[0]!)))?.protocols.includes(PROTO), 'which one serves it');
   const metric = await a.metrics.registry.getSingleMetricAsString('c0mpute_net_duplicate_identity_total');
   assert.match(metric, /c0mpute_net_duplicate_identity_total 1$/m, 'counted once, however often it is identified');
-  // both processes' addresses while both are connected
+  // both processes' addresses while both are connected, shown and remembered (the copy's alone were, before)
   assert.deepEqual(new Set((await a.listenAddrsOf(p.peerId.toString())).map(bare)), new Set([...p.addrs(), ...z.addrs()].map(bare)));
+  assert.deepEqual(new Set(remembered()), new Set([...p.addrs(), ...z.addrs()].map(bare)));
 
   // Z goes: P is where the peer listens again, in what `peers` shows and in the peer store (QA qaNet F2: Z's newer
   // signed record kept Z's dead address there, and the remembered peer file held only it)
@@ -69,6 +74,7 @@ test('one key, two processes: the stream goes to the process that serves it, the
   await waitFor(() => !a.duplicates()[0]?.current, 5_000, 'the duplicate no longer current');
   assert.deepEqual((await a.listenAddrsOf(p.peerId.toString())).map(bare), p.addrs().map(bare));
   await waitFor(async () => (await a.libp2p.peerStore.get(p.peerId)).addresses.map((x) => x.multiaddr.toString()).join() === p.addrs().map(bare).join(), 5_000, 'the peer store refreshed');
+  assert.deepEqual(remembered(), p.addrs().map(bare), 'the remembered-peer file: where P listens, not where Z did');
   assert.equal(a.duplicates().length, 1, 'still listed, as last seen');
 });
 
