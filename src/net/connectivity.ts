@@ -156,6 +156,11 @@ export interface ConnectivityHost {
   dial(t: DialTarget, timeoutMs: number): Promise<string>;
   /** Ask the DHT for peers near a random key (at most `max`). */
   discover?(max: number, timeoutMs: number): Promise<DialTarget[]>;
+  /**
+   * Does this node refuse the peer right now (banned for abuse: peer-abuse.ts)? Such a peer is neither dialled (the
+   * gater would refuse the dial: a failure counted and logged for nothing) nor remembered.
+   */
+  refused?(peerId: string): boolean;
 }
 
 export interface RememberedPeer {
@@ -351,11 +356,13 @@ export class Connectivity {
     let at = now + this.opts.idleTickMs;
     const pending = (key: string) => (this.#inflight.has(key) ? now : (this.schedule.nextAt(key) ?? now));
     const bootIds = new Set<string>();
+    // a refused (banned) target is not dialled: nothing is due for it (its ban ends unnoticed for at most idleTickMs)
+    const refused = (id: string | undefined): boolean => id !== undefined && (this.d.host.refused?.(id) ?? false);
     for (const b of this.#boot) {
       bootIds.add(b.key);
-      if (!(b.peerId && this.d.host.isConnected(b.peerId))) at = Math.min(at, pending(b.key));
+      if (!(b.peerId && this.d.host.isConnected(b.peerId)) && !refused(b.peerId)) at = Math.min(at, pending(b.key));
     }
-    for (const p of this.#remembered.values()) if (!bootIds.has(p.peerId) && !this.d.host.isConnected(p.peerId)) at = Math.min(at, pending(p.peerId));
+    for (const p of this.#remembered.values()) if (!bootIds.has(p.peerId) && !this.d.host.isConnected(p.peerId) && !refused(p.peerId)) at = Math.min(at, pending(p.peerId));
     if (this.d.host.discover) {
       const count = this.d.host.peerCount();
       if (count > 0 && count < this.opts.minPeers) at = Math.min(at, this.#discovering ? now : this.#nextDiscoverAt);
@@ -370,6 +377,8 @@ export class Connectivity {
    */
   noteUseful(peerId: string, addrs: string[], used?: string): void {
     if (!addrs.length && !used) return;
+    // a peer this node refuses (banned for flooding) is not one worth reconnecting to (`forget`)
+    if (this.d.host.refused?.(peerId)) return;
     const prev = this.#remembered.get(peerId);
     // At most rememberAddrs: the address this node reached it on (when it dialled), then those it announces in the order
     // they were kept (one a redial reached moved first), then new ones as announced. An address no longer announced is dropped.
@@ -381,6 +390,21 @@ export class Connectivity {
     this.schedule.connected(peerId);
     this.#trim();
     if (changed) this.#save();
+  }
+
+  /**
+   * Forget a remembered peer at once, in memory and in the store (`why` for the log line): a peer banned for flooding
+   * (peer-abuse.ts) is not redialled while banned, nor after a restart, when the ban, kept in memory only, is gone
+   * (QA qaNet F3: the node redialled the flooder it had just banned, and again after a restart). A bootstrap entry
+   * stays (the operator named it); it is not dialled while refused.
+   */
+  forget(peerId: string, why: string): void {
+    const p = this.#remembered.get(peerId);
+    if (!p) return;
+    this.#remembered.delete(peerId);
+    if (!this.#boot.some((b) => b.key === peerId)) this.schedule.forget(peerId);
+    this.d.log.info({ peer: peerId, addr: p.addrs[0], why }, `remembered peer forgotten: ${why}`);
+    this.#save();
   }
 
   /** Remembered peers (least recently useful first). */
@@ -415,6 +439,7 @@ export class Connectivity {
         this.schedule.connected(b.key);
         continue;
       }
+      if (b.peerId && this.d.host.refused?.(b.peerId)) continue;
       this.schedule.disconnected(b.key, now);
       if (this.schedule.due(b.key, now) && !this.#inflight.has(b.key)) dials.push(this.#dial(b.key, { ...(b.peerId ? { peerId: b.peerId } : {}), addrs: [b.addr] }, 'bootstrap', b));
     }
@@ -432,6 +457,7 @@ export class Connectivity {
         }
         continue;
       }
+      if (this.d.host.refused?.(p.peerId)) continue;
       this.schedule.disconnected(p.peerId, now);
       if (this.schedule.due(p.peerId, now) && !this.#inflight.has(p.peerId)) dials.push(this.#dial(p.peerId, { peerId: p.peerId, addrs: p.addrs.map((a) => `${a}/p2p/${p.peerId}`) }, 'remembered'));
     }
@@ -554,7 +580,7 @@ export class Connectivity {
     try {
       const found = await this.d.host.discover!(max * 4, this.opts.dialTimeoutMs * 2);
       // The DHT query itself connects to the peers it asks: those are new connections already.
-      const fresh = found.filter((t) => t.peerId && !this.#connectedBefore.has(t.peerId));
+      const fresh = found.filter((t) => t.peerId && !this.#connectedBefore.has(t.peerId) && !this.d.host.refused?.(t.peerId));
       let gained = 0;
       await Promise.all(
         fresh.slice(0, max).map(async (t) => {

@@ -143,7 +143,9 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const conns = new PeerConnections();
   const direct = new DirectProtocols(libp2p as unknown as StreamHost, metrics, log, { budget: opts.directBudget ?? {}, conns });
   const gh = (ref.gh = gossipHost(libp2p, overlay));
-  const connectivity = new Connectivity({ host: gh.connectivity, bootstrap: opts.bootstrap ?? [], clock, monoClock: mono, ...(opts.connectivity ? { options: opts.connectivity } : {}), ...(opts.rememberStore ? { store: opts.rememberStore } : {}), log, onDial: (kind, ok) => link.dials.inc({ kind, outcome: ok ? 'ok' : 'failed' }) });
+  // a peer banned for flooding is neither dialled nor remembered, and is forgotten as it is banned (connectivity.ts)
+  const connectivity = new Connectivity({ host: { ...gh.connectivity, refused: (p) => abuse.denied(p) }, bootstrap: opts.bootstrap ?? [], clock, monoClock: mono, ...(opts.connectivity ? { options: opts.connectivity } : {}), ...(opts.rememberStore ? { store: opts.rememberStore } : {}), log, onDial: (kind, ok) => link.dials.inc({ kind, outcome: ok ? 'ok' : 'failed' }) });
+  abuse.onBan = (p) => connectivity.forget(p, 'banned for flooding (refused for network.abuse.banMs; not redialled, nor after a restart)');
   const health = new GossipHealth(gh.health, { log, onRepair: (action) => link.repairs.inc({ action }), ...(opts.gossipHealth ? { options: opts.gossipHealth } : {}) });
   // gossipsub drops a peer after an error on its inbound stream but keeps the connection: re-attach it (see gossip-health.ts).
   const gsi = pubsub as unknown as GossipInternals;

@@ -96,6 +96,8 @@ export class AbusePolicy {
   readonly opts: AbuseOptions;
   readonly #banned = new Map<string, number>();
   readonly #disconnects: Counter | undefined;
+  /** Told of each peer as it is banned (the network forgets it as a remembered peer: connectivity.ts `forget`). */
+  onBan: ((peer: string) => void) | undefined;
 
   constructor(
     private readonly guard: FloodGuard,
@@ -138,6 +140,11 @@ export class AbusePolicy {
     }
     this.#disconnects?.inc();
     this.log.warn({ peer, score: Math.round(score), banMs: this.opts.banMs }, 'peer kept flooding past its limits: disconnected and refused for a while');
+    try {
+      this.onBan?.(peer);
+    } catch (e) {
+      this.log.debug({ peer, err: (e as Error).message }, 'ban listener failed');
+    }
     void Promise.resolve()
       .then(() => this.hangUp(peer))
       .catch((e: unknown) => this.log.debug({ peer, err: (e as Error).message }, 'hang-up failed'));

@@ -125,11 +125,14 @@ test('records/1: repeated sync requests from one peer are bounded by its byte bu
   assert.ok(bytes > 20_000, `the budget was served before refusing (${bytes} B)`);
 });
 
-test('a peer whose abuse persists is disconnected and refused for a while', async () => {
+test('a peer whose abuse persists is disconnected and refused for a while, and forgotten as a peer to redial', async () => {
   const flooder = await startNode({ syncOnConnect: [] });
-  const a = await startNode({ syncOnConnect: [], floodLimits: { signer: { job: { ratePerSec: 0.1, burst: 5 } } }, abuse: { disconnectAt: 30, banMs: 60_000 } });
+  // the remembered-peer file, as the daemon keeps it (peers-<overlay>.json)
+  let saved: Array<{ peerId: string }> = [];
+  const a = await startNode({ syncOnConnect: [], floodLimits: { signer: { job: { ratePerSec: 0.1, burst: 5 } } }, abuse: { disconnectAt: 30, banMs: 60_000 }, rememberStore: { load: () => [], save: (peers) => void (saved = peers.map((p) => ({ ...p }))) } });
   nets.push(flooder, a);
   await link(flooder, a, ['job']);
+  await waitFor(() => saved.some((p) => p.peerId === flooder.peerId.toString()), 5_000, 'the flooder remembered (a c0mpute node it exchanged records with)');
   await sleep(300);
   for (let i = 0; i < 80 && a.peers().some((p) => p.peerId === flooder.peerId.toString()); i++) await flooder.publish('job', job(flooder.signer).bytes);
   await waitFor(() => !a.peers().some((p) => p.peerId === flooder.peerId.toString()), 10_000, 'a hangs up on the flooder');
@@ -138,4 +141,9 @@ test('a peer whose abuse persists is disconnected and refused for a while', asyn
   await flooder.dial(a.addrs()[0]!, { timeoutMs: 3_000 }).catch(() => undefined);
   await sleep(500);
   assert.ok(!a.peers().some((p) => p.peerId === flooder.peerId.toString()), 'the gater refuses it for banMs');
+  // QA qaNet F3: it stayed remembered, and the node's own reconnection redialled it ~2 s after the ban (each dial
+  // refused by its gater, logged NET_DIAL_FAILED), and again after a restart, when the ban (in memory) is gone
+  assert.ok(!saved.some((p) => p.peerId === flooder.peerId.toString()), 'forgotten in the remembered-peer file');
+  await sleep(2_500); // past the first redial's 1 s (±25 %) after the loss
+  assert.doesNotMatch(await metric(a, 'c0mpute_net_dials_total'), /kind="remembered"/, 'not redialled');
 });

@@ -79,3 +79,39 @@ test('throwaway keys that connect and leave: one info line in full, then a count
   assert.match(all[1]!.msg, /\(repeated\)/);
   assert.equal(all[1]!.more, 29);
 });
+
+test('a peer banned for flooding is forgotten, in memory and in the file, and neither dialled nor remembered while refused; a bootstrap entry stays but waits out the ban (QA qaNet F3)', async () => {
+  let now = 0;
+  const host = new DownHost();
+  const banned = new Set<string>();
+  const h: ConnectivityHost = Object.assign(host, { refused: (p: string) => banned.has(p) });
+  let file: Array<{ peerId: string }> = [{ peerId: 'F', addrs: ['/ip4/127.0.0.1/tcp/41183'], lastUsefulAt: 1 } as never];
+  const store = { load: () => file as never, save: (peers: Array<{ peerId: string }>) => void (file = peers.map((p) => ({ ...p }))) };
+  const { log, lines } = recording();
+  const c = new Connectivity({ host: h, bootstrap: ['/ip4/127.0.0.1/tcp/4001/p2p/B'], monoClock: () => now, rand: () => 0.5, store, log });
+  c.noteUseful('P', ['/ip4/127.0.0.1/tcp/9']);
+  assert.deepEqual(c.remembered().map((p) => p.peerId).sort(), ['F', 'P']);
+  // F floods and is banned: the network tells connectivity (peer-abuse.ts onBan → forget)
+  banned.add('F');
+  c.forget('F', 'banned for flooding');
+  assert.deepEqual(c.remembered().map((p) => p.peerId), ['P']);
+  assert.deepEqual(file.map((p) => p.peerId), ['P'], 'gone from the file: a restart does not dial it');
+  assert.ok(lines.some((l) => l.peer === 'F' && /remembered peer forgotten: banned for flooding/.test(l.msg)));
+  // it identifies again while banned (a connection the gater let through before the ban): not remembered
+  c.noteUseful('F', ['/ip4/127.0.0.1/tcp/41183']);
+  assert.deepEqual(c.remembered().map((p) => p.peerId), ['P']);
+  // a banned bootstrap peer is not dialled while refused, and is again once the ban ends
+  banned.add('B');
+  const dialled: string[] = [];
+  const dial = host.dial.bind(host);
+  host.dial = async (t: DialTarget) => {
+    dialled.push(t.peerId ?? '?');
+    return dial(t);
+  };
+  for (; now < 60_000; now += 500) await c.tick();
+  assert.ok(!dialled.includes('F') && !dialled.includes('B'), dialled.join(' '));
+  assert.ok(dialled.includes('P'));
+  banned.delete('B');
+  for (const end = now + 10_000; now < end; now += 500) await c.tick();
+  assert.ok(dialled.includes('B'), 'dialled again once its ban ended');
+});
