@@ -291,6 +291,11 @@ export interface Network {
   connectivity(): ConnectivityStatus;
   /** PeerIds seen connected from two processes at once, now or within the last hour (peer-conns.ts: NET_DUPLICATE_IDENTITY). */
   duplicates(): DuplicateIdentity[];
+  /**
+   * How long this node has had peers but none subscribed to any topic it joined, ms (it gossips with no one: it can
+   * neither publish nor hear records by gossip); undefined while one is, or while it has no peer (net-health.ts NET_NO_GOSSIP).
+   */
+  gossipQuietMs(): number | undefined;
 }
 
 export function toPeerId(p: PeerRef): PeerId | Multiaddr {

@@ -328,6 +328,26 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   let sweep: ReturnType<typeof setInterval> | undefined;
   /** records.tick() every ALIVE_TICK_MS: when the node last ran, where an outcome gap opened on losing every peer begins. */
   let alive: ReturnType<typeof setInterval> | undefined;
+  /**
+   * Since when (monotonic ms) this node has had peers but none subscribed to a topic it joined (gossip reaches no one,
+   * and no one's reaches it); undefined while one is, or while it has no peer. Sampled every ALIVE_TICK_MS and when
+   * asked (`gossipQuietMs`): a look at the router's topic sets, no more (docs/network.md §11 "Saying it plainly").
+   */
+  let quietSince: number | undefined;
+  const sampleGossip = (): void => {
+    if (!taken.size || !libp2p.getPeers().length) {
+      quietSince = undefined;
+      return;
+    }
+    const heard = (t: string): boolean => (gsi.topics instanceof Map ? (gsi.topics.get(t)?.size ?? 0) > 0 : pubsub.getSubscribers(t).length > 0);
+    for (const t of taken.keys()) {
+      if (heard(t)) {
+        quietSince = undefined;
+        return;
+      }
+    }
+    quietSince ??= mono();
+  };
   const net: Network = {
     peerId: libp2p.peerId,
     did,
@@ -381,7 +401,10 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       }, PEER_STORE_SWEEP_MS);
       sweep.unref();
       records.tick();
-      alive = setInterval(() => records.tick(), ALIVE_TICK_MS);
+      alive = setInterval(() => {
+        records.tick();
+        sampleGossip();
+      }, ALIVE_TICK_MS);
       alive.unref();
       log.info({ peerId: libp2p.peerId.toString(), did, overlay, addrs: net.addrs() }, 'network started');
     },
@@ -594,6 +617,12 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
 
     duplicates() {
       return conns.duplicates(clock());
+    },
+
+    gossipQuietMs() {
+      if (!started) return undefined;
+      sampleGossip();
+      return quietSince === undefined ? undefined : mono() - quietSince;
     },
   };
   return net;

@@ -5,6 +5,8 @@
  * the `network.reconnect` config section into the network module's options.
  *
  *   NET_NO_PEERS   no connection at all (with each bootstrap peer's last error)
+ *   NET_NO_GOSSIP  connected, but no peer subscribed to any topic this node joined for NO_GOSSIP_GRACE_MS: it can
+ *                  neither publish nor hear records by gossip (QA qaNet F4: "ok" beside 0 gossip peers on every topic)
  *   NET_NO_MARKET  connected, but no live advert heard, on a node that buys or provides (a witness-only or
  *                  steward-only node needs no provider's advert: no alarm for it)
  *
@@ -23,9 +25,9 @@ import type { NetworkConfig } from './config.js';
 import { didFromPeerId } from './peer-id.js';
 
 export interface NetworkAssessment {
-  state: 'ok' | 'no-peers' | 'no-market';
-  /** Stable code: NET_NO_PEERS or NET_NO_MARKET (absent when ok). */
-  code?: 'NET_NO_PEERS' | 'NET_NO_MARKET';
+  state: 'ok' | 'no-peers' | 'no-gossip' | 'no-market';
+  /** Stable code: NET_NO_PEERS, NET_NO_GOSSIP or NET_NO_MARKET (absent when ok). */
+  code?: 'NET_NO_PEERS' | 'NET_NO_GOSSIP' | 'NET_NO_MARKET';
   message: string;
   peers: number;
   liveAdverts: number;
@@ -57,16 +59,30 @@ export function duplicateWarning(d: DuplicateIdentity, now: number): NetworkWarn
 }
 
 /**
- * `market`: whether this node takes part in the market (a buyer or a provider, default true); only then is hearing no
- * live advert worth NET_NO_MARKET.
+ * How long a node may have peers and no gossip peer before NET_NO_GOSSIP, ms: past a start (subscriptions are sent
+ * as a connection is identified, within a second) and past the gossip self-check's own repairs of a detached peer
+ * (a reopen at 10 s, a reconnect at 20 s: gossip-health.ts), so what they mend is never flagged.
  */
-export function assessNetwork(c: ConnectivityStatus, liveAdverts: number, opts: { market?: boolean; duplicates?: DuplicateIdentity[]; now?: number } = {}): NetworkAssessment {
+export const NO_GOSSIP_GRACE_MS = 30_000;
+
+export interface AssessOptions {
+  /** Whether this node takes part in the market (a buyer or a provider, default true); only then is hearing no live advert worth NET_NO_MARKET. */
+  market?: boolean;
+  /** Network.duplicates(): each a NET_DUPLICATE_IDENTITY warning. */
+  duplicates?: DuplicateIdentity[];
+  /** Network.gossipQuietMs(): at NO_GOSSIP_GRACE_MS or more, NET_NO_GOSSIP. */
+  gossipQuietMs?: number;
+  /** Wall clock, ms (the duplicates' times). */
+  now?: number;
+}
+
+export function assessNetwork(c: ConnectivityStatus, liveAdverts: number, opts: AssessOptions = {}): NetworkAssessment {
   const warnings = (opts.duplicates ?? []).map((d) => duplicateWarning(d, opts.now ?? Date.now()));
   const a = assess(c, liveAdverts, opts);
   return warnings.length ? { ...a, warnings } : a;
 }
 
-function assess(c: ConnectivityStatus, liveAdverts: number, opts: { market?: boolean }): NetworkAssessment {
+function assess(c: ConnectivityStatus, liveAdverts: number, opts: AssessOptions): NetworkAssessment {
   const down = c.bootstrap.filter((b) => !b.connected).map((b) => ({ addr: b.addr, failures: b.failures, ...(b.lastError ? { code: b.lastError.code, error: b.lastError.message } : {}) }));
   const why = down
     .filter((b) => b.code)
@@ -75,6 +91,11 @@ function assess(c: ConnectivityStatus, liveAdverts: number, opts: { market?: boo
   if (c.peers === 0) {
     const tail = why.length ? `: ${why.join('; ')}` : c.bootstrap.length ? ': the bootstrap peers have not answered yet (still retrying)' : ' and no bootstrap peer is configured (set network.bootstrap)';
     return { ...base, state: 'no-peers', code: 'NET_NO_PEERS', message: `this node has no peers${tail}` };
+  }
+  // gossip dead explains a market not heard, so it goes first; a node just started or just connected is not flagged
+  if (opts.gossipQuietMs !== undefined && opts.gossipQuietMs >= NO_GOSSIP_GRACE_MS) {
+    const s = Math.round(opts.gossipQuietMs / 1000);
+    return { ...base, state: 'no-gossip', code: 'NET_NO_GOSSIP', message: `connected to ${c.peers} ${c.peers === 1 ? 'peer' : 'peers'} but gossips with none: no peer on any of this node's topics for ${s} s (it neither publishes nor hears adverts and jobs by gossip; records reach it only by sync and direct streams)${why.length ? ` (${why.join('; ')})` : ''}` };
   }
   if (liveAdverts === 0 && opts.market !== false) {
     return { ...base, state: 'no-market', code: 'NET_NO_MARKET', message: `connected to ${c.peers} ${c.peers === 1 ? 'peer' : 'peers'} but hears no market: no live provider advert${why.length ? ` (${why.join('; ')})` : ''}` };

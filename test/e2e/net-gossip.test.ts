@@ -34,3 +34,17 @@ test('an advert published in a 4-node line reaches every node exactly once', asy
   assert.ok(conns.length >= 8);
   assert.ok(conns.every(isCoalescing));
 });
+
+test('gossipQuietMs: how long a node has had peers but none on any topic it joined (NET_NO_GOSSIP), undefined once one is, or with no peer', async () => {
+  const a = await startNode({ syncOnConnect: [], gossipHealth: { checkEveryMs: 0 } });
+  // a peer that joins no topic: connected, and no gossip with it (the QA's key copy heard no subscription either)
+  const mute = await startNode({ syncOnConnect: [], topics: [] });
+  nets.push(a, mute);
+  assert.equal(a.gossipQuietMs(), undefined, 'no peer: not quiet, alone (NET_NO_PEERS says that)');
+  await a.dial(mute.addrs()[0]!);
+  await waitFor(() => (a.gossipQuietMs() ?? 0) >= 1_500, 5_000, 'quiet for 1.5 s');
+  const b = await startNode({ syncOnConnect: [] });
+  nets.push(b);
+  await link(a, b, ['advert']);
+  assert.equal(a.gossipQuietMs(), undefined, 'a peer on one of its topics');
+});

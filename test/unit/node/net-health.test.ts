@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { assessNetwork } from '../../../src/node/net-health.js';
+import { assessNetwork, NO_GOSSIP_GRACE_MS } from '../../../src/node/net-health.js';
 
 test('no live advert: NET_NO_MARKET for a node in the market, ok for one that is not (a witness, a steward)', () => {
   const c = { peers: 3, remembered: 0, bootstrap: [] };
@@ -32,4 +32,16 @@ test('a peer key held by two processes is a warning beside the state: whose, whe
   const gone = assessNetwork(c, 3, { duplicates: [{ peer, processes, firstSeenAt: now - 600_000, lastSeenAt: now - 240_000, current: false }], now });
   assert.match(gone.warnings![0]!.message, /last seen 4 min ago/);
   assert.equal(assessNetwork(c, 3, { duplicates: [], now }).warnings, undefined, 'none: no field');
+});
+
+test('connected but no gossip peer on any topic: NET_NO_GOSSIP once it lasted NO_GOSSIP_GRACE_MS (a node just started or connected is not flagged), before NET_NO_MARKET (QA qaNet F4)', () => {
+  const c = { peers: 1, remembered: 0, bootstrap: [] };
+  assert.equal(assessNetwork(c, 103, { gossipQuietMs: NO_GOSSIP_GRACE_MS - 1 }).state, 'ok', 'within the grace');
+  const a = assessNetwork(c, 103, { gossipQuietMs: 45_000 });
+  assert.deepEqual([a.state, a.code], ['no-gossip', 'NET_NO_GOSSIP']);
+  assert.equal(a.message, "connected to 1 peer but gossips with none: no peer on any of this node's topics for 45 s (it neither publishes nor hears adverts and jobs by gossip; records reach it only by sync and direct streams)");
+  assert.equal(assessNetwork(c, 0, { gossipQuietMs: 45_000 }).code, 'NET_NO_GOSSIP', 'the cause of hearing no market goes first');
+  assert.equal(assessNetwork(c, 0, { gossipQuietMs: 45_000, market: false }).code, 'NET_NO_GOSSIP', 'said to every node: a witness or a steward hears by gossip too');
+  assert.equal(assessNetwork({ peers: 0, remembered: 0, bootstrap: [] }, 0, { gossipQuietMs: 45_000 }).code, 'NET_NO_PEERS');
+  assert.equal(assessNetwork(c, 3, {}).state, 'ok', 'not known: not flagged');
 });
