@@ -14,6 +14,9 @@
  * network line):
  *
  *   NET_DUPLICATE_IDENTITY  a peer's key is held by two processes at once, now or within the hour (net/peer-conns.ts)
+ *   (a dial's code)         a bootstrap entry not connected, its last dial failed (NET_PEER_ID_MISMATCH, …), when the
+ *                           state is ok: the other states' messages name them already (QA qaNet F5: a typo in a
+ *                           bootstrap PeerId was hidden behind "ok" while remembered peers kept the node connected)
  */
 import type { ConnectivityOptions, ConnectivityStatus } from '../net/connectivity.js';
 import { CONNECTIVITY_DEFAULTS, fileRememberStore } from '../net/connectivity.js';
@@ -38,7 +41,8 @@ export interface NetworkAssessment {
 }
 
 export interface NetworkWarning {
-  code: 'NET_DUPLICATE_IDENTITY';
+  /** NET_DUPLICATE_IDENTITY, or a failing bootstrap entry's last dial error (connectivity.ts classifyDialError). */
+  code: string;
   message: string;
 }
 
@@ -77,9 +81,24 @@ export interface AssessOptions {
 }
 
 export function assessNetwork(c: ConnectivityStatus, liveAdverts: number, opts: AssessOptions = {}): NetworkAssessment {
-  const warnings = (opts.duplicates ?? []).map((d) => duplicateWarning(d, opts.now ?? Date.now()));
   const a = assess(c, liveAdverts, opts);
+  const warnings = [...(a.state === 'ok' ? bootstrapWarnings(a.bootstrap) : []), ...(opts.duplicates ?? []).map((d) => duplicateWarning(d, opts.now ?? Date.now()))];
   return warnings.length ? { ...a, warnings } : a;
+}
+
+/** What a bootstrap dial's code says, for a warning line (the code itself goes in brackets after it). */
+const DIAL_SAYS: Record<string, string> = {
+  NET_PEER_ID_MISMATCH: 'the peer at that address has another PeerId (check the /p2p/ part of network.bootstrap)',
+  NET_CONNECTION_REFUSED: 'nothing listens there (connection refused)',
+  NET_DIAL_TIMEOUT: 'no answer in time',
+  NET_HANDSHAKE_FAILED: 'the handshake failed (another overlay, or a wrong swarm key?)',
+};
+
+/** Each bootstrap entry not connected whose last dial failed, as a warning with that dial's code. */
+function bootstrapWarnings(down: NetworkAssessment['bootstrap']): NetworkWarning[] {
+  return down
+    .filter((b): b is typeof b & { code: string } => b.code !== undefined)
+    .map((b) => ({ code: b.code, message: `bootstrap ${b.addr} is not connected: ${DIAL_SAYS[b.code] ?? `the dial failed: ${(b.error ?? '').slice(0, 160)}`} (${b.failures} ${b.failures === 1 ? 'dial' : 'dials'} failed, still retrying)` }));
 }
 
 function assess(c: ConnectivityStatus, liveAdverts: number, opts: AssessOptions): NetworkAssessment {

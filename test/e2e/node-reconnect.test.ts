@@ -122,3 +122,22 @@ test('a buyer with a wrong PeerId in its bootstrap entry says so in run (API and
     await c.stop(lonely);
   });
 });
+
+test('a bootstrap entry that keeps failing is said under an ok network line in status, while another keeps the node connected (QA qaNet F5)', async () => {
+  await withLogs(c, async () => {
+    const other = c.dataDir('someone-else');
+    const wrong = bootstrapAddr(prov).replace(/\/p2p\/.*$/, `/p2p/${peerIdFromDid(other.did).toString()}`);
+    const half = await c.start('half', buyerConfig({ bootstrap: [bootstrapAddr(prov), wrong] }));
+    const st = await waitFor('an ok network with the wrong entry failing', async () => {
+      const s = await get<{ network: { state: string; warnings?: Array<{ code: string; message: string }> } }>(half, '/v1/status');
+      return s.network.state === 'ok' && s.network.warnings?.length ? s.network : undefined;
+    });
+    assert.deepEqual(st.warnings!.map((w) => w.code), ['NET_PEER_ID_MISMATCH']);
+    // the human lines: before, only "network 1 peer, 1 live advert", the failing entry in --json alone
+    const out = await c0mpute(half.dir, ['status'], { NODE_TEST_CONTEXT: undefined });
+    assert.equal(out.code, 0, out.err);
+    assert.match(out.out, /^network\s+\d+ peers?, 1 live advert$/m);
+    assert.match(out.out, new RegExp(`^ {16}⚠ bootstrap ${wrong.replace(/[/.]/g, '\\$&')} is not connected: the peer at that address has another PeerId \\(check the /p2p/ part of network.bootstrap\\) \\(\\d+ dials? failed, still retrying\\) \\[NET_PEER_ID_MISMATCH\\]$`, 'm'));
+    await c.stop(half);
+  });
+});

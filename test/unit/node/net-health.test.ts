@@ -45,3 +45,20 @@ test('connected but no gossip peer on any topic: NET_NO_GOSSIP once it lasted NO
   assert.equal(assessNetwork({ peers: 0, remembered: 0, bootstrap: [] }, 0, { gossipQuietMs: 45_000 }).code, 'NET_NO_PEERS');
   assert.equal(assessNetwork(c, 3, {}).state, 'ok', 'not known: not flagged');
 });
+
+test('a bootstrap entry whose dials fail is a warning with its dial code when the network is ok; the other states name it in their message (QA qaNet F5)', () => {
+  const bootstrap = [
+    { addr: '/ip4/127.0.0.1/tcp/18001/p2p/A', peerId: 'A', connected: true, failures: 0 },
+    { addr: '/ip4/127.0.0.1/tcp/18001/p2p/W', peerId: 'W', connected: false, failures: 5, lastError: { code: 'NET_PEER_ID_MISMATCH', message: 'unexpected peer' } },
+    { addr: '/dns4/nowhere.invalid/tcp/1', connected: false, failures: 1, lastError: { code: 'NET_DIAL_FAILED', message: 'getaddrinfo ENOTFOUND nowhere.invalid' } },
+    { addr: '/ip4/127.0.0.1/tcp/18009/p2p/N', peerId: 'N', connected: false, failures: 0 },
+  ];
+  const ok = assessNetwork({ peers: 1, remembered: 1, bootstrap }, 3);
+  assert.equal(ok.state, 'ok');
+  assert.deepEqual(ok.warnings, [
+    { code: 'NET_PEER_ID_MISMATCH', message: 'bootstrap /ip4/127.0.0.1/tcp/18001/p2p/W is not connected: the peer at that address has another PeerId (check the /p2p/ part of network.bootstrap) (5 dials failed, still retrying)' },
+    { code: 'NET_DIAL_FAILED', message: 'bootstrap /dns4/nowhere.invalid/tcp/1 is not connected: the dial failed: getaddrinfo ENOTFOUND nowhere.invalid (1 dial failed, still retrying)' },
+  ]);
+  assert.equal(assessNetwork({ peers: 1, remembered: 1, bootstrap }, 0).warnings, undefined, 'NET_NO_MARKET says them in its message');
+  assert.match(assessNetwork({ peers: 1, remembered: 1, bootstrap }, 0).message, /another PeerId/);
+});
