@@ -58,7 +58,7 @@ export function duplicateWarning(d: DuplicateIdentity, now: number): NetworkWarn
   const when = d.current ? `now (first seen ${agoText(now - d.firstSeenAt).slice(1, -1)})` : `last seen ${agoText(now - d.lastSeenAt).slice(1, -1)}`;
   return {
     code: 'NET_DUPLICATE_IDENTITY',
-    message: `${who} is connected from ${d.processes.length} processes holding its one key (a copied identity.key or data directory?), ${when}: ${each.join('; ')}`,
+    message: `${who} ${d.current ? 'is' : 'was'} connected from ${d.processes.length} processes holding its one key (a copied identity.key or data directory?), ${when}: ${each.join('; ')}`,
   };
 }
 
