@@ -264,6 +264,8 @@ export class Connectivity {
   readonly schedule: ReconnectSchedule;
   #boot: Array<{ addr: string; key: string; peerId?: string; lastError?: { code: string; message: string } }>;
   #remembered = new Map<string, RememberedPeer>();
+  /** Each remembered peer's addresses as the store held them at start (`knownAddrs`), whatever identify says since. */
+  #loaded = new Map<string, string[]>();
   #inflight = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
   #nextDiscoverAt = -Infinity;
@@ -303,6 +305,7 @@ export class Connectivity {
     for (const p of d.store?.load() ?? []) {
       // Older files: any number of addresses, and possibly a monotonic stamp (counted from now: the peer gets the full forgetAfterMs).
       const addrs = [...new Set(p.addrs.map(bare))].slice(0, this.opts.rememberAddrs);
+      this.#loaded.set(p.peerId, addrs);
       this.#remembered.set(p.peerId, { peerId: p.peerId, addrs, lastUsefulAt: p.lastUsefulAt < WALL_CLOCK_MIN ? wall : p.lastUsefulAt, ...(p.failures ? { failures: p.failures } : {}) });
     }
     this.#trim();
@@ -400,11 +403,20 @@ export class Connectivity {
    */
   forget(peerId: string, why: string): void {
     const p = this.#remembered.get(peerId);
+    this.#loaded.delete(peerId);
     if (!p) return;
     this.#remembered.delete(peerId);
     if (!this.#boot.some((b) => b.key === peerId)) this.schedule.forget(peerId);
     this.d.log.info({ peer: peerId, addr: p.addrs[0], why }, `remembered peer forgotten: ${why}`);
     this.#save();
+  }
+
+  /**
+   * The addresses this node knows for a peer beside what its connections say: remembered now, then as the store held
+   * them at start (an address another process of its key announced since replaced there: peer-conns.ts `altAddrs`).
+   */
+  knownAddrs(peerId: string): string[] {
+    return [...new Set([...(this.#remembered.get(peerId)?.addrs ?? []), ...(this.#loaded.get(peerId) ?? [])])];
   }
 
   /** Remembered peers (least recently useful first). */

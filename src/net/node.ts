@@ -141,7 +141,9 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   const pubsub = libp2p.services.pubsub;
   // each connection's identify, apart from the PeerId's (two processes may hold one key: peer-conns.ts)
   const conns = new PeerConnections();
-  const direct = new DirectProtocols(libp2p as unknown as StreamHost, metrics, log, { budget: opts.directBudget ?? {}, conns });
+  // where else a peer's processes listen: those seen this run, then its remembered addresses (from before a restart)
+  const connView = { speaks: (id: string, p: string) => conns.speaks(id, p), altAddrs: (peer: string, p: string) => conns.altAddrs(peer, p, connectivity.knownAddrs(peer)) };
+  const direct = new DirectProtocols(libp2p as unknown as StreamHost, metrics, log, { budget: opts.directBudget ?? {}, conns: connView });
   const gh = (ref.gh = gossipHost(libp2p, overlay));
   // a peer banned for flooding is neither dialled nor remembered, and is forgotten as it is banned (connectivity.ts)
   const connectivity = new Connectivity({ host: { ...gh.connectivity, refused: (p) => abuse.denied(p) }, bootstrap: opts.bootstrap ?? [], clock, monoClock: mono, ...(opts.connectivity ? { options: opts.connectivity } : {}), ...(opts.rememberStore ? { store: opts.rememberStore } : {}), log, onDial: (kind, ok) => link.dials.inc({ kind, outcome: ok ? 'ok' : 'failed' }) });

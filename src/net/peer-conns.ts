@@ -169,10 +169,11 @@ export class PeerConnections {
 
   /**
    * Addresses to dial when no open connection of `peer` speaks `protocol`: where a process of its key that spoke it
-   * (a connection since closed, newest first) listens, leaving out the addresses of processes connected now that do
-   * not speak it and the remote addresses of its open connections (already tried). At most MAX_ALT_ADDRS.
+   * (a connection since closed, newest first) listens, then `known` (addresses kept elsewhere: the remembered-peer
+   * file, from before a restart), leaving out the addresses of processes connected now that do not speak it and the
+   * remote addresses of its open connections (already tried). At most MAX_ALT_ADDRS.
    */
-  altAddrs(peer: string, protocol: string): string[] {
+  altAddrs(peer: string, protocol: string, known: readonly string[] = []): string[] {
     const open = this.of(peer);
     const skip = new Set<string>(open.flatMap((c) => [bareAddr(c.remote), ...(c.protocols.has(protocol) ? [] : c.listen)]));
     const out: string[] = [];
@@ -180,6 +181,7 @@ export class PeerConnections {
       if (!p.protocols.has(protocol)) continue;
       for (const a of p.listen) if (!skip.has(a) && !out.includes(a)) out.push(a);
     }
+    for (const a of known.map(bareAddr)) if (!skip.has(a) && !out.includes(a)) out.push(a);
     return out.slice(0, MAX_ALT_ADDRS);
   }
 

@@ -12,6 +12,9 @@ import { NET_ERR } from '../../src/net/protocols.js';
 import type { C0Error } from '../../src/errors.js';
 import { Ed25519Signer } from '../../src/records/index.js';
 import type { RememberedPeer } from '../../src/net/connectivity.js';
+import { freePort } from '../../src/devnet/devnet.js';
+import { peerIdFromDid } from '../../src/node/peer-id.js';
+import { didFromPublicKey } from '../../src/records/did.js';
 import { startNode, stopAll, waitFor } from './net-helpers.js';
 
 const nets: Network[] = [];
@@ -79,7 +82,8 @@ test('one key, two processes: the stream goes to the process that serves it, the
 });
 
 test('no open connection of the key serves it: the address where a process of the key served it is dialled', async () => {
-  const a = await startNode({ syncOnConnect: [] });
+  // no redial of P by the reconnection while this runs (it would connect P again before the ask)
+  const a = await startNode({ syncOnConnect: [], connectivity: { minPeers: 0, remembered: { initialMs: 60_000, maxMs: 60_000, factor: 2, jitter: 0 } } });
   const key = Ed25519Signer.generate();
   const p = await startNode({ syncOnConnect: [] }, key);
   nets.push(a, p);
@@ -103,4 +107,26 @@ test('no open connection of the key serves it: the address where a process of th
   await lone.dial(a.addrs()[0]!);
   await waitFor(async () => (await a.listenAddrsOf(lone.peerId.toString())).length > 0, 5_000, 'lone identified');
   assert.equal(await ask(a, lone.did), NET_ERR.PROTOCOL);
+});
+
+test('after a restart, with only the copy connected: the provider is dialled at its remembered address', async () => {
+  const key = Ed25519Signer.generate();
+  const port = await freePort();
+  const listen = `/ip4/127.0.0.1/tcp/${port}`;
+  // A restarted buyer: its remembered-peer file holds the provider's address; the provider is not up yet, so the
+  // first redial fails, and the copy connects first (the reconnection then takes the peer for connected)
+  const remembered = [{ peerId: peerIdFromDid(didFromPublicKey(key.publicKey)).toString(), addrs: [listen], lastUsefulAt: Date.now() }];
+  const a = await startNode({ syncOnConnect: [], rememberStore: { load: () => remembered, save: () => undefined } });
+  nets.push(a);
+  const z = await startNode({ syncOnConnect: [] }, key);
+  nets.push(z);
+  await z.dial(a.addrs()[0]!);
+  await waitFor(async () => (await a.listenAddrsOf(z.peerId.toString())).length > 0, 5_000, 'Z identified');
+  const p = await startNode({ syncOnConnect: [], listen: [listen] }, key);
+  nets.push(p);
+  await p.handleStream(PROTO, async (ctx) => {
+    while ((await ctx.next()) !== undefined);
+    await ctx.send('served');
+  });
+  assert.equal(await ask(a, p.did), 'served');
 });

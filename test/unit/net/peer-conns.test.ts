@@ -72,6 +72,11 @@ test('addresses to dial when no open connection speaks a protocol: where a proce
   assert.deepEqual(pc.altAddrs('P', EXEC), ['/ip4/127.0.0.1/tcp/18005', '/ip4/10.0.0.5/tcp/18005']);
   assert.deepEqual(pc.altAddrs('P', '/c0mpute/other/1'), [], 'no process of the key spoke it');
   assert.deepEqual(pc.altAddrs('Q', EXEC), []);
+  // addresses kept elsewhere (the remembered-peer file, from before a restart) come after, less the copy's own
+  assert.deepEqual(pc.altAddrs('P', EXEC, ['/ip4/127.0.0.1/tcp/18013/p2p/P', '/ip4/192.0.2.1/tcp/4001/p2p/P', '/ip4/127.0.0.1/tcp/18005']), ['/ip4/127.0.0.1/tcp/18005', '/ip4/10.0.0.5/tcp/18005', '/ip4/192.0.2.1/tcp/4001']);
+  const fresh = new PeerConnections();
+  fresh.identified(conn('z', { run: 'bbbbbbbbbbbb', listen: ['/ip4/127.0.0.1/tcp/18013'], protocols: new Set([RECORDS]) }), 1_000);
+  assert.deepEqual(fresh.altAddrs('P', EXEC, ['/ip4/127.0.0.1/tcp/18013', '/ip4/127.0.0.1/tcp/18005']), ['/ip4/127.0.0.1/tcp/18005'], 'after a restart: the remembered addresses alone');
   // the provider is connected again: its address is an open connection's now, not one to dial
   pc.identified(conn('a3', { remote: '/ip4/127.0.0.1/tcp/18005/p2p/P', outbound: true, listen: ['/ip4/127.0.0.1/tcp/18005'] }), 3_000);
   assert.deepEqual(pc.altAddrs('P', EXEC), ['/ip4/10.0.0.5/tcp/18005']);
