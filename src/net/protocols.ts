@@ -287,6 +287,9 @@ export interface DirectOptions {
   conns?: ConnectionView;
 }
 
+/** How long an address dialled for a protocol no open connection of its peer spoke, and that gave none, is left alone, ms. */
+export const ALT_RETRY_MS = 600_000;
+
 /** libp2p's error when the peer, connected, answers a protocol it does not speak (multistream-select: "na"). */
 export function isUnsupportedProtocol(e: unknown): boolean {
   return (e as Error | undefined)?.name === 'UnsupportedProtocolError';
@@ -309,6 +312,8 @@ export class DirectProtocols {
   readonly #log: Logger;
   readonly #served = new Set<string>();
   readonly #conns: ConnectionView | undefined;
+  /** `${peer} ${addr}` → when (monotonic ms) a dial there gave no stream of the protocol: not tried again for ALT_RETRY_MS. */
+  readonly #altFailed = new Map<string, number>();
   /** Request bytes held for inbound streams: per stream, per connection, in total. */
   readonly budget: ByteBudget;
 
@@ -361,14 +366,23 @@ export class DirectProtocols {
       }
     }
     if (!this.#host.dial || !this.#conns) return undefined;
+    const now = performance.now();
     for (const a of this.#conns.altAddrs(peer.toString(), protocol)) {
+      // an address that gave nothing lately is not dialled again: a peer of another version that does not speak a
+      // protocol, with a remembered address it no longer listens on, would cost a dial on every call
+      const key = `${peer.toString()} ${a}`;
+      const failed = this.#altFailed.get(key);
+      if (failed !== undefined && now - failed < ALT_RETRY_MS) continue;
       try {
         const c = await this.#host.dial(multiaddr(`${a}/p2p/${peer.toString()}`), { signal: o.signal, force: true });
         const s = await c.newStream(protocol, o);
+        this.#altFailed.delete(key);
         this.#log.info({ protocol, peer: peer.toString(), addr: a }, 'stream opened on a new connection to the peer: none open spoke the protocol (another process holds its key?)');
         return s;
       } catch (e) {
         if (o.signal.aborted) throw e;
+        if (this.#altFailed.size >= 1_024) this.#altFailed.delete(this.#altFailed.keys().next().value as string);
+        this.#altFailed.set(key, performance.now());
       }
     }
     return undefined;
