@@ -60,6 +60,7 @@ import { MAX_COSIGN_ENTRIES, WITNESS_ERR, Witness, type KeptEvidence } from '../
 import { EVIDENCE_TYPE, type EquivocationEvidence } from '../ledger/evidence.js';
 import type { LedgerEntry, WitnessReceipt } from '../ledger/entry.js';
 import { STORE_CLOSED, STORE_REOPENING, STORE_WRITE_FAILED, type Db } from '../store/db.js';
+import { NET_ERR } from '../net/frames.js';
 import type { Network } from '../net/node.js';
 import { monotonicClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
@@ -486,7 +487,8 @@ export class WitnessRole {
   /** The code a failed fetch is shown with: the network's, or WITNESS_NOT_A_STEWARD when the key serves no ledger protocol. */
   #failureCode(e: unknown): string {
     const c = e as C0Error;
-    if (c?.code === 'NET_DIAL_FAILED' && (c.detail as { name?: unknown } | undefined)?.name === 'UnsupportedProtocolError') return WITNESS_NOT_A_STEWARD;
+    // connected, and it does not speak ledger/1 (NET_PROTOCOL_UNSUPPORTED; a dial failure naming libp2p's error, as before it had its own code)
+    if (c?.code === NET_ERR.PROTOCOL || (c?.code === NET_ERR.DIAL && (c.detail as { name?: unknown } | undefined)?.name === 'UnsupportedProtocolError')) return WITNESS_NOT_A_STEWARD;
     return String(c?.code ?? 'NET_ERROR');
   }
 
