@@ -154,6 +154,8 @@ test('the URL `c0mpute console` prints logs in once; the overview shows the node
   await go(buyer, '#/nonsense', 'No such page');
   assert.equal(await buyer.$('nav [aria-current]'), null);
   await go(buyer, '#/overview', 'Overview');
+  // the network's health says what it is, as `c0mpute status` does (it read a `reason` the API never had: nothing)
+  await buyer.waitForFunction(() => /Network\W*ok\s*\d+ peers?, \d+ live adverts?/.test(document.querySelector('main')?.textContent ?? ''), { timeout: 30_000 });
   await shot(buyer, 'overview');
   await accessible(buyer, 'overview');
   // The same link again: refused.

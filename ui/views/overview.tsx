@@ -8,7 +8,7 @@ interface OverviewData {
   api: string;
   uptimeMs: number;
   primary: string;
-  overlays: Array<{ name: string; roles: string[]; peerId: string; addrs: string[]; peers: Array<{ peerId: string; did?: string; addrs: string[]; streams?: { out: boolean; in: boolean }; backoffMs?: number }>; refused: Record<string, number>; steward?: string; health: { state: string; reason?: string } }>;
+  overlays: Array<{ name: string; roles: string[]; peerId: string; addrs: string[]; peers: Array<{ peerId: string; did?: string; addrs: string[]; streams?: { out: boolean; in: boolean }; backoffMs?: number }>; refused: Record<string, number>; steward?: string; health: { state: string; code?: string; message?: string; warnings?: Array<{ code: string; message: string }> } }>;
   samples: HealthSample[];
 }
 
@@ -59,7 +59,14 @@ export function Overview() {
             </dd>
             <dt>Network</dt>
             <dd>
-              <Status s={o.health.state} /> {o.health.reason ?? ''}
+              <Status s={o.health.state} /> {o.health.message ?? ''}
+              {o.health.code ? <code> [{o.health.code}]</code> : null}
+              {/* what is wrong while the node works: a bootstrap entry failing, a key held by two processes (status prints them too) */}
+              {(o.health.warnings ?? []).map((w) => (
+                <div key={w.code + w.message} class="st-mid">
+                  ⚠ {w.message} <code>[{w.code}]</code>
+                </div>
+              ))}
             </dd>
             {o.steward ? (
               <>
