@@ -12,7 +12,7 @@ import { runDevnet } from './node-helpers.js';
 
 test('devnet (npm start): a job through the whole walk, its output verified and countersigned, and the buyer’s reputation view', async () => {
   const out = await runDevnet(['--providers', '3', '--jobs', '1']);
-  assert.match(out, /^▸ collected [1-9]\d* offer\(s\)/m);
+  assert.match(out, /^▸ collected [1-9]\d* offers?\b/m);
   assert.match(out, /^▸ selection sha256:[0-9a-f]+… signed \(attempt 1\): winner \w+/m);
   assert.match(out, /^▸ verified: output matches sha256:[0-9a-f]{64}$/m);
   assert.match(out, /^▸ countersigned accepted: sha256:/m);

@@ -66,7 +66,7 @@ test('an empty list exits 1 and says why, per provider', () => {
   const r = c0('market', 'probe', jobFile('cheap.yaml', '0.1 USD'), '--records', records, '--at', String(NOW));
   assert.equal(r.code, 1, r.err + r.out);
   const all = r.out + r.err;
-  assert.match(all, /No candidate among 4 provider\(s\)/);
+  assert.match(all, /No candidate among 4 providers for/);
   assert.match(all, /ASK_ABOVE_PRICE/);
   assert.match(all, /NOT_LIVE/);
   // later than every presence window: nobody is live

@@ -32,8 +32,6 @@ after(async () => {
   await c.destroy();
 });
 
-const noTestContext = { NODE_TEST_CONTEXT: undefined };
-
 test('a provider key held by a second daemon: the buyer names it in status and peers, and its jobs reach the provider with no non-delivery', async () => {
   await withLogs(c, async () => {
     const s = await waitFor('the buyer to name the duplicate', async () => {
@@ -52,10 +50,10 @@ test('a provider key held by a second daemon: the buyer names it in status and p
       assert.equal(events.filter((e) => e.e === 'nondelivery' || e.e === 'failover').length, 0);
     }
 
-    const st = await c0mpute(b.dir, ['status'], noTestContext);
+    const st = await c0mpute(b.dir, ['status']);
     assert.equal(st.code, 0, st.err);
     assert.match(st.out, /^ {16}⚠ did:key:\S+ is connected from 2 processes holding its one key .* \[NET_DUPLICATE_IDENTITY\]$/m);
-    const peers = await c0mpute(b.dir, ['peers'], noTestContext);
+    const peers = await c0mpute(b.dir, ['peers']);
     assert.match(peers.out, new RegExp(`^${p.did} .*⚠ 2 processes hold this key \\[NET_DUPLICATE_IDENTITY\\]$`, 'm'));
   });
 });

@@ -479,8 +479,10 @@ export async function spawnCli(args: string[], o: { cwd?: string; env?: NodeJS.P
 }
 
 export function c0mpute(dataDir: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
+  // the CLI is a plain process, not a test runner's child: without NODE_TEST_CONTEXT (node:test would read its output as a subtest's)
+  const { NODE_TEST_CONTEXT: _, ...base } = process.env;
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, '--data-dir', dataDir, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, C0MPUTE_LOG_LEVEL: 'warn', ...env } });
+    const child = spawn(process.execPath, [BIN, '--data-dir', dataDir, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...base, C0MPUTE_LOG_LEVEL: 'warn', ...env } });
     track(child);
     let out = '';
     let err = '';

@@ -134,7 +134,7 @@ test('a bootstrap entry that keeps failing is said under an ok network line in s
     });
     assert.deepEqual(st.warnings!.map((w) => w.code), ['NET_PEER_ID_MISMATCH']);
     // the human lines: before, only "network 1 peer, 1 live advert", the failing entry in --json alone
-    const out = await c0mpute(half.dir, ['status'], { NODE_TEST_CONTEXT: undefined });
+    const out = await c0mpute(half.dir, ['status']);
     assert.equal(out.code, 0, out.err);
     assert.match(out.out, /^network\s+\d+ peers?, 1 live advert$/m);
     assert.match(out.out, new RegExp(`^ {16}⚠ bootstrap ${wrong.replace(/[/.]/g, '\\$&')} is not connected: the peer at that address has another PeerId \\(check the /p2p/ part of network.bootstrap\\) \\(\\d+ dials? failed, still retrying\\) \\[NET_PEER_ID_MISMATCH\\]$`, 'm'));

@@ -58,7 +58,7 @@ test('a provider stopped past the deadline and resumed signs failed EXEC_TIMEOUT
     // the buyer's `accepted` on that failed receipt is said `acknowledged` (docs/node.md "Buyer"), the record unchanged
     const acc = outcome.events.find((e) => e.e === 'acceptance') as { receiptStatus?: string; acceptance: { record: { verdict: string } } } | undefined;
     assert.deepEqual([acc?.receiptStatus, acc?.acceptance.record.verdict], ['failed', 'accepted']);
-    const jobs = await c0mpute(b.dir, ['jobs', '--limit', '1'], { NODE_TEST_CONTEXT: undefined }); // a plain process, not a test runner's child
+    const jobs = await c0mpute(b.dir, ['jobs', '--limit', '1']);
     assert.match(jobs.out, /failed \(EXEC_TIMEOUT\), acknowledged$/m, jobs.out);
   });
 });
