@@ -12,7 +12,8 @@
  */
 import type { Advert, Job } from '../records/kinds.js';
 import { wholeUnitsWithin, type Money } from '../records/money.js';
-import { askFor, askWithin, cachedScale, orderFromJob } from '../matching/candidates.js';
+import { aboveMaxPrice, askFor, cachedScale, orderFromJob, type CandidateOrder, type CandidateReason, type PricedAsk } from '../matching/candidates.js';
+import { cmpAmount } from './amount.js';
 import { REASON, type Failure } from './eligibility.js';
 
 /** The ask's failure for one advert: ASK_CURRENCY_MISMATCH or ASK_ABOVE_PRICE, else undefined. */
@@ -23,12 +24,18 @@ export function askJudge(job: Job): AskJudge {
   const order = orderFromJob(job);
   const scale = cachedScale();
   return (advert) => {
-    const a = askWithin(advert, order, scale);
-    if (a.ok) return undefined;
-    const r = a.reason;
-    if (r.code !== REASON.ASK_ABOVE_PRICE && r.code !== REASON.ASK_CURRENCY_MISMATCH) return undefined;
-    return { gate: 'offer', code: r.code, field: r.field, wanted: r.wanted, offered: r.offered, message: r.code === REASON.ASK_ABOVE_PRICE ? (perSecond(advert, order, scale) ?? r.message) : r.message };
+    // askWithin's rule, with the ask at hand to say a per-second one as a bound
+    const a = askFor(advert, order, scale);
+    if (!a.ok) return a.reason.code === REASON.ASK_CURRENCY_MISMATCH ? failure(a.reason) : undefined;
+    if (cmpAmount(a.cost.amount, order.maxPrice.amount) <= 0) return undefined;
+    const r = aboveMaxPrice(a, order);
+    return failure(a.ask.unit === 'second' ? { ...r, message: perSecond(a, order) } : r);
   };
+}
+
+/** A candidate reason whose code is one of the explanation's (ASK_ABOVE_PRICE, ASK_CURRENCY_MISMATCH) as a Failure. */
+function failure(r: CandidateReason): Failure {
+  return { gate: 'offer', code: r.code as Failure['code'], field: r.field, wanted: r.wanted, offered: r.offered, message: r.message };
 }
 
 /**
@@ -37,9 +44,7 @@ export function askJudge(job: Job): AskJudge {
  * "asks 0.001 USD per second: above 0.1 for the job's whole 300 s timeout (0.3); it quotes only for a run it expects to
  * take at most 100 s" (the probe prices an open order at its timeout, which is what a claim is paid: its words stay).
  */
-function perSecond(advert: Advert, order: ReturnType<typeof orderFromJob>, scale: ReturnType<typeof cachedScale>): string | undefined {
-  const a = askFor(advert, order, scale);
-  if (!a.ok || a.ask.unit !== 'second') return undefined;
+function perSecond(a: PricedAsk, order: CandidateOrder): string {
   const within = wholeUnitsWithin(order.maxPrice.amount, a.ask.price.amount);
   const quotes = within === 0 ? 'even one second costs more' : `it quotes only for a run it expects to take at most ${within} s`;
   return `asks ${a.ask.price.amount} ${a.cost.currency} per second: above ${order.maxPrice.amount} for the job's whole ${a.units} s timeout (${a.cost.amount}); ${quotes}`;

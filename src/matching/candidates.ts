@@ -148,7 +148,9 @@ export function unitsOf(order: CandidateOrder, unit: string): number | undefined
   return undefined;
 }
 
-type Ask = { ok: true; ask: { unit: string; price: Money }; units: number; cost: Money } | { ok: false; reason: CandidateReason };
+/** An ask the order can count: its price entry, the units the order takes of it, and what that costs. */
+export type PricedAsk = { ok: true; ask: { unit: string; price: Money }; units: number; cost: Money };
+type Ask = PricedAsk | { ok: false; reason: CandidateReason };
 
 /**
  * The provider's ask for the order: of its advert's prices for the workload in
@@ -197,7 +199,12 @@ export function askFor(advert: Advert, order: CandidateOrder, scale: (amount: st
 export function askWithin(advert: Advert, order: CandidateOrder, scale: (amount: string, units: number) => string = scaleAmount): Ask {
   const ask = askFor(advert, order, scale);
   if (!ask.ok || cmpAmount(ask.cost.amount, order.maxPrice.amount) <= 0) return ask;
-  return { ok: false, reason: reason(CANDIDATE_REASON.ASK_ABOVE_PRICE, 'maxPrice', order.maxPrice, ask.cost, `asks ${ask.ask.price.amount} ${ask.cost.currency} per ${ask.ask.unit}: ${ask.cost.amount} for the order, above ${order.maxPrice.amount}`) };
+  return { ok: false, reason: aboveMaxPrice(ask, order) };
+}
+
+/** ASK_ABOVE_PRICE for an ask whose cost for the order is above its maxPrice (askWithin's words). */
+export function aboveMaxPrice(ask: PricedAsk, order: CandidateOrder): CandidateReason {
+  return reason(CANDIDATE_REASON.ASK_ABOVE_PRICE, 'maxPrice', order.maxPrice, ask.cost, `asks ${ask.ask.price.amount} ${ask.cost.currency} per ${ask.ask.unit}: ${ask.cost.amount} for the order, above ${order.maxPrice.amount}`);
 }
 
 /**

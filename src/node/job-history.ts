@@ -238,8 +238,8 @@ export async function historyOf(records: RecordStore, ev: EvidenceStore, did: st
  */
 export async function jobHistory(records: RecordStore, ev: EvidenceStore, did: string, page: JobsPageQuery): Promise<{ jobs: HistoryJob[]; next?: string }> {
   const p = await records.jobsOf(did, page);
-  const jobs: HistoryJob[] = [];
-  for (const job of p.jobs) jobs.push(await historyOf(records, ev, did, job));
+  // the page's jobs read at once (each an index read of its selections and their non-deliveries), not one after another
+  const jobs = await Promise.all(p.jobs.map((job) => historyOf(records, ev, did, job)));
   return { jobs, ...(p.next !== undefined ? { next: p.next } : {}) };
 }
 

@@ -38,7 +38,7 @@ import { C0Error } from '../errors.js';
 import type { CborValue } from '../records/cbor.js';
 import type { Opened } from '../records/envelope.js';
 import type { Acceptance, Job, Receipt } from '../records/kinds.js';
-import { STEWARD_STREAMS, STEWARD_STREAM_HEADROOM, neverOpened } from '../net/protocols.js';
+import { NET_ERR, STEWARD_STREAMS, STEWARD_STREAM_HEADROOM, neverOpened } from '../net/protocols.js';
 import type { Clock } from '../util/clock.js';
 import type { Slots } from '../util/serial.js';
 import type { Logger } from '../util/log.js';
@@ -324,8 +324,7 @@ async function unreachableSteward(o: Pick<AdmitJobOptions, 'overlay' | 'steward'
     if (!(e instanceof C0Error) || !neverOpened(e.code)) throw e;
     const who = o.steward ? `the steward ${o.steward}` : 'the steward';
     // reached, but it serves no /c0mpute/steward/1: its node runs without the steward role (docs/node.md "Changing roles")
-    const noRole = e.code === 'NET_PROTOCOL_UNSUPPORTED' || (e.detail as { name?: unknown } | undefined)?.name === 'UnsupportedProtocolError';
-    const why = noRole ? 'its node answers but does not run the steward role: is the role on in its config? network.steward names it' : 'is it running, and reachable at the addresses this node knows? network.steward names it';
+    const why = e.code === NET_ERR.PROTOCOL ? 'its node answers but does not run the steward role: is the role on in its config? network.steward names it' : 'is it running, and reachable at the addresses this node knows? network.steward names it';
     throw new C0Error('STEWARD_UNREACHABLE', `cannot reach ${who} of overlay ${o.overlay} (${why}): ${e.message}`, {
       cause: e,
       detail: { overlay: o.overlay, ...(o.steward ? { steward: o.steward } : {}) },

@@ -487,8 +487,8 @@ export class WitnessRole {
   /** The code a failed fetch is shown with: the network's, or WITNESS_NOT_A_STEWARD when the key serves no ledger protocol. */
   #failureCode(e: unknown): string {
     const c = e as C0Error;
-    // connected, and it does not speak ledger/1 (NET_PROTOCOL_UNSUPPORTED; a dial failure naming libp2p's error, as before it had its own code)
-    if (c?.code === NET_ERR.PROTOCOL || (c?.code === NET_ERR.DIAL && (c.detail as { name?: unknown } | undefined)?.name === 'UnsupportedProtocolError')) return WITNESS_NOT_A_STEWARD;
+    // connected, and it does not speak ledger/1 (protocols.ts openError)
+    if (c?.code === NET_ERR.PROTOCOL) return WITNESS_NOT_A_STEWARD;
     return String(c?.code ?? 'NET_ERROR');
   }
 

@@ -7,6 +7,7 @@
  * the byte-order mark) from the output read as UTF-8; bytes that are not UTF-8 are not whitespace. Pure.
  */
 import { C0Error } from '../../errors.js';
+import { plural } from '../../util/text.js';
 
 /** How much of the output is decoded at a time past its ASCII whitespace (the first character that is not blank ends the look). */
 const CHUNK = 64 * 1024;
@@ -31,7 +32,7 @@ export function isBlankOutput(out: Uint8Array): boolean {
 /** What blank output is, for a failure's message: `no output`, or `only whitespace (N bytes)`; undefined when it is not blank. */
 export function blankOutputText(out: Uint8Array): string | undefined {
   if (out.length === 0) return 'no output';
-  return isBlankOutput(out) ? `only whitespace (${out.length} ${out.length === 1 ? 'byte' : 'bytes'})` : undefined;
+  return isBlankOutput(out) ? `only whitespace (${plural(out.length, 'byte')})` : undefined;
 }
 
 /** A provider's own work's output through the guard: blank output is the failure EXEC_EMPTY_OUTPUT (the executors already refuse empty output so). */

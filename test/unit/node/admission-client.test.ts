@@ -275,7 +275,8 @@ describe('admitJob: a steward whose dial fails', () => {
 
   test('reached, but its node serves no steward protocol (the role taken off): STEWARD_UNREACHABLE saying so (QA witness pass, finding 5)', async () => {
     await assert.rejects(
-      admit(new C0Error('NET_DIAL_FAILED', 'cannot open /c0mpute/steward/1 to 12D3…: Protocol selection failed - could not negotiate /c0mpute/steward/1', { detail: { name: 'UnsupportedProtocolError' } })),
+      // as protocols.ts openError throws it: connected, the protocol not spoken
+      admit(new C0Error('NET_PROTOCOL_UNSUPPORTED', 'cannot open /c0mpute/steward/1 to 12D3…: the peer does not speak it (Protocol selection failed - could not negotiate /c0mpute/steward/1)', { detail: { name: 'UnsupportedProtocolError' } })),
       (e: C0Error) => e.code === 'STEWARD_UNREACHABLE' && /its node answers but does not run the steward role/.test(e.message) && !/is it running/.test(e.message),
     );
   });

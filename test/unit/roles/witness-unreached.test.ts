@@ -27,7 +27,7 @@ function stewardChain(n: number): { did: string; chain: Chain } {
 interface Net {
   calls: number;
   /** How a request to a steward fails: not reached (no route), or reached and serving no ledger protocol. */
-  fails: Map<string, 'unreached' | 'no-ledger' | 'no-ledger-old'>;
+  fails: Map<string, 'unreached' | 'no-ledger'>;
   warns: Array<{ msg: string; steward?: string; code?: string }>;
   foreign?: { dropped: number; last: { signer: string; at: number } };
 }
@@ -54,8 +54,6 @@ async function rig(chains: Map<string, Chain>, fn: (r: { net: Net; start: (cfg: 
         // as protocols.ts DirectProtocols.call throws them: a dial that fails, or libp2p's protocol selection failing
         if (fail === 'unreached') throw new C0Error('NET_DIAL_FAILED', `cannot open ${protocol} to 12D3…: no valid addresses`, { detail: { name: 'NoValidAddressesError' } });
         if (fail === 'no-ledger') throw new C0Error('NET_PROTOCOL_UNSUPPORTED', `cannot open ${protocol} to 12D3…: the peer does not speak it (Protocol selection failed - could not negotiate ${protocol})`, { detail: { name: 'UnsupportedProtocolError' } });
-        // a build before NET_PROTOCOL_UNSUPPORTED said it as a failed dial naming libp2p's error
-        if (fail === 'no-ledger-old') throw new C0Error('NET_DIAL_FAILED', `cannot open ${protocol} to 12D3…: Protocol selection failed - could not negotiate ${protocol}`, { detail: { name: 'UnsupportedProtocolError' } });
         const { from, to } = frames[0]!;
         return (chains.get(steward) ?? []).slice(from, to).map((e) => e.bytes);
       }) as never,
@@ -94,12 +92,6 @@ describe('a witness that cannot reach its steward says so', () => {
       assert.equal((await lastOf(role, s.did))?.refused, WITNESS_NOT_A_STEWARD);
       assert.equal(net.warns[0]!.code, WITNESS_NOT_A_STEWARD);
       assert.match(net.warns[0]!.msg, /serves no ledger.*network\.steward/);
-    });
-    await rig(new Map(), async ({ net, start }) => {
-      net.fails.set(s.did, 'no-ledger-old');
-      const role = await start({ stewards: [s.did], startCatchUpMs: [0] });
-      await until(() => net.warns.length === 1, 'the warning');
-      assert.equal((await lastOf(role, s.did))?.refused, WITNESS_NOT_A_STEWARD);
     });
   });
 
