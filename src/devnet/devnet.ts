@@ -434,11 +434,19 @@ export class Devnet {
   }
 
   /**
-   * Stop every node. The directory is removed if the devnet made it and was not
-   * asked to keep it, except after a failure (`failed`): then it stays, with
-   * every node's log, and is named.
+   * Stop every node, then decide the directory's fate, once: the first call decides and every later or concurrent
+   * call gets the same promise and the same answer (a signal's stop and a scenario's own `finally` used to race: one
+   * said "kept" while the other had already removed it). The directory is removed if the devnet made it and was not
+   * asked to keep it (`keep`), except after a failure (`failed`): then it stays, with every node's log. What became
+   * of it is returned, for the caller to say (dirFateLine).
    */
-  async stop(opts: { failed?: boolean } = {}): Promise<void> {
+  stop(opts: { failed?: boolean } = {}): Promise<DirFate> {
+    return (this.#stopped ??= this.#stop(!!opts.failed));
+  }
+
+  #stopped: Promise<DirFate> | undefined;
+
+  async #stop(failed: boolean): Promise<DirFate> {
     await Promise.all(
       this.nodes.map(
         (n) =>
@@ -453,9 +461,31 @@ export class Devnet {
           }),
       ),
     );
-    if (!this.#ownsDir || this.o.keep) return;
-    if (opts.failed) this.print(`▸ kept ${this.dir} for its nodes' logs (<name>/node.log); remove it when done`);
-    else rmSync(this.dir, { recursive: true, force: true });
+    if (!this.#ownsDir) return 'given';
+    if (this.o.keep) return 'kept';
+    if (failed) return 'kept-failed';
+    rmSync(this.dir, { recursive: true, force: true });
+    return 'removed';
+  }
+}
+
+/**
+ * What `Devnet.stop` did with the directory: `removed` (a temporary one, the run over), `kept` (a temporary one, with
+ * `--keep`), `kept-failed` (a temporary one, the run failed: the nodes' logs are in it), `given` (`--dir`: never removed).
+ */
+export type DirFate = 'removed' | 'kept' | 'kept-failed' | 'given';
+
+/** The line that says what became of a devnet's directory (`logs`: where in it a node's log is). */
+export function dirFateLine(fate: DirFate, dir: string, logs = '<name>/node.log'): string {
+  switch (fate) {
+    case 'removed':
+      return `removed ${dir}`;
+    case 'kept':
+      return `${dir} stays (--keep); remove it when done`;
+    case 'kept-failed':
+      return `kept ${dir} for its nodes' logs (${logs}); remove it when done`;
+    case 'given':
+      return `its data stays in ${dir} (--dir)`;
   }
 }
 

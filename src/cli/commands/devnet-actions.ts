@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { C0Error } from '../../errors.js';
 import { startTimeoutFlag } from './devnet-flags.js';
-import { DEVNET_START_TIMEOUT_MS, Devnet } from '../../devnet/devnet.js';
+import { DEVNET_START_TIMEOUT_MS, Devnet, dirFateLine, type DirFate } from '../../devnet/devnet.js';
 import { apiCall } from '../../node/api.js';
 import { consoleLoginUrl } from '../../node/console-routes.js';
 import { renderEvent, renderExplanation, shortAddr } from '../render.js';
@@ -155,26 +155,36 @@ async function poolScenario(o: { keep?: boolean; dir?: string }, startTimeoutMs:
 
 async function trainingScenario(o: { dir?: string }): Promise<void> {
   const dir = o.dir ?? mkdtempSync(join(tmpdir(), 'c0mpute-devnet-training-'));
-  // Ctrl-C stops the workers and removes the directory, as the other scenarios do.
+  // Ctrl-C (or SIGTERM, SIGHUP) stops the workers and removes the directory, as the other scenarios do; a failed run
+  // keeps it, with each worker's output (worker<N>/worker.log), and names it
   const stop = new AbortController();
-  const onSignal = () => stop.abort();
+  let signalled: StopSignal | undefined;
+  const onSignal = (sig: StopSignal) => {
+    signalled = sig;
+    stop.abort();
+  };
   for (const sig of STOP_SIGNALS) process.once(sig, onSignal);
-  let interrupted = false;
+  let how: 'done' | 'failed' | 'interrupted' = 'failed';
   try {
     out(`c0mpute devnet --training: three training workers, then two pipeline stages, on 127.0.0.1, in ${dir}`);
     const ok = await runTrainingScenario(BIN, dir, out, stop.signal);
     if (!ok) throw new C0Error('DEVNET_TRAINING_FAILED', 'the training scenario did not reach identical weights and pipeline output');
+    how = 'done';
   } catch (e) {
     if (!stop.signal.aborted) throw e;
-    interrupted = true;
+    how = 'interrupted';
   } finally {
     for (const sig of STOP_SIGNALS) process.removeListener(sig, onSignal);
-    if (!o.dir) rmSync(dir, { recursive: true, force: true });
+    if (how === 'interrupted') out('▸ interrupted: every worker stopped');
+    let fate: DirFate = 'given';
+    if (!o.dir && how === 'failed') fate = 'kept-failed';
+    else if (!o.dir) {
+      rmSync(dir, { recursive: true, force: true });
+      fate = 'removed';
+    }
+    out(`▸ ${dirFateLine(fate, dir, 'worker<N>/worker.log')}`);
   }
-  if (interrupted) {
-    out('▸ interrupted: every worker stopped');
-    process.exit(130);
-  }
+  if (how === 'interrupted') process.exit(SIGNAL_EXIT[signalled ?? 'SIGINT']);
 }
 
 /**
@@ -183,22 +193,50 @@ async function trainingScenario(o: { dir?: string }): Promise<void> {
  * PID 1 (review s40).
  */
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+type StopSignal = (typeof STOP_SIGNALS)[number];
 
-/** Run a devnet scenario; whatever happens (Ctrl-C, SIGTERM or SIGHUP included), stop every node it started. */
+/** The exit code after a stop signal, as a shell reports a process the signal ended: 128 + its number. */
+const SIGNAL_EXIT: Record<StopSignal, number> = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 };
+
+/**
+ * Run a devnet scenario; whatever happens (Ctrl-C, SIGTERM or SIGHUP included), stop every node it started. The end
+ * is one routine (`finish`), whoever reaches it first: the scenario done, the scenario failed, or a signal. A signal
+ * usually breaks the scenario off too (its nodes stop, its run is interrupted), and its failure reaches `finish` while
+ * the signal's stop is under way: it joins that stop instead of starting its own, so the directory's fate is decided
+ * once (Devnet.stop) and the line that names it is the truth. A signal removes a temporary directory, as the run's
+ * normal end does (README "Set up"), unless `--keep` was given.
+ */
 async function withDevnet(net: Devnet, scenario: () => Promise<void>): Promise<void> {
-  const onSignal = (sig: NodeJS.Signals) => void net.stop().then(() => process.exit(sig === 'SIGINT' ? 130 : 128 + (sig === 'SIGTERM' ? 15 : 1)));
+  let signalled: StopSignal | undefined;
+  let finishing: Promise<void> | undefined;
+  const finish = (how: 'done' | 'failed' | 'interrupted'): Promise<void> =>
+    (finishing ??= (async () => {
+      // said only when a node was started: a scenario refused before any (DEVNET_STATE_INVALID) stopped nothing, and
+      // its temporary directory holds no log: it is removed
+      const started = net.nodes.length > 0;
+      if (started) out(how === 'interrupted' ? `\n▸ interrupted (${signalled}): stopping every node…` : '\n▸ stopping every node…');
+      // a failed run keeps its directory (a temporary one too): the nodes' logs say why
+      const fate = await net.stop({ failed: how === 'failed' && started });
+      if (started || fate === 'kept-failed') out(`▸ ${how === 'interrupted' ? 'every node stopped; ' : 'done; '}${dirFateLine(fate, net.dir)}`);
+    })());
+  const onSignal = (sig: StopSignal) => {
+    signalled = sig;
+    void finish('interrupted').then(() => process.exit(SIGNAL_EXIT[sig]));
+  };
   for (const sig of STOP_SIGNALS) process.once(sig, onSignal);
   let failed = true;
   try {
     await scenario();
     failed = false;
+  } catch (e) {
+    // broken off by the signal: not a failure of its own; the signal's ending says what happened
+    if (signalled) {
+      await finish('interrupted');
+      process.exit(SIGNAL_EXIT[signalled]);
+    }
+    throw e;
   } finally {
+    await finish(signalled ? 'interrupted' : failed ? 'failed' : 'done');
     for (const sig of STOP_SIGNALS) process.removeListener(sig, onSignal);
-    // said only when a node was started: a scenario refused before any (DEVNET_STATE_INVALID) stopped nothing
-    const started = net.nodes.length > 0;
-    if (started) out('\n▸ stopping every node…');
-    // a failed run keeps its directory (a temporary one too): the nodes' logs say why
-    await net.stop({ failed });
-    if (started) out('▸ done');
   }
 }

@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Devnet } from '../../../src/devnet/devnet.js';
+import { Devnet, dirFateLine } from '../../../src/devnet/devnet.js';
 import { C0Error } from '../../../src/errors.js';
 
 /** A stand-in node: prints the C0MPUTE_* variables it was given, then fails as a node whose API port is taken. */
@@ -90,6 +90,22 @@ test('a devnet that failed keeps its directory (the nodes’ logs); one that end
     assert.equal(existsSync(ok.dir), false);
   } finally {
     rmSync(failed.dir, { recursive: true, force: true });
+    done();
+  }
+});
+
+test('stop is one routine: a second, concurrent stop (a signal’s, and the scenario’s own on its failure) gets the first one’s answer, and the directory is what it says', async () => {
+  const { bin, done } = fakeBin(EXITS);
+  const net = new Devnet({ providers: 0, policy: 'balanced', jobs: 0, keep: false, bin, print: () => {} });
+  try {
+    net.spawn('bantam', 'provider', {}, 1);
+    const [first, second] = await Promise.all([net.stop(), net.stop({ failed: true })]);
+    assert.equal(first, 'removed');
+    assert.equal(second, 'removed', 'the later stop does not claim the directory is kept');
+    assert.equal(existsSync(net.dir), false);
+    assert.equal(dirFateLine(second, net.dir), `removed ${net.dir}`);
+  } finally {
+    rmSync(net.dir, { recursive: true, force: true });
     done();
   }
 });

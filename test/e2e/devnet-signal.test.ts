@@ -1,0 +1,37 @@
+/**
+ * A stop signal sent to the devnet process alone (kill, systemd, a CI runner), not to its whole process group as a
+ * terminal's Ctrl-C is: the signal's stop and the scenario's own end (its run broken off as the nodes stop) raced, one
+ * printing "kept DIR … remove it when done" while the other had already removed DIR (QA qaDev F4). Now one routine
+ * ends the devnet: it says what it did, and the directory is what it says.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { BIN, track } from './node-helpers.js';
+
+test('devnet: SIGTERM to the devnet process mid-job stops every node, removes its temporary directory and says so (exit 143)', async () => {
+  const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+  const child = spawn(process.execPath, [BIN, 'devnet', '--providers', '3', '--jobs', '20'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...env, C0MPUTE_LOG_LEVEL: 'warn' } });
+  track(child);
+  let out = '';
+  let err = '';
+  let sent = false;
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+  child.stdout.setEncoding('utf8').on('data', (d: string) => {
+    out += d;
+    if (!sent && /accepted the work/.test(out)) sent = child.kill('SIGTERM');
+  });
+  const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
+  const text = `${out}\n${err}`;
+  assert.ok(sent, text);
+  assert.equal(code, 143, text);
+  const dir = /in (\/\S+c0mpute-devnet-\S+?)\s/.exec(out)?.[1];
+  assert.ok(dir, text);
+  assert.match(out, /^▸ interrupted \(SIGTERM\): stopping every node…$/m);
+  assert.ok(out.includes(`\n▸ every node stopped; removed ${dir}\n`), text);
+  assert.doesNotMatch(out, /kept \//, 'no line says the directory is kept');
+  assert.equal((out.match(/stopping every node/g) ?? []).length, 1, 'one ending');
+  assert.equal(existsSync(dir), false, `${dir} is gone`);
+  assert.equal(spawnSync('pgrep', ['-f', dir], { encoding: 'utf8' }).stdout.trim(), '', 'no node left');
+});
