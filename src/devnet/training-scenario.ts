@@ -10,7 +10,6 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
-import { createIdentity } from '../node/identity.js';
 import { Ed25519Signer } from '../records/ed25519.js';
 import { open, seal } from '../records/envelope.js';
 import { createNetwork } from '../net/node.js';
@@ -18,7 +17,7 @@ import { peerIdFromDid } from '../node/peer-id.js';
 import { buildRun, type RunBundle } from '../roles/trainer/run-file.js';
 import { TRAIN_T, type TrainEpoch, type TrainStep } from '../training/record-kinds.js';
 import { TRAIN_PROTOCOL } from '../training/transport.js';
-import { devnetDir, devnetNodeEnv, freePort } from './devnet.js';
+import { devnetDir, devnetIdentity, devnetNodeEnv, freePort } from './devnet.js';
 
 export interface TrainingSetup {
   dir: string;
@@ -44,7 +43,9 @@ export async function setupTraining(dir: string, o: RunOptions = {}): Promise<Tr
   const workers: TrainingSetup['workers'] = [];
   for (let i = 0; i < n; i++) {
     const wdir = join(dir, `worker${i + 1}`);
-    const id = createIdentity(wdir);
+    // the key stored there by an earlier run on the same --dir, else a new one (README "--dir"): each run is a new
+    // training run (its own bundle, owner and ports), signed for by the same workers
+    const id = devnetIdentity(wdir);
     workers.push({ dir: wdir, did: id.did });
   }
   const members = await Promise.all(workers.map(async (w) => ({ did: w.did, addr: `/ip4/127.0.0.1/tcp/${await freePort()}` })));

@@ -16,6 +16,7 @@ import { verifyPoolProof } from '../../../src/pools/chain.js';
 import { codeOf } from '../../../src/errors.js';
 import { POOL_ROSTER_LIFETIME_MS, POOL_ROSTER_MIN_LEFT_MS, preparePool } from '../../../src/devnet/pool-scenario.js';
 import { prepareOverlay } from '../../../src/devnet/overlay-scenario.js';
+import { setupTraining } from '../../../src/devnet/training-scenario.js';
 import { daemonApiOf } from '../../../src/devnet/devnet.js';
 
 const NOW = 1_700_000_000_000;
@@ -96,6 +97,18 @@ test('a daemon.json left by a node of an earlier run (killed) is not the new nod
     writeFileSync(join(dir, 'daemon.json'), JSON.stringify({ pid: 4242, did: 'did:key:z', api: '127.0.0.1:39357', startedAt: NOW }));
     assert.equal(daemonApiOf(dir, 5151), undefined);
     assert.deepEqual(daemonApiOf(dir, 4242), { api: '127.0.0.1:39357', token: 'tok' });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('--training run again on one --dir: the same worker keys (it failed KEY_EXISTS on worker1/identity.key), a new run', async () => {
+  const dir = tmp();
+  try {
+    const a = await setupTraining(dir);
+    const b = await setupTraining(dir);
+    assert.deepEqual(b.workers.map((w) => w.did), a.workers.map((w) => w.did));
+    assert.notEqual(b.bundle.run.address, a.bundle.run.address, 'each run is a training run of its own');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
