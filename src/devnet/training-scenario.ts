@@ -7,7 +7,7 @@
  * TRAIN_NOT_MEMBER before they are read.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { createWriteStream, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import { Ed25519Signer } from '../records/ed25519.js';
@@ -70,13 +70,28 @@ export async function setupTraining(dir: string, o: RunOptions = {}): Promise<Tr
   return { dir, bundlePath, bundle, workers };
 }
 
-export function spawnWorker(bin: string, s: TrainingSetup, i: number): { child: ChildProcess; out: () => string } {
+/** A worker's output (its `--json` events and any error), as it came, in `<worker dir>/worker.log` too. */
+export const WORKER_LOG = 'worker.log';
+
+export function spawnWorker(bin: string, s: TrainingSetup, i: number): { child: ChildProcess; out: () => string; log: string } {
   const w = s.workers[i]!;
   const child = spawn(process.execPath, [bin, '--data-dir', w.dir, 'train', 'join', s.bundlePath, '--json'], { stdio: ['ignore', 'pipe', 'pipe'], env: devnetNodeEnv(process.env, { C0MPUTE_LOG_LEVEL: 'error' }) });
+  const log = join(w.dir, WORKER_LOG);
+  const file = createWriteStream(log, { flags: 'a' });
   let buf = '';
-  child.stdout!.setEncoding('utf8').on('data', (d: string) => (buf += d));
-  child.stderr!.setEncoding('utf8').on('data', (d: string) => (buf += d));
-  return { child, out: () => buf };
+  const take = (d: string) => {
+    buf += d;
+    file.write(d);
+  };
+  child.stdout!.setEncoding('utf8').on('data', take);
+  child.stderr!.setEncoding('utf8').on('data', take);
+  child.once('close', () => file.end());
+  return { child, out: () => buf, log };
+}
+
+/** How a process ended, as a person reads it: "exited 0", "exited 3", "killed by SIGKILL" (not a made-up 128). */
+export function endText(code: number | null, signal: NodeJS.Signals | null): string {
+  return signal ? `killed by ${signal}` : `exited ${code}`;
 }
 
 export function workerStatus(s: TrainingSetup, i: number): Record<string, unknown> | undefined {
@@ -196,7 +211,7 @@ export async function runTrainingScenario(bin: string, dir: string, say: (s: str
         if (ev.e === 'joined') say('  all three members countersigned their membership; training');
       }
     };
-    const exits = children.map((c) => new Promise<number>((r) => c.once('exit', (code) => r(code ?? 128))));
+    const exits = children.map((c) => new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((r) => c.once('exit', (code, sig) => r({ code, signal: sig }))));
     let done = false;
     void Promise.all(exits).then(() => (done = true));
     while (!done) {
@@ -212,9 +227,15 @@ export async function runTrainingScenario(bin: string, dir: string, say: (s: str
       narrate();
     }
     narrate();
-    const codes = await Promise.all(exits);
-    if (codes.some((c) => c !== 0)) {
-      say(`a worker failed: exit codes ${codes.join(', ')}\n${procs.map((p) => p.out().slice(-1500)).join('\n---\n')}`);
+    const ends = await Promise.all(exits);
+    if (ends.some((e) => e.code !== 0)) {
+      // each worker named, with how it ended; the end of a failed one's output, labelled, and where all of it is
+      say(`a worker failed: ${ends.map((e, i) => `worker ${i + 1} ${endText(e.code, e.signal)}`).join(', ')}`);
+      ends.forEach((e, i) => {
+        if (e.code === 0) return;
+        const last = procs[i]!.out().trim().split('\n').filter(Boolean).slice(-5);
+        say(`  worker ${i + 1}'s output (${procs[i]!.log}) ${last.length ? `ends:\n${last.map((l) => `    ${l.length > 200 ? `${l.slice(0, 200)}…` : l}`).join('\n')}` : 'is empty'}`);
+      });
       return false;
     }
     const st = s.workers.map((_, i) => workerStatus(s, i)!);

@@ -1,13 +1,15 @@
 /**
  * `c0mpute devnet`'s scenario flags: conflicting ones are refused before
- * anything starts, and Ctrl-C during `--training` stops every worker and
- * removes the directory. The scenarios themselves run to the end in
+ * anything starts, Ctrl-C during `--training` stops every worker and
+ * removes the directory, and a `--training` run that fails (a worker killed)
+ * keeps its directory with every worker's output and names the dead worker
+ * and its signal. The scenarios themselves run to the end in
  * test/scenarios/devnet-demos.test.ts (`npm run sim -- --scenarios`).
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { BIN, track } from './node-helpers.js';
 
 test('devnet: two scenarios at once, or --keep with --training, are refused before anything starts', () => {
@@ -36,4 +38,34 @@ test('devnet --training: Ctrl-C while the workers train stops every worker and r
   // its workers were started with the run file in that directory; none is left
   const left = spawnSync('pgrep', ['-f', dir], { encoding: 'utf8' }).stdout.trim();
   assert.equal(left, '', `workers left: ${left}`);
+});
+
+test('devnet --training: a worker killed by a signal fails the run, is named with its signal, and the directory is kept with the workers\' output', async () => {
+  const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+  const child = spawn(process.execPath, [BIN, 'devnet', '--training'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...env, C0MPUTE_LOG_LEVEL: 'warn' } });
+  track(child);
+  let out = '';
+  let err = '';
+  let killed = false;
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+  child.stdout.setEncoding('utf8').on('data', (d: string) => {
+    out += d;
+    const dir = /in (\/\S+c0mpute-devnet-training-\S+?)\s/.exec(out)?.[1];
+    if (!killed && dir && /^ {2}step {2}2 /m.test(out)) {
+      const pid = spawnSync('pgrep', ['-f', `${dir}/worker3 train join`], { encoding: 'utf8' }).stdout.trim().split('\n')[0];
+      if (pid) killed = process.kill(Number(pid), 'SIGKILL');
+    }
+  });
+  const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
+  const dir = /in (\/\S+c0mpute-devnet-training-\S+?)\s/.exec(out)?.[1];
+  try {
+    assert.ok(killed, out);
+    assert.equal(code, 3, `${out}\n${err}`);
+    assert.match(err, /DEVNET_TRAINING_FAILED/);
+    assert.match(out, /^a worker failed: worker 1 exited 0, worker 2 exited 0, worker 3 killed by SIGKILL$/m);
+    assert.ok(dir && out.includes(`▸ kept ${dir} for its nodes' logs (worker<N>/worker.log); remove it when done`), out);
+    for (const w of ['worker1', 'worker2', 'worker3']) assert.ok(existsSync(`${dir}/${w}/worker.log`), `${w}/worker.log kept`);
+  } finally {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }
 });
