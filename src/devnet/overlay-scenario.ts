@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import { apiCall } from '../node/api.js';
 import type { WireEvent } from '../node/events.js';
-import { devnetIdentity, freePort, jobMeshLine, waitFor, type Devnet } from './devnet.js';
+import { devnetIdentity, finalError, freePort, jobMeshLine, waitFor, type Devnet } from './devnet.js';
 
 export const OVERLAY = 'acme';
 
@@ -32,6 +32,41 @@ export function prepareOverlay(dir: string, names: readonly string[], generateSw
   if (!existsSync(keyFile)) writeFileSync(keyFile, generateSwarmKey(), { mode: 0o600 });
   const dids = Object.fromEntries(names.map((n) => [n, devnetIdentity(join(dir, n)).did]));
   return { keyFile, dids };
+}
+
+/** Each team-a job's estimate, µJ: A1 and A2 each ask this much of team-a's guarantee. */
+export const TEAM_A_ESTIMATE_UJ = 100_000_000;
+
+/** What the scenario reads of the steward's `/v1/steward` before it sends a job. */
+export interface StewardBudgetView {
+  ledger: { length: number };
+  teams: Array<{ id: string; guarantee_uj: number; spent_uj: number; reserved_uj: number }>;
+}
+
+const joules = (uj: number) => `${(uj / 1e6).toFixed(1)} J`;
+
+/**
+ * The scenario on a reused `--dir` (QA qaDev F1): the steward's ledger keeps every earlier run's usage (pool/1 §6.1:
+ * usage is derived from the ledger, and a quota that refills on a restart is not a quota), and each run charges
+ * team-a its two jobs' actual energy again. Once what is left of team-a's guarantee is less than its two jobs'
+ * estimates, the steward denies A1 (UNOBSERVED_EXCEEDS_GUARANTEE: an estimate past the guarantee can only run on
+ * surplus, which §4.4 forbids) or A2 after it. That is said before any job is sent, as
+ * DEVNET_OVERLAY_BUDGET_SPENT naming the spent budget and the way out, not waited out. Undefined when the run fits.
+ */
+export function overlayBudgetShort(v: StewardBudgetView): C0Error | undefined {
+  const a = v.teams.find((t) => t.id === 'team-a');
+  if (!a) return undefined;
+  const need = 2 * TEAM_A_ESTIMATE_UJ;
+  const left = a.guarantee_uj - a.spent_uj - a.reserved_uj;
+  if (left >= need) return undefined;
+  const held = a.reserved_uj > 0 ? ` and holds ${joules(a.reserved_uj)} for claims still open` : '';
+  return new C0Error(
+    'DEVNET_OVERLAY_BUDGET_SPENT',
+    `team-a has spent ${joules(a.spent_uj)} of its ${joules(a.guarantee_uj)} guarantee${held} in the ${v.ledger.length} ledger entries earlier runs on this --dir left; ` +
+      `this run's A1 and A2 ask ${joules(TEAM_A_ESTIMATE_UJ)} each and only ${joules(Math.max(0, left))} is left, so the steward would deny them. ` +
+      'The ledger is the usage (pool/1 §6.1): a new run does not refill it. Run the scenario with a new --dir (a new steward key, a new ledger), or without --dir',
+    { field: 'dir', detail: { team: 'team-a', guarantee_uj: a.guarantee_uj, spent_uj: a.spent_uj, reserved_uj: a.reserved_uj, ledgerLength: v.ledger.length } },
+  );
 }
 
 export interface ScenarioResult {
@@ -90,7 +125,16 @@ export async function runOverlayScenario(net: Devnet, render: (label: string, ev
     print(`  buyer    ${b.padEnd(8)} ${dids[b]}  (${b === 'alpha' ? 'team-a' : 'team-b'})`);
   }
   const apis: Record<string, { api: string; token: string }> = {};
-  for (const n of net.nodes) apis[n.name] = await net.apiOf(n);
+  apis.steward = await net.apiOf(net.nodes.find((n) => n.name === 'steward')!);
+  // a ledger kept from an earlier run on this --dir: said, and refused at once if team-a's budget no longer fits
+  const before = (await apiCall(apis.steward!.api, apis.steward!.token, 'GET', '/v1/steward')) as StewardBudgetView;
+  if (before.ledger.length > 0) {
+    const a = before.teams.find((t) => t.id === 'team-a');
+    print(`▸ the steward's ledger continues from earlier runs on this --dir: ${before.ledger.length} entries${a ? `; team-a has spent ${joules(a.spent_uj)} of its ${joules(a.guarantee_uj)}` : ''} (usage is never refilled: a new --dir starts a new ledger)`);
+  }
+  const short = overlayBudgetShort(before);
+  if (short) throw short;
+  for (const n of net.nodes) apis[n.name] ??= await net.apiOf(n);
   print('▸ waiting for both buyers to see both providers on the overlay…');
   for (const b of ['alpha', 'beta']) {
     await net.waitForMarket(b, apis[b]!, 2);
@@ -122,13 +166,23 @@ export async function runOverlayScenario(net: Devnet, render: (label: string, ev
     return r;
   };
   print('\n=== team-a sends A1; while it runs, A2 (the team has 1 device); team-b sends B1 asking 5000 J on a guess ===');
-  const a1 = run('alpha', job('A1', 'team-a', 100_000_000, 1_500_000));
+  const a1 = run('alpha', job('A1', 'team-a', TEAM_A_ESTIMATE_UJ, 1_500_000));
+  // A1's end, as soon as it comes: a run that ends before A1 held the device (denied, or failed) is what the wait below
+  // watches for, rather than waiting out its minute
+  let a1End: Record<string, unknown> | Error | undefined;
+  a1.then(
+    (r) => (a1End = r),
+    (e: unknown) => (a1End = e instanceof Error ? e : new Error(String(e))),
+  );
   // Send A2 once A1 holds the team's device.
   await waitFor('A1 to be admitted', 60_000, async () => {
     const s = (await apiCall(apis.steward!.api, apis.steward!.token, 'GET', '/v1/steward')) as { teams: Array<{ id: string; held_devices: number }> };
-    return s.teams.find((t) => t.id === 'team-a')!.held_devices > 0 ? true : undefined;
+    if (s.teams.find((t) => t.id === 'team-a')!.held_devices > 0) return true;
+    if (a1End instanceof Error) throw finalError(a1End);
+    if (a1End) throw finalError(a1NotAdmitted(a1End, s as unknown as StewardBudgetView));
+    return undefined;
   });
-  const a2 = run('alpha', job('A2', 'team-a', 100_000_000, 300_000));
+  const a2 = run('alpha', job('A2', 'team-a', TEAM_A_ESTIMATE_UJ, 300_000));
   const b1 = run('beta', job('B1', 'team-b', 5_000_000_000, 100_000));
   await Promise.all([a1, a2, b1]);
 
@@ -141,7 +195,19 @@ export async function runOverlayScenario(net: Devnet, render: (label: string, ev
     return s.attestation.grade === 'witnessed' && s.attestation.witnessedLength === s.ledger.length ? s : undefined;
   });
   if (outcomes.A1 !== 'completed' || outcomes.A2 !== 'completed' || outcomes.B1 !== 'denied') {
-    throw new C0Error('DEVNET_SCENARIO_FAILED', `unexpected outcomes: ${JSON.stringify(outcomes)}`);
+    // A2 refused on energy: A1's actual figure ran over its estimate and left too little for A2's (a loaded machine)
+    const a2r = ((await a2) as { admission?: { reason?: string } }).admission?.reason;
+    const a = (steward0 as unknown as StewardBudgetView).teams.find((t) => t.id === 'team-a');
+    const why = a2r && a ? ` (A2: ${a2r}; team-a has now spent ${joules(a.spent_uj)} of its ${joules(a.guarantee_uj)})` : '';
+    throw new C0Error('DEVNET_SCENARIO_FAILED', `unexpected outcomes: ${JSON.stringify(outcomes)}${why}`);
   }
   return { outcomes, steward: steward0 as unknown as Record<string, unknown> };
+}
+
+/** A1 ended before it held team-a's device: its budget spent (DEVNET_OVERLAY_BUDGET_SPENT), or another end (DEVNET_SCENARIO_FAILED). */
+function a1NotAdmitted(r: Record<string, unknown>, s: StewardBudgetView): C0Error {
+  const reason = (r as { admission?: { reason?: string } }).admission?.reason;
+  const short = overlayBudgetShort(s);
+  if (r.status === 'denied' && short) return short;
+  return new C0Error('DEVNET_SCENARIO_FAILED', `A1 ended ${String(r.status)}${reason ? ` (${reason})` : ''} before it held team-a's device`, { detail: { status: r.status, reason } });
 }
