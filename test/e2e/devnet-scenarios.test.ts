@@ -12,11 +12,19 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, rmSync } from 'node:fs';
 import { BIN, track } from './node-helpers.js';
 
-test('devnet: two scenarios at once, or --keep with --training, are refused before anything starts', () => {
-  for (const args of [['--pool', '--training'], ['--overlay', '--orders'], ['--training', '--keep']]) {
-    const r = spawnSync(process.execPath, [BIN, 'devnet', ...args], { encoding: 'utf8', timeout: 30_000 });
-    assert.notEqual(r.status, 0, args.join(' '));
-    assert.match(r.stderr, /DEVNET_BAD_OPTION/, `${args.join(' ')}: ${r.stderr}`);
+test('devnet: two scenarios at once, --keep with --training, or a walk option with a scenario are refused before anything starts (exit 2)', () => {
+  const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+  for (const [args, code] of [
+    [['--pool', '--training'], 'DEVNET_BAD_OPTION'],
+    [['--overlay', '--orders'], 'DEVNET_BAD_OPTION'],
+    [['--training', '--keep'], 'DEVNET_BAD_OPTION'],
+    [['--orders', '--providers', '9'], 'DEVNET_BAD_OPTION: --providers does not apply to --orders'],
+    [['--orders', '--jobs', '0'], 'DEVNET_BAD_OPTION: --jobs must be'],
+    [['--orders', '--policy', 'nope'], 'POLICY_UNKNOWN'],
+  ] as const) {
+    const r = spawnSync(process.execPath, [BIN, 'devnet', ...args], { encoding: 'utf8', timeout: 30_000, env });
+    assert.equal(r.status, 2, `${args.join(' ')}: ${r.stdout}${r.stderr}`);
+    assert.ok(r.stderr.includes(`error ${code}`), `${args.join(' ')}: ${r.stderr}`);
     assert.doesNotMatch(r.stdout, /c0mpute devnet/, 'nothing started');
   }
 });

@@ -17,9 +17,10 @@ export function register(program: Command): void {
     .option('--orders', 'the matching scenario: presence, a probe, open orders with leases, a designated order, a batch of 120 lines planned and run')
     .option('--pool', 'the pooled-provider scenario: a pool of three members beside two providers; member choice, output guard, coordinator killed mid-job (docs/pools.md)')
     .option('--training', 'the training scenario: three worker processes train a model with witnessed epoch roots, then a two-stage pipeline')
-    .action(async (o: DevnetOpts) => {
+    .action(async (o: DevnetOpts, cmd: Command) => {
       // a wrong flag is refused before the devnet's modules load (about a second of CPU)
-      (await import('./devnet-flags.js')).checkDevnetFlags(o);
+      const flags = await import('./devnet-flags.js');
+      flags.checkDevnetFlags(o, new Set(flags.WALK_OPTIONS.filter((k) => cmd.getOptionValueSource(k) === 'cli')));
       await (await import('./devnet-actions.js')).devnet(o);
     });
 }
