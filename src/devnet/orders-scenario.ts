@@ -22,7 +22,7 @@ import type { WireEvent } from '../node/events.js';
 import { formatMoney, type Money } from '../records/money.js';
 import { runBatch, type BatchRunEvent, type BatchRunSummary } from '../matching/batch-run.js';
 import type { Batch, BatchPlan } from '../matching/batch-plan.js';
-import { apiBatchPorts, batchLines } from '../node/batch-client.js';
+import { apiBatchPorts, batchLines, type LineRecipe } from '../node/batch-client.js';
 import { freePort, jobMeshLine, waitFor, type Devnet } from './devnet.js';
 
 type Api = { api: string; token: string };
@@ -37,11 +37,40 @@ export const ORDER_PROVIDERS = [
 /** Lines in the scenario's batch. */
 export const SCENARIO_BATCH_LINES = 120;
 
+/**
+ * The scenario's batch as a batch file (docs/matching.md "The batch file"), written to `<dir>/batch.yaml` so that
+ * `batch plan` and `batch run` can be tried on it against a kept network (QA qaDev F11): the same batch and lines the
+ * scenario runs (ordersBatch; a unit test reads it back with the CLI's reader).
+ */
+export const ORDERS_BATCH_YAML = `# the --orders scenario's batch (docs/matching.md "The batch file")
+windowMs: 600000
+workloads:
+  - workload: builtin.sha256
+    lines: ${SCENARIO_BATCH_LINES}
+    lineTime: 2000
+    maxPrice: "0.01 USD"
+    params: "1000"
+    inputText: "devnet line {n}"
+    deadline: 60s
+`;
+
+/** The scenario's batch and what its lines run, as ORDERS_BATCH_YAML says. */
+export function ordersBatch(): { batch: Batch; run: LineRecipe[] } {
+  return {
+    // timeoutMs: the line's deadline, which `batch plan` and `batch run` read from the file's `deadline` (it prices a
+    // per-second ask; these asks are per job)
+    batch: { windowMs: 600_000, workloads: [{ workload: 'builtin.sha256', lines: SCENARIO_BATCH_LINES, units: {}, lineMs: 2000, maxPrice: { amount: '0.01', currency: 'USD' }, timeoutMs: 60_000 }] },
+    run: [{ workload: 'builtin.sha256', lines: SCENARIO_BATCH_LINES, params: '1000', inputText: 'devnet line {n}', deadlineMs: 60_000 }],
+  };
+}
+
 export interface OrdersScenarioResult {
   /** Who took each open order (names), or undefined when open orders are pending. */
   openOrders?: string[];
   designated?: string;
   batch: BatchRunSummary;
+  /** `<dir>/batch.yaml`: the batch, as a file. */
+  batchFile: string;
 }
 
 export async function runOrdersScenario(net: Devnet, render: (label: string, ev: WireEvent) => void, print: (s: string) => void): Promise<OrdersScenarioResult> {
@@ -157,10 +186,12 @@ export async function runOrdersScenario(net: Devnet, render: (label: string, ev:
   }
 
   // --- a batch --------------------------------------------------------------
-  const batch: Batch = { windowMs: 600_000, workloads: [{ workload: 'builtin.sha256', lines: SCENARIO_BATCH_LINES, units: {}, lineMs: 2000, maxPrice: { amount: '0.01', currency: 'USD' } }] };
-  const lines = batchLines(batch, [{ workload: 'builtin.sha256', lines: SCENARIO_BATCH_LINES, params: '1000', inputText: 'devnet line {n}', deadlineMs: 60_000 }], net.dir);
+  const { batch, run } = ordersBatch();
+  const lines = batchLines(batch, run, net.dir);
   const outputDir = join(net.dir, 'batch-out');
-  print(`\n=== a batch of ${SCENARIO_BATCH_LINES} lines: planned over the live view (ceiling 128 lines per provider), then every line run at its planned provider ===`);
+  const batchFile = join(net.dir, 'batch.yaml');
+  writeFileSync(batchFile, ORDERS_BATCH_YAML);
+  print(`\n=== a batch of ${SCENARIO_BATCH_LINES} lines (${batchFile}): planned over the live view (ceiling 128 lines per provider), then every line run at its planned provider ===`);
   let last = 0;
   const onEvent = (e: BatchRunEvent) => {
     if (e.e === 'planned') for (const l of planLines(e.plan, names)) print(l);
@@ -187,7 +218,7 @@ export async function runOrdersScenario(net: Devnet, render: (label: string, ev:
   print(`  lines per provider: ${[...per].map(([n, k]) => `${n} ${k}`).join(', ')}; outputs and summary.json in ${outputDir}`);
   if (summary.stopped) throw new C0Error(summary.stopped.code, `the batch stopped: it lost the daemon (${summary.stopped.message})`);
   if (summary.failed) throw new C0Error('DEVNET_SCENARIO_FAILED', `${summary.failed} batch lines failed`);
-  return { ...(openOrders ? { openOrders } : {}), ...(designated ? { designated } : {}), batch: summary };
+  return { ...(openOrders ? { openOrders } : {}), ...(designated ? { designated } : {}), batch: summary, batchFile };
 }
 
 /** The plan as a short table with provider names. */

@@ -168,7 +168,14 @@ export async function startPoolNet(net: Devnet, print: (s: string) => void): Pro
   return { ids, procs, apis, bapi, pool, live, poolDid: poolId.did };
 }
 
-export async function runPoolScenario(net: Devnet, render: (label: string, ev: WireEvent) => void, print: (s: string) => void): Promise<{ outcomes: string[] }> {
+/** What the pool scenario ran: each job's outcome, the member it killed, and the members still running. */
+export interface PoolScenarioResult {
+  outcomes: string[];
+  killed?: string;
+  live: string[];
+}
+
+export async function runPoolScenario(net: Devnet, render: (label: string, ev: WireEvent) => void, print: (s: string) => void): Promise<PoolScenarioResult> {
   print('▸ starting; waiting for the market and for the members to agree on a coordinator…');
   const { ids, procs, bapi, pool, live } = await startPoolNet(net, print);
   const name = net.names();
@@ -231,5 +238,5 @@ export async function runPoolScenario(net: Devnet, render: (label: string, ev: W
   if (total.equals(each.times(completed))) print(`  settlements sum to ${total.toFixed()} USD = ${completed} completed jobs × ${each.toFixed()} USD`);
   else print(`  settlements sum to ${total.toFixed()} USD over ${completed} completed jobs (× ${each.toFixed()} USD would be ${each.times(completed).toFixed()} USD)`);
   if (completedBefore > 0) print(`  (totals over the whole trail: ${completed - completedBefore} of these jobs completed in this run, ${completedBefore} in earlier runs on this --dir)`);
-  return { outcomes };
+  return { outcomes, ...(killed ? { killed } : {}), live: live() };
 }

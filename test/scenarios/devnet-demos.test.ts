@@ -13,10 +13,51 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Decimal } from 'decimal.js';
-import { runDevnet } from '../e2e/node-helpers.js';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, rmSync } from 'node:fs';
+import { BIN, runDevnet, track } from '../e2e/node-helpers.js';
 
-test('devnet --pool: member choice, a failed member output failed over, the coordinator killed mid-job, settlements that sum', async () => {
-  const out = await runDevnet(['--pool']);
+/**
+ * A scenario with `--keep`: once it says the network keeps running, its nodes are checked to be running, then Ctrl-C:
+ * exit 130, every node stopped, and the directory kept (it is removed here).
+ */
+async function runKept(args: string[]): Promise<string> {
+  const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+  const child = spawn(process.execPath, [BIN, 'devnet', ...args, '--keep'], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...env, C0MPUTE_LOG_LEVEL: 'warn' } });
+  track(child);
+  let out = '';
+  let err = '';
+  let running = 0;
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+  child.stdout.setEncoding('utf8').on('data', (d: string) => {
+    out += d;
+    const dir = /in (\/\S+c0mpute-devnet-\S+?)[\s,]/.exec(out)?.[1];
+    if (!running && dir && /^Ctrl-C stops every node; /m.test(out)) {
+      running = spawnSync('pgrep', ['-f', dir], { encoding: 'utf8' }).stdout.trim().split('\n').filter(Boolean).length;
+      child.kill('SIGINT');
+    }
+  });
+  const t = setTimeout(() => child.kill('SIGINT'), 180_000);
+  const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
+  clearTimeout(t);
+  const dir = /in (\/\S+c0mpute-devnet-\S+?)[\s,]/.exec(out)?.[1];
+  try {
+    assert.equal(code, 130, `${out}\n${err}`);
+    assert.ok(running >= 2, `its nodes ran on after the scenario (${running} processes)`);
+    assert.ok(dir && out.includes(`▸ every node stopped; ${dir} stays (--keep); remove it when done`), out);
+    assert.ok(existsSync(dir), 'the directory stays');
+    assert.equal(spawnSync('pgrep', ['-f', dir], { encoding: 'utf8' }).stdout.trim(), '', 'no node left');
+  } finally {
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  }
+  return out;
+}
+
+test('devnet --pool --keep: member choice, a failed member output failed over, the coordinator killed mid-job, settlements that sum; the network kept running until Ctrl-C', async () => {
+  const out = await runKept(['--pool']);
+  // kept (it was stopped anyway, its temporary directory left without a word: QA qaDev F5)
+  assert.match(out, /^the network keeps running in \S+\.$/m);
+  assert.match(out, /^ {2}node bin\/c0mpute\.js --data-dir \S+\/m\d pool-provider status$/m);
   assert.equal((out.match(/^ {2}completed: keccak256\(/gm) ?? []).length, 3, out);
   assert.match(out, /^ {2}completed; attempts: m\d: failed: POOL_OUTPUT_EMPTY; solo\d: completed$/m);
   assert.match(out, /^ {2}buyer: completed$/m);

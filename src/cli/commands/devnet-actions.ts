@@ -86,13 +86,7 @@ export async function devnet(o: DevnetOpts): Promise<void> {
     for (const r of rep.providers) out(`${names(r.did).padEnd(9)}  ${r.score.toFixed(3)}  ${String(r.jobs).padEnd(4)}  ${String(r.successes).padEnd(2)}  ${String(r.failures).padEnd(6)}  ${String(r.disputes).padEnd(8)}  ${r.accuracy.toFixed(3)}`);
     out('(providers without receipts score 0.5: unknown is not bad)');
     if (o.keep) {
-      out(`\nthe network keeps running in ${net.dir}.`);
-      out(`Watch it in the buyer's web console: ${await consoleLoginUrl(api.api, api.token)}`);
-      out('Try:');
-      out(`  node bin/c0mpute.js --data-dir ${join(net.dir, 'buyer')} market`);
-      out(`  node bin/c0mpute.js --data-dir ${join(net.dir, 'buyer')} reputation`);
-      out('Ctrl-C stops every node.');
-      await new Promise<void>(() => {});
+      await keepRunning(net, [`Watch it in the buyer's web console: ${await consoleLoginUrl(api.api, api.token)}`], [`${cli(net, 'buyer')} market`, `${cli(net, 'buyer')} reputation`]);
     }
   });
 }
@@ -118,13 +112,9 @@ async function overlayScenario(o: { keep?: boolean; dir?: string }, startTimeout
     out(`length ${s.ledger.length}, head ${s.ledger.head}`);
     out(`attestation: ${s.attestation.grade}${s.attestation.witnesses.map((w) => ` by ${names()(w.witness)} to length ${w.length}`).join(',')}`);
     if (o.keep) {
-      out(`\nthe overlay keeps running in ${net.dir}. Try: node bin/c0mpute.js --data-dir ${net.dir}/steward steward status`);
       const steward = net.nodes.find((n) => n.role === 'steward');
-      if (steward) {
-        const a = await net.apiOf(steward);
-        out(`Watch the steward in its web console: ${await consoleLoginUrl(a.api, a.token)}`);
-      }
-      await new Promise<void>(() => {});
+      const a = steward && (await net.apiOf(steward));
+      await keepRunning(net, a ? [`Watch the steward in its web console: ${await consoleLoginUrl(a.api, a.token)}`] : [], [`${cli(net, 'steward')} steward status`, `${cli(net, 'alpha')} market`]);
     }
   });
 }
@@ -133,13 +123,10 @@ async function ordersScenario(o: { keep?: boolean; dir?: string }, startTimeoutM
   const net = new Devnet({ providers: 0, policy: 'cheapest', jobs: 0, keep: !!o.keep, ...(o.dir ? { dir: o.dir } : {}), bin: BIN, startTimeoutMs });
   await withDevnet(net, async () => {
     const render = (label: string, ev: WireEvent) => renderEvent(ev, net.names(), (s) => out(`[${label}] ${s.trimStart()}`));
-    await runOrdersScenario(net, render, out);
+    const r = await runOrdersScenario(net, render, out);
     if (o.keep) {
-      out(`\nthe network keeps running in ${net.dir}. Try:`);
-      out(`  node bin/c0mpute.js --data-dir ${join(net.dir, 'buyer')} market`);
-      out(`  node bin/c0mpute.js --data-dir ${join(net.dir, 'buyer')} batch plan <batch.yaml>`);
-      out('Ctrl-C stops every node.');
-      await new Promise<void>(() => {});
+      // the scenario's own batch, as the file it wrote (batch-out holds its summary: a run again takes another directory)
+      await keepRunning(net, [], [`${cli(net, 'buyer')} market`, `${cli(net, 'buyer')} batch plan ${r.batchFile}`, `${cli(net, 'buyer')} batch run ${r.batchFile} --output-dir ${join(net.dir, 'batch-out-2')}`]);
     }
   });
 }
@@ -150,7 +137,33 @@ async function poolScenario(o: { keep?: boolean; dir?: string }, startTimeoutMs:
     const render = (label: string, ev: WireEvent) => renderEvent(ev, net.names(), (s) => out(`[${label}] ${s.trimStart()}`));
     const r = await runPoolScenario(net, render, out);
     out(`\n=== outcomes: ${r.outcomes.join(', ')} ===`);
+    if (o.keep) {
+      const member = r.live[0]!;
+      await keepRunning(
+        net,
+        [`(${r.killed ?? 'the coordinator'}, killed mid-job 5, stays down; ${r.live.join(' and ')} and the rest run on)`],
+        [`${cli(net, member)} pool-provider status`, `${cli(net, 'buyer')} market`, `${cli(net, 'buyer')} jobs`],
+      );
+    }
   });
+}
+
+/** `node bin/c0mpute.js --data-dir <dir>/<node>`: the start of a command to try against a kept node. */
+function cli(net: Devnet, node: string): string {
+  return `node bin/c0mpute.js --data-dir ${join(net.dir, node)}`;
+}
+
+/**
+ * A kept network (`--keep`), the same for every scenario: where it runs, `notes` (a console URL, …), commands to try,
+ * and what Ctrl-C does; then it runs until a stop signal ends it (withDevnet says what became of the directory).
+ */
+async function keepRunning(net: Devnet, notes: string[], tries: string[]): Promise<never> {
+  out(`\nthe network keeps running in ${net.dir}.`);
+  for (const n of notes) out(n);
+  out('Try:');
+  for (const t of tries) out(`  ${t}`);
+  out(`Ctrl-C stops every node; ${net.dir} stays until you remove it.`);
+  return new Promise<never>(() => {});
 }
 
 async function trainingScenario(o: { dir?: string }): Promise<void> {
