@@ -5,7 +5,7 @@
  * narrates each step; then it stops every process it started.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync, existsSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +17,7 @@ import { apiCall, apiStream, TOKEN_FILE } from '../node/api.js';
 import { DAEMON_FILE, type DaemonInfo } from '../node/daemon-info.js';
 import { createIdentity, hasKeyFile, loadIdentity, readKeyFileDid, type Identity } from '../node/identity.js';
 import type { WireEvent } from '../node/events.js';
+import { shortDid } from '../util/did-text.js';
 
 export interface ProviderProfile {
   name: string;
@@ -252,6 +253,8 @@ export class Devnet {
   readonly startTimeoutMs: number;
   #ownsDir: boolean;
   #envNoted = false;
+  /** Whether `start` found nodes' keys (and stores) an earlier run on this `--dir` left. */
+  reused = false;
 
   constructor(private o: DevnetOptions) {
     this.#ownsDir = !o.dir;
@@ -264,9 +267,58 @@ export class Devnet {
     return this.o.print ?? ((s) => process.stdout.write(s + '\n'));
   }
 
+  /**
+   * A node's name from its DID: one started in this run, or one whose key an earlier run on the same `--dir` left
+   * and which is not started now (`<name> (not started)`: the buyer may still hold its advert, QA qaDev F8); any
+   * other DID as a fragment.
+   */
   names(): (did: string) => string {
-    const m = new Map(this.nodes.map((n) => [n.did, n.name]));
+    const m = new Map([...[...this.#absent].map(([did, name]) => [did, `${name} (not started)`] as const), ...this.nodes.map((n) => [n.did, n.name] as const)]);
     return (did) => m.get(did) ?? `${did.slice(8, 16)}…`;
+  }
+
+  /** Nodes whose key is in this directory from an earlier run but which this run does not start: DID → name. */
+  readonly #absent = new Map<string, string>();
+
+  /**
+   * `text` with every DID of a node it knows (names) written as that node's name: the whole DID, and the fragments
+   * the market and the CLI show of one (shortDid's `z6Mk…` middle and the names() fallback), so that a line built
+   * elsewhere (the selection's "why:", a broken-off run's message) names the providers as the rest of the narration.
+   */
+  named(text: string): string {
+    if (!text.includes('…') && !text.includes('did:key:')) return text;
+    const name = this.names();
+    let t = text;
+    for (const did of [...this.nodes.map((n) => n.did), ...this.#absent.keys()]) {
+      if (!t.includes(did.slice(12, 20)) && !t.includes(did.slice(8, 16))) continue;
+      t = t.split(did).join(name(did)).split(shortDid(did)).join(name(did)).split(`${did.slice(8, 16)}…`).join(name(did));
+    }
+    return t;
+  }
+
+  /**
+   * What an earlier run on this `--dir` left for the nodes named (their keys, hence their stores), and the nodes
+   * whose keys are there but which are not among them; noted in #absent (names).
+   */
+  earlierRun(names: readonly string[]): { kept: string[]; absent: string[] } {
+    const kept = names.filter((n) => hasKeyFile(join(this.dir, n)));
+    const absent: string[] = [];
+    let entries: string[] = [];
+    try {
+      entries = readdirSync(this.dir).sort();
+    } catch {
+      // nothing there yet
+    }
+    for (const n of entries) {
+      if (names.includes(n) || !hasKeyFile(join(this.dir, n))) continue;
+      try {
+        this.#absent.set(readKeyFileDid(join(this.dir, n)), n);
+        absent.push(n);
+      } catch {
+        // not a node's key we can read: not named
+      }
+    }
+    return { kept, absent };
   }
 
   /** Start a node process with this config in `<dir>/<name>`. */
@@ -330,6 +382,16 @@ export class Devnet {
   async start(): Promise<{ buyer: NodeProc; api: { api: string; token: string } }> {
     const p = this.print;
     p(`c0mpute devnet: ${this.o.providers} providers and 1 buyer on 127.0.0.1, in ${this.dir}`);
+    // a second day on the same --dir: said, not silent (QA qaDev F9)
+    const profiles = Array.from({ length: this.o.providers }, (_, i) => profileFor(i).name);
+    const earlier = this.earlierRun([...profiles, 'buyer']);
+    this.reused = earlier.kept.length > 0;
+    if (earlier.kept.length) {
+      p(`  kept from an earlier run on this --dir: the keys and stores of ${earlier.kept.join(', ')}${earlier.kept.includes('buyer') ? " (the buyer's jobs, receipts and reputation view carry on)" : ''}`);
+    }
+    if (earlier.absent.length) {
+      p(`  ${earlier.absent.join(', ')}: ${earlier.absent.length > 1 ? 'their keys are' : 'its key is'} here from an earlier run, but ${earlier.absent.length > 1 ? 'they are' : 'it is'} not started now; the buyer may still hold ${earlier.absent.length > 1 ? 'their adverts' : 'its advert'} until ${earlier.absent.length > 1 ? 'they expire' : 'it expires'}, and names ${earlier.absent.length > 1 ? 'them' : 'it'} "(not started)"`);
+    }
     const ports: number[] = [];
     for (let i = 0; i <= this.o.providers; i++) ports.push(await freePort());
     let bootstrap: string | undefined;
@@ -360,7 +422,8 @@ export class Devnet {
         bootstrap = `/ip4/127.0.0.1/tcp/${ports[i]}/p2p/${peerIdFromDid(n.did).toString()}`;
       }
       const gpus = prof.gpus?.map((g) => `${g.count}× ${g.model} ${g.vramMiB / 1024} GiB`).join(', ') ?? 'no GPU';
-      p(`  provider ${prof.name.padEnd(8)} tier ${prof.tier.padEnd(9)} region ${(prof.region ?? '(undisclosed)').padEnd(13)} ${prof.cpuCores} cores ${prof.memoryMiB / 1024} GiB, ${gpus}; ${prof.price} USD/job`);
+      // its DID as `market` and `reputation` show one (shortDid), so their lines can be matched to these names
+      p(`  provider ${prof.name.padEnd(8)} ${shortDid(n.did)}  tier ${prof.tier.padEnd(9)} region ${(prof.region ?? '(undisclosed)').padEnd(13)} ${prof.cpuCores} cores ${prof.memoryMiB / 1024} GiB, ${gpus}; ${prof.price} USD/job`);
     }
     const buyer = this.spawn('buyer', 'buyer', {
       roles: ['buyer'],

@@ -65,7 +65,7 @@ export async function devnet(o: DevnetOpts): Promise<void> {
           policy: o.policy,
           input: input.toString('base64'),
         },
-        (ev) => renderEvent(ev, names),
+        (ev) => renderEvent(ev, names, (s) => out(net.named(s))),
       );
       if (result.status === 'completed') {
         const output = Buffer.from(result.output as string, 'base64').toString('utf8');
@@ -82,9 +82,10 @@ export async function devnet(o: DevnetOpts): Promise<void> {
     }
     out('\n=== the buyer’s reputation view, derived from the receipts and acceptances it holds ===');
     const rep = (await apiCall(api.api, api.token, 'GET', '/v1/reputation')) as { providers: Array<{ did: string; score: number; jobs: number; successes: number; failures: number; disputes: number; accuracy: number }> };
-    out('provider   score  jobs  ok  failed  disputed  accuracy');
-    for (const r of rep.providers) out(`${names(r.did).padEnd(9)}  ${r.score.toFixed(3)}  ${String(r.jobs).padEnd(4)}  ${String(r.successes).padEnd(2)}  ${String(r.failures).padEnd(6)}  ${String(r.disputes).padEnd(8)}  ${r.accuracy.toFixed(3)}`);
-    out('(providers without receipts score 0.5: unknown is not bad)');
+    const w = Math.max(9, ...rep.providers.map((r) => names(r.did).length));
+    out(`${'provider'.padEnd(w)}  score  jobs  ok  failed  disputed  accuracy`);
+    for (const r of rep.providers) out(`${names(r.did).padEnd(w)}  ${r.score.toFixed(3)}  ${String(r.jobs).padEnd(4)}  ${String(r.successes).padEnd(2)}  ${String(r.failures).padEnd(6)}  ${String(r.disputes).padEnd(8)}  ${r.accuracy.toFixed(3)}`);
+    out(`(providers without receipts score 0.5: unknown is not bad${net.reused ? "; the buyer's receipts from earlier runs on this --dir count too" : ''})`);
     if (o.keep) {
       await keepRunning(net, [`Watch it in the buyer's web console: ${await consoleLoginUrl(api.api, api.token)}`], [`${cli(net, 'buyer')} market`, `${cli(net, 'buyer')} reputation`]);
     }
@@ -95,7 +96,7 @@ async function overlayScenario(o: { keep?: boolean; dir?: string }, startTimeout
   const net = new Devnet({ providers: 0, policy: 'balanced', jobs: 0, keep: !!o.keep, ...(o.dir ? { dir: o.dir } : {}), bin: BIN, startTimeoutMs });
   await withDevnet(net, async () => {
     const names = () => net.names();
-    const render = (label: string, ev: WireEvent) => renderEvent(ev, names(), (s) => out(`[${label}] ${s.trimStart()}`));
+    const render = (label: string, ev: WireEvent) => renderEvent(ev, names(), (s) => out(net.named(`[${label}] ${s.trimStart()}`)));
     const r = await runOverlayScenario(net, render, out);
     out(`\n=== outcomes: ${Object.entries(r.outcomes).map(([k, v]) => `${k} ${v}`).join(', ')} ===`);
     const s = r.steward as {
@@ -122,7 +123,7 @@ async function overlayScenario(o: { keep?: boolean; dir?: string }, startTimeout
 async function ordersScenario(o: { keep?: boolean; dir?: string }, startTimeoutMs: number): Promise<void> {
   const net = new Devnet({ providers: 0, policy: 'cheapest', jobs: 0, keep: !!o.keep, ...(o.dir ? { dir: o.dir } : {}), bin: BIN, startTimeoutMs });
   await withDevnet(net, async () => {
-    const render = (label: string, ev: WireEvent) => renderEvent(ev, net.names(), (s) => out(`[${label}] ${s.trimStart()}`));
+    const render = (label: string, ev: WireEvent) => renderEvent(ev, net.names(), (s) => out(net.named(`[${label}] ${s.trimStart()}`)));
     const r = await runOrdersScenario(net, render, out);
     if (o.keep) {
       // the scenario's own batch, as the file it wrote (batch-out holds its summary: a run again takes another directory)
@@ -134,7 +135,7 @@ async function ordersScenario(o: { keep?: boolean; dir?: string }, startTimeoutM
 async function poolScenario(o: { keep?: boolean; dir?: string }, startTimeoutMs: number): Promise<void> {
   const net = new Devnet({ providers: 0, policy: 'cheapest', jobs: 0, keep: !!o.keep, ...(o.dir ? { dir: o.dir } : {}), bin: BIN, startTimeoutMs });
   await withDevnet(net, async () => {
-    const render = (label: string, ev: WireEvent) => renderEvent(ev, net.names(), (s) => out(`[${label}] ${s.trimStart()}`));
+    const render = (label: string, ev: WireEvent) => renderEvent(ev, net.names(), (s) => out(net.named(`[${label}] ${s.trimStart()}`)));
     const r = await runPoolScenario(net, render, out);
     out(`\n=== outcomes: ${r.outcomes.join(', ')} ===`);
     if (o.keep) {
