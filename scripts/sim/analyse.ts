@@ -41,7 +41,7 @@ export interface SimFigures {
   peakRssMiB: number;
   view: { mean: number; min: number; agreedRounds: number; rounds: number; duringPartition?: number };
   /** agreementAfterMs: from the heal until every buyer's view agreed; leaked: adverts that crossed the cut while it held (0 = the partition was real) */
-  heal?: { agreementAfterMs: number | null; leaked: number; crossing: number };
+  heal?: { agreementAfterMs: number | null; leaked: number; crossing: number; atMs: number; untilMs: number; healed: boolean };
   missingAtEnd: number;
   nodesMissingAtEnd: number;
   /** the first few nodes missing a latest advert at the end: node, its half, when it last rejoined (ms, if churned), providers missed */
@@ -229,7 +229,8 @@ export function analyse(plan: Plan, results: WorkerResult[]): SimFigures {
         if (at !== undefined && at < healAt - 100) leaked++;
       }
     }
-    heal = { agreementAfterMs: firstAgreed ? firstAgreed[0] * 2_000 - healAt : null, leaked, crossing };
+    // healed: the heal came before the schedule ended (else the partition held to the end: no agreement after it to time)
+    heal = { agreementAfterMs: firstAgreed ? firstAgreed[0] * 2_000 - healAt : null, leaked, crossing, atMs: plan.partition.atMs, untilMs: healAt, healed: healAt < o.durationMs };
   }
   const cpuMs = results.reduce((s, r) => s + r.cpuMs, 0);
   return {

@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { freePort } from '../../src/devnet/devnet.js';
 import { analyse, type SimFigures } from './analyse.js';
-import { makePlan, simDefaults, type SimOptions } from './plan.js';
+import { makePlan, partitionWarning, simDefaults, type SimOptions } from './plan.js';
 import type { WorkerResult } from './worker.js';
 
 export async function runSim(partial: Partial<SimOptions> = {}, profDir?: string): Promise<{ figures: SimFigures; load: [number, number] }> {
@@ -64,6 +64,22 @@ export async function runSim(partial: Partial<SimOptions> = {}, profDir?: string
   }
 }
 
+/**
+ * The partition's line and the end's: after a heal, whether the buyers' views agreed again; a partition that held to
+ * the end of the schedule is said to have, and its missing adverts are not read as a failure to converge.
+ */
+export function partitionLines(f: Pick<SimFigures, 'heal' | 'durationMs' | 'missingAtEnd' | 'nodesMissingAtEnd'>): string[] {
+  const L: string[] = [];
+  const h = f.heal;
+  if (h?.healed === false) {
+    L.push(`partition: from ${h.atMs / 1000} s to the end of the ${f.durationMs / 1000} s schedule (its heal, at ${h.untilMs / 1000} s, is past the end): no heal in this run, so no agreement after one to time; ${h.leaked} of ${h.crossing} (advert, node) pairs across the cut delivered while it held`);
+  } else if (h) {
+    L.push(`partition: ${h.leaked} of ${h.crossing} (advert, node) pairs across the cut delivered before the heal; every buyer's view agreed ${h.agreementAfterMs === null ? 'never' : `${h.agreementAfterMs} ms`} after the heal (views sampled every 2 s)`);
+  }
+  L.push(`at the end: ${f.missingAtEnd} (node, provider) pairs without the provider's latest advert, on ${f.nodesMissingAtEnd} nodes${h?.healed === false && f.missingAtEnd > 0 ? ' (the partition still held: a node cannot hold what the cut keeps from it)' : ''}`);
+  return L;
+}
+
 /** A time in ms: "never" when some sample never got there (Infinity), "n/a" when there was nothing to time (a run too short to republish). */
 const f1 = (x: number | null) => (x === null || Number.isNaN(x) ? 'n/a' : Number.isFinite(x) ? x.toFixed(0) : 'never');
 const kb = (x: number) => (x / 1000).toFixed(2);
@@ -89,8 +105,7 @@ export function formatFigures(f: SimFigures, load: [number, number]): string {
   const outcomeSends = Object.entries(f.outcomeSends ?? {});
   if (outcomeSends.length) L.push(`outcomes sent direct (outcome/1, one per provider concerned): ${outcomeSends.map(([k, n]) => `${k} ${n}`).join(', ')}`);
   L.push(`market view (fraction of live providers whose latest advert a buyer holds): mean ${f.view.mean.toFixed(4)}, min ${f.view.min.toFixed(3)} outside the partition${f.view.duringPartition !== undefined ? `, mean ${f.view.duringPartition.toFixed(4)} during it` : ''}; every buyer agreed in ${f.view.agreedRounds}/${f.view.rounds} sampling rounds`);
-  if (f.heal) L.push(`partition: ${f.heal.leaked} of ${f.heal.crossing} (advert, node) pairs across the cut delivered before the heal; every buyer's view agreed ${f.heal.agreementAfterMs === null ? 'never' : `${f.heal.agreementAfterMs} ms`} after the heal (views sampled every 2 s)`);
-  L.push(`at the end: ${f.missingAtEnd} (node, provider) pairs without the provider's latest advert, on ${f.nodesMissingAtEnd} nodes`);
+  L.push(...partitionLines(f));
   for (const d of f.missingDetail) L.push(`  node ${d.node} (half ${d.side}${d.rejoinedAt !== undefined ? `, rejoined at ${d.rejoinedAt} ms` : ''}) misses providers ${d.providers.join(', ')}`);
   if (f.errors.length) L.push(`errors (${f.errors.length}): ${[...new Set(f.errors)].slice(0, 5).join(' | ')}`);
   return L.join('\n');
@@ -154,6 +169,8 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
     process.exit(0);
   }
   const o = args.options;
+  const warning = partitionWarning(simDefaults(o));
+  if (warning) console.error(`sim: ${warning}`);
   const { figures, load } = await runSim(o, args.prof);
   console.log(args.json ? JSON.stringify(figures, null, 1) : formatFigures(figures, load));
   if (args.out) writeFileSync(args.out, JSON.stringify({ options: o, load, figures }, null, 1));
