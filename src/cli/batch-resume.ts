@@ -10,16 +10,130 @@
  * daemon: it may have completed and been paid) is left out and named with its job unless `--rerun-unknown` says the
  * operator checked it (`c0mpute jobs`). The earlier summary is kept beside the new one, and the new one carries the
  * earlier entries of the lines it did not post (`resumed.carried`), so it stays the whole record for the next resume.
+ *
+ * Which batch a summary belongs to is the batch's content, not its path (QA qaMatch F1): a summary records the batch's
+ * `identity` (per workload what its lines are: the line count, which fixes the ids' width, the params and input
+ * patterns, the input files' sizes; and a digest of them all). `--resume` goes on only when the batch read now has the
+ * same identity, wherever the file is; any difference is BATCH_RESUME_OTHER_BATCH naming it. Before, only the path
+ * counted: a file grown from 9 to 10 lines in place re-posted and re-paid every line (the ids changed width), changed
+ * params ran the rest with other params beside the old outputs, and a byte-identical copy elsewhere was refused.
  */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { C0Error } from '../errors.js';
 import type { Batch } from '../matching/batch-plan.js';
+import type { BatchLine, LineRecipe } from '../node/batch-client.js';
+
+/** What one workload's lines are, as a summary records it (`identity.workloads[]`). */
+export interface WorkloadIdentity {
+  workload: string;
+  lines: number;
+  params?: string;
+  /** The input file name pattern. */
+  input?: string;
+  /** sha256 of the generated input pattern (`inputText`), which may be long. */
+  inputText?: string;
+  /** sha256 over every line's input file name and size. */
+  inputFiles?: string;
+}
+
+/** A batch's identity: what its lines are (workloads by name) and a digest over it. */
+export interface BatchIdentity {
+  digest: string;
+  workloads: WorkloadIdentity[];
+}
+
+const sha256 = (s: string) => `sha256:${createHash('sha256').update(s, 'utf8').digest('hex')}`;
+
+/**
+ * The identity of a batch: per workload its line count (which fixes the ids and their width), the params and input
+ * patterns, and its input files' names and sizes. How the lines are planned and priced (window, lineTime, units,
+ * maxPrice, requirements, deadline, timeout) is not part of it: a resume may change those (raise maxPrice after a
+ * refusal, give a longer deadline) and still be the same batch. Workloads are taken by name, so their order in the
+ * file does not count.
+ */
+export function batchIdentity(recipes: readonly LineRecipe[], lines: readonly BatchLine[]): BatchIdentity {
+  const files = new Map<string, string[]>();
+  for (const l of lines) if (l.inputFile !== undefined) (files.get(l.workload) ?? files.set(l.workload, []).get(l.workload)!).push(`${l.id}\t${l.inputBytes}`);
+  const workloads = [...recipes]
+    .sort((a, b) => (a.workload < b.workload ? -1 : a.workload > b.workload ? 1 : 0))
+    .map((r): WorkloadIdentity => ({
+      workload: r.workload,
+      lines: r.lines,
+      ...(r.params === undefined ? {} : { params: r.params }),
+      ...(r.input === undefined ? {} : { input: r.input }),
+      ...(r.inputText === undefined ? {} : { inputText: sha256(r.inputText) }),
+      ...(files.has(r.workload) ? { inputFiles: sha256(files.get(r.workload)!.join('\n')) } : {}),
+    }));
+  // the keys in a fixed order, so the digest does not depend on how the objects were built
+  const canonical = workloads.map((w) => [w.workload, w.lines, w.params ?? null, w.input ?? null, w.inputText ?? null, w.inputFiles ?? null]);
+  return { digest: sha256(JSON.stringify(canonical)), workloads };
+}
+
+const shown = (v: string | undefined) => (v === undefined ? 'none' : JSON.stringify(v.length > 60 ? `${v.slice(0, 57)}…` : v));
+
+/** What differs between the batch an earlier summary recorded and the one read now, for people (empty: the same batch). */
+export function identityChanges(earlier: BatchIdentity, now: BatchIdentity): string[] {
+  if (earlier.digest === now.digest) return [];
+  const out: string[] = [];
+  const before = new Map(earlier.workloads.map((w) => [w.workload, w]));
+  for (const w of now.workloads) {
+    const e = before.get(w.workload);
+    before.delete(w.workload);
+    if (!e) {
+      out.push(`workload ${w.workload} was not in it`);
+      continue;
+    }
+    if (e.lines !== w.lines) {
+      const width = String(e.lines).length !== String(w.lines).length ? ` (its line ids change width: ${w.workload}-${'1'.padStart(String(e.lines).length, '0')} is now ${w.workload}-${'1'.padStart(String(w.lines).length, '0')})` : '';
+      out.push(`${w.workload}: lines ${e.lines} → ${w.lines}${width}`);
+    }
+    if (e.params !== w.params) out.push(`${w.workload}: params ${shown(e.params)} → ${shown(w.params)}`);
+    if (e.input !== w.input) out.push(`${w.workload}: input ${shown(e.input)} → ${shown(w.input)}`);
+    if (e.inputText !== w.inputText) out.push(`${w.workload}: inputText changed`);
+    if (e.input === w.input && e.lines === w.lines && e.inputFiles !== w.inputFiles) out.push(`${w.workload}: its input files changed (a name or a size)`);
+  }
+  for (const w of before.keys()) out.push(`workload ${w} is no longer in it`);
+  // digests differ but nothing named: a summary edited by hand, or written by another version's rule
+  return out.length ? out : ['its identity digest differs'];
+}
+
+/** A summary's `identity`, when it has a well-formed one (summaries of earlier versions have none). */
+function readIdentity(v: unknown): BatchIdentity | undefined {
+  const x = v as { digest?: unknown; workloads?: unknown };
+  if (typeof x !== 'object' || x === null || typeof x.digest !== 'string' || !Array.isArray(x.workloads)) return undefined;
+  const ok = x.workloads.every((w: unknown) => typeof w === 'object' && w !== null && typeof (w as WorkloadIdentity).workload === 'string' && typeof (w as WorkloadIdentity).lines === 'number');
+  return ok ? { digest: x.digest, workloads: x.workloads as WorkloadIdentity[] } : undefined;
+}
+
+/**
+ * BATCH_RESUME_OTHER_BATCH unless the earlier summary is this batch's. A summary with an identity: the same identity,
+ * wherever the file is now. One written before summaries had it: the same path as before (the only check that version
+ * could make) and exactly the same line ids (so a line count whose ids changed width is caught even then).
+ */
+export function checkSameBatch(earlier: EarlierRun, now: BatchIdentity, file: string, lineIds: readonly string[], summaryFile: string): void {
+  const refuse = (why: string) =>
+    new C0Error('BATCH_RESUME_OTHER_BATCH', `${summaryFile} is the summary of another batch: ${why}. --resume continues the same batch (its lines, their params and inputs); put the file back as it was, or give another --output-dir; nothing was posted`, { field: 'output-dir' });
+  if (earlier.identity) {
+    const changes = identityChanges(earlier.identity, now);
+    if (changes.length) throw refuse(`since that run, ${changes.join('; ')}`);
+    return;
+  }
+  if (earlier.batch !== undefined && earlier.batch !== file) throw refuse(`it ran ${earlier.batch}, not ${file} (a summary of this version's predecessors names the batch by its path)`);
+  const ids = new Set(lineIds);
+  const strange = [...earlier.perLine.keys()].filter((id) => !ids.has(id));
+  if (strange.length || earlier.perLine.size !== ids.size) {
+    throw refuse(`its lines are not this batch's (${earlier.perLine.size} recorded${strange.length ? `, ${strange.slice(0, 3).join(', ')}${strange.length > 3 ? ', …' : ''} not among this batch's ${ids.size}` : `, this batch has ${ids.size}`})`);
+  }
+}
 
 export type EarlierStatus = 'done' | 'failed' | 'unknown' | 'not-posted';
 
 export interface EarlierRun {
   /** The batch file the earlier run read (absolute), when its summary says. */
   batch?: string;
+  /** The batch's identity (batchIdentity) as the earlier run recorded it; absent in summaries of earlier versions. */
+  identity?: BatchIdentity;
   startedAt?: number;
   /** Every line the earlier summary records (its `perLine`, and the lines it carried from a run before it), as written. */
   perLine: Map<string, { status: EarlierStatus; job?: string; entry: unknown }>;
@@ -36,7 +150,7 @@ export function readEarlierSummary(path: string): EarlierRun {
   } catch (e) {
     throw bad(`cannot be read as JSON (${(e as Error).message.slice(0, 80)})`);
   }
-  const s = raw as { batch?: unknown; startedAt?: unknown; perLine?: unknown; resumed?: { carried?: unknown } };
+  const s = raw as { batch?: unknown; identity?: unknown; startedAt?: unknown; perLine?: unknown; resumed?: { carried?: unknown } };
   if (typeof s !== 'object' || s === null || !Array.isArray(s.perLine)) throw bad('no perLine list');
   const carried = s.resumed && typeof s.resumed === 'object' && Array.isArray(s.resumed.carried) ? (s.resumed.carried as unknown[]) : [];
   const perLine = new Map<string, { status: EarlierStatus; job?: string; entry: unknown }>();
@@ -49,7 +163,9 @@ export function readEarlierSummary(path: string): EarlierRun {
     });
   take(s.perLine, 'perLine');
   take(carried, 'resumed.carried');
-  return { ...(typeof s.batch === 'string' ? { batch: s.batch } : {}), ...(typeof s.startedAt === 'number' ? { startedAt: s.startedAt } : {}), perLine };
+  const identity = s.identity === undefined ? undefined : readIdentity(s.identity);
+  if (s.identity !== undefined && !identity) throw bad('its identity is not {digest, workloads}');
+  return { ...(typeof s.batch === 'string' ? { batch: s.batch } : {}), ...(identity ? { identity } : {}), ...(typeof s.startedAt === 'number' ? { startedAt: s.startedAt } : {}), perLine };
 }
 
 /** What an earlier run recorded, counted for a message: `14 done, 4 unknown, 22 not posted`. */

@@ -83,18 +83,19 @@ export function registerBatchRun(batch: Command): void {
       // An earlier run's summary here is its only record of which lines were done, in flight or never posted: a run
       // into the same directory re-ran and re-paid every line and overwrote it (QA pass on matching, session 49).
       const summaryFile = join(outputDir, 'summary.json');
-      const { readEarlierSummary, earlierCounts, resumeSelection, subsetBatch } = await import('../batch-resume.js');
+      const { readEarlierSummary, earlierCounts, resumeSelection, subsetBatch, batchIdentity, checkSameBatch, identityChanges } = await import('../batch-resume.js');
+      // which batch this is: its content, not its path (docs/matching.md "Running it again")
+      const identity = batchIdentity(run, allLines);
       const earlier = existsSync(summaryFile) ? readEarlierSummary(summaryFile) : undefined;
       if (earlier && !o.resume) {
+        const other = earlier.identity ? identityChanges(earlier.identity, identity).length > 0 : earlier.batch !== undefined && earlier.batch !== resolve(file);
         throw new C0Error(
           'BATCH_OUTPUT_HAS_SUMMARY',
-          `${outputDir} holds the summary of an earlier run${earlier.batch && earlier.batch !== resolve(file) ? ` of another batch (${earlier.batch})` : ''}: ${earlierCounts(earlier)}. Run again with --resume to post only the lines it does not record done, or give another --output-dir; nothing was posted`,
+          `${outputDir} holds the summary of an earlier run${other ? ` of another batch${earlier.batch ? ` (${earlier.batch})` : ''}` : ''}: ${earlierCounts(earlier)}. Run again with --resume to post only the lines it does not record done, or give another --output-dir; nothing was posted`,
           { field: 'output-dir' },
         );
       }
-      if (earlier && earlier.batch !== undefined && earlier.batch !== resolve(file)) {
-        throw new C0Error('BATCH_RESUME_OTHER_BATCH', `${summaryFile} is the summary of another batch (${earlier.batch}), not ${resolve(file)}: --resume continues the same batch file; give another --output-dir`, { field: 'output-dir' });
-      }
+      if (earlier) checkSameBatch(earlier, identity, resolve(file), allLines.map((l) => l.id), summaryFile);
       const resumed = earlier ? resumeSelection(earlier, allLines, o.rerunUnknown === true) : undefined;
       const lines = resumed ? resumed.run : allLines;
       if (resumed) {
@@ -173,7 +174,7 @@ export function registerBatchRun(batch: Command): void {
         makeOutputDir(outputDir, 'output-dir');
         if (kept) renameSync(summaryFile, kept);
         const resumedFrom = resumed && kept ? { resumed: { from: basename(kept), doneEarlier: resumed.done, leftOutUnknown: resumed.unknown, carried: resumed.carried } } : {};
-        writeFileSync(summaryFile, JSON.stringify({ batch: resolve(file), outputDir, ...resumedFrom, ...summary }, jsonReplacer, 2) + '\n');
+        writeFileSync(summaryFile, JSON.stringify({ batch: resolve(file), identity, outputDir, ...resumedFrom, ...summary }, jsonReplacer, 2) + '\n');
       });
       const cost = summary.cost.map(formatMoney).join(' + ') || 'nothing';
       if (o.json) out(JSON.stringify({ e: 'summary', summary: { ...summary, file: summaryFile } }, jsonReplacer));
