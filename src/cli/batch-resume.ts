@@ -22,6 +22,9 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { C0Error } from '../errors.js';
 import type { Batch } from '../matching/batch-plan.js';
+import { sumMoney } from '../matching/batch-lines.js';
+import type { BatchRunSummary } from '../matching/batch-run.js';
+import { isAmount, type Money } from '../records/money.js';
 import type { BatchLine, LineRecipe } from '../node/batch-client.js';
 
 /** What one workload's lines are, as a summary records it (`identity.workloads[]`). */
@@ -150,16 +153,28 @@ export function readEarlierSummary(path: string): EarlierRun {
   } catch (e) {
     throw bad(`cannot be read as JSON (${(e as Error).message.slice(0, 80)})`);
   }
-  const s = raw as { batch?: unknown; identity?: unknown; startedAt?: unknown; perLine?: unknown; resumed?: { carried?: unknown } };
+  const s = raw as { batch?: unknown; identity?: unknown; startedAt?: unknown; perLine?: unknown; receipts?: unknown; resumed?: { carried?: unknown } };
   if (typeof s !== 'object' || s === null || !Array.isArray(s.perLine)) throw bad('no perLine list');
   const carried = s.resumed && typeof s.resumed === 'object' && Array.isArray(s.resumed.carried) ? (s.resumed.carried as unknown[]) : [];
+  // A done line's price: its entry's own (this version writes it), else its receipt's in this summary's `receipts`
+  // (an entry the previous version wrote), so the carried entry says what the line cost.
+  const prices = new Map<string, Money>();
+  for (const rc of Array.isArray(s.receipts) ? (s.receipts as unknown[]) : []) {
+    const x = rc as { address?: unknown; price?: unknown };
+    if (typeof x === 'object' && x !== null && typeof x.address === 'string' && isMoney(x.price)) prices.set(x.address, x.price);
+  }
+  const priced = (l: unknown): unknown => {
+    const x = l as { status: string; receipt?: unknown; price?: unknown };
+    if (x.status !== 'done' || isMoney(x.price) || typeof x.receipt !== 'string' || !prices.has(x.receipt)) return l;
+    return { ...x, price: prices.get(x.receipt) };
+  };
   const perLine = new Map<string, { status: EarlierStatus; job?: string; entry: unknown }>();
   const take = (list: unknown[], where: string) =>
     list.forEach((l: unknown, i) => {
       const x = l as { id?: unknown; status?: unknown; job?: unknown };
       if (typeof x !== 'object' || x === null || typeof x.id !== 'string' || typeof x.status !== 'string' || !STATUSES.has(x.status)) throw bad(`${where}[${i}] is not {id, status}`);
       // a line this summary ran again (perLine) wins over what it carried from the run before
-      if (!perLine.has(x.id)) perLine.set(x.id, { status: x.status as EarlierStatus, ...(typeof x.job === 'string' ? { job: x.job } : {}), entry: l });
+      if (!perLine.has(x.id)) perLine.set(x.id, { status: x.status as EarlierStatus, ...(typeof x.job === 'string' ? { job: x.job } : {}), entry: priced(l) });
     });
   take(s.perLine, 'perLine');
   take(carried, 'resumed.carried');
@@ -207,4 +222,38 @@ export function subsetBatch(batch: Batch, run: ReadonlyArray<{ workload: string 
   const count = new Map<string, number>();
   for (const l of run) count.set(l.workload, (count.get(l.workload) ?? 0) + 1);
   return { ...batch, workloads: batch.workloads.filter((w) => count.has(w.workload)).map((w) => ({ ...w, lines: count.get(w.workload)! })) };
+}
+
+const isMoney = (v: unknown): v is Money => typeof v === 'object' && v !== null && isAmount((v as Money).amount) && typeof (v as Money).currency === 'string';
+
+/**
+ * The whole batch across every run into this output directory (summary.json `wholeBatch`; QA qaMatch F2): the lines of
+ * this run and the entries it carried from the runs before (`resumed.carried`: done, or left out with outcome
+ * unknown). `cost` sums every done line's price, this run's and the carried ones'; `unpriced` counts done lines whose
+ * price the carried entry does not say (written by the previous version two runs back), so `cost` leaves them out.
+ */
+export interface WholeBatch {
+  lines: number;
+  done: number;
+  failed: number;
+  unknown: number;
+  notPosted: number;
+  cost: Money[];
+  unpriced?: number;
+}
+
+export function wholeBatch(summary: Pick<BatchRunSummary, 'lines' | 'done' | 'failed' | 'unknown' | 'notPosted' | 'cost'>, carried: readonly unknown[]): WholeBatch {
+  const prices: Money[] = [...summary.cost];
+  let done = summary.done;
+  let unknown = summary.unknown;
+  let unpriced = 0;
+  for (const c of carried) {
+    const x = c as { status?: unknown; price?: unknown };
+    if (x.status === 'done') {
+      done++;
+      if (isMoney(x.price)) prices.push(x.price);
+      else unpriced++;
+    } else if (x.status === 'unknown') unknown++;
+  }
+  return { lines: summary.lines + carried.length, done, failed: summary.failed, unknown, notPosted: summary.notPosted, cost: sumMoney(prices), ...(unpriced ? { unpriced } : {}) };
 }

@@ -63,11 +63,18 @@ export function assign(plan: BatchPlan, lines: readonly RunLine[]): Map<string, 
 
 /** The sum of the completed lines' receipt prices, per currency (currency order; never converted). */
 export function costOfDone(perLine: ReadonlyArray<{ status: string; receipt?: string }>, receipts: readonly ReceiptView[]): Money[] {
-  const cost = new Map<string, Decimal>();
   const byAddress = new Map(receipts.map((x) => [x.address, x]));
+  const prices: Money[] = [];
   for (const r of perLine) {
     const rc = r.status === 'done' && r.receipt ? byAddress.get(r.receipt) : undefined;
-    if (rc) cost.set(rc.price.currency, (cost.get(rc.price.currency) ?? new D(0)).plus(rc.price.amount));
+    if (rc) prices.push(rc.price);
   }
+  return sumMoney(prices);
+}
+
+/** Amounts summed per currency, exactly (currency order; never converted). */
+export function sumMoney(list: readonly Money[]): Money[] {
+  const cost = new Map<string, Decimal>();
+  for (const m of list) cost.set(m.currency, (cost.get(m.currency) ?? new D(0)).plus(m.amount));
   return [...cost.entries()].sort((a, b) => cmp(a[0], b[0])).map(([currency, v]) => ({ amount: v.toFixed(), currency }));
 }

@@ -175,6 +175,8 @@ export interface LineReport {
   provider?: string;
   job?: string;
   receipt?: string;
+  /** A done line's price (its receipt's): so a later `--resume`, which carries this entry, still knows what the line cost. */
+  price?: Money;
   attempts: Array<{ provider: string; status: string; job?: string; receipt?: string; detail?: string }>;
   detail?: string;
 }
@@ -374,7 +376,10 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
           r.status = 'done';
           r.provider = p;
           if (o.job) r.job = o.job;
-          if (o.receipt) r.receipt = o.receipt.address;
+          if (o.receipt) {
+            r.receipt = o.receipt.address;
+            r.price = o.receipt.price;
+          }
           done++;
           emit({ e: 'line', line: l.id, provider: p, status: 'done', attempt, ...(o.receipt ? { receipt: o.receipt.address } : {}) });
         } else if (o.status === 'undelivered') {

@@ -83,7 +83,7 @@ export function registerBatchRun(batch: Command): void {
       // An earlier run's summary here is its only record of which lines were done, in flight or never posted: a run
       // into the same directory re-ran and re-paid every line and overwrote it (QA pass on matching, session 49).
       const summaryFile = join(outputDir, 'summary.json');
-      const { readEarlierSummary, earlierCounts, resumeSelection, subsetBatch, batchIdentity, checkSameBatch, identityChanges } = await import('../batch-resume.js');
+      const { readEarlierSummary, earlierCounts, resumeSelection, subsetBatch, batchIdentity, checkSameBatch, identityChanges, wholeBatch } = await import('../batch-resume.js');
       // which batch this is: its content, not its path (docs/matching.md "Running it again")
       const identity = batchIdentity(run, allLines);
       const earlier = existsSync(summaryFile) ? readEarlierSummary(summaryFile) : undefined;
@@ -169,18 +169,21 @@ export function registerBatchRun(batch: Command): void {
       }
       // a resumed run keeps the earlier summary beside its own (summary.<its start>.json), never over it
       const kept = earlier ? keptName(outputDir, earlier.startedAt) : undefined;
+      // the top-level figures are this run's; `wholeBatch` adds the lines carried from the runs before (QA qaMatch F2)
+      const entire = wholeBatch(summary, resumed?.carried ?? []);
       writingTo(summaryFile, () => {
         // made before the first line (above); made again if removed since
         makeOutputDir(outputDir, 'output-dir');
         if (kept) renameSync(summaryFile, kept);
         const resumedFrom = resumed && kept ? { resumed: { from: basename(kept), doneEarlier: resumed.done, leftOutUnknown: resumed.unknown, carried: resumed.carried } } : {};
-        writeFileSync(summaryFile, JSON.stringify({ batch: resolve(file), identity, outputDir, ...resumedFrom, ...summary }, jsonReplacer, 2) + '\n');
+        writeFileSync(summaryFile, JSON.stringify({ batch: resolve(file), identity, outputDir, wholeBatch: entire, ...resumedFrom, ...summary }, jsonReplacer, 2) + '\n');
       });
       const cost = summary.cost.map(formatMoney).join(' + ') || 'nothing';
-      if (o.json) out(JSON.stringify({ e: 'summary', summary: { ...summary, file: summaryFile } }, jsonReplacer));
+      if (o.json) out(JSON.stringify({ e: 'summary', summary: { ...summary, wholeBatch: entire, file: summaryFile } }, jsonReplacer));
       else {
         const stopped = summary.stopped ? `, ${summary.unknown} in flight when ${summary.stopped.code === BATCH_INTERRUPTED ? 'interrupted' : 'the daemon was lost'}, ${summary.notPosted} not posted` : '';
         out(`batch: ${summary.lines} lines${resumed ? ` posted on resuming (${resumed.done} done earlier)` : ''}, ${summary.done} done, ${summary.failed} failed${stopped}, ${summary.replanned} re-planned; ${summary.receipts.length} receipts; cost ${cost}${resumed ? ' (this run)' : ''}`);
+        if (resumed) out(`the whole batch: ${entire.done} of ${entire.lines} lines done, cost ${entire.cost.map(formatMoney).join(' + ') || 'nothing'}${entire.unpriced ? ` and ${entire.unpriced} done line${entire.unpriced === 1 ? '' : 's'} whose price the earlier summaries do not say` : ''} (every run into ${outputDir})`);
         out(`outputs in ${outputDir}, summary in ${summaryFile}${kept ? ` (the earlier one kept as ${basename(kept)})` : ''}`);
       }
       if (summary.stopped?.code === BATCH_INTERRUPTED) {

@@ -48,13 +48,13 @@ function interrupted(name: string, batch = file): { dir: string; summary: string
   mkdirSync(dir);
   for (const n of [1, 2]) writeFileSync(join(dir, `${id(n)}.out`), 'earlier');
   const perLine = [
-    { id: id(1), workload: W, status: 'done', provider, job: 'sha256:' + '1'.repeat(64), attempts: [] },
-    { id: id(2), workload: W, status: 'done', provider, job: 'sha256:' + '2'.repeat(64), attempts: [] },
+    { id: id(1), workload: W, status: 'done', provider, job: 'sha256:' + '1'.repeat(64), receipt: 'sha256:' + 'a'.repeat(64), attempts: [] },
+    { id: id(2), workload: W, status: 'done', provider, job: 'sha256:' + '2'.repeat(64), receipt: 'sha256:' + 'b'.repeat(64), attempts: [] },
     { id: id(3), workload: W, status: 'not-posted', attempts: [] },
     { id: id(4), workload: W, status: 'unknown', provider, job: 'sha256:' + '4'.repeat(64), attempts: [] },
     { id: id(5), workload: W, status: 'failed', provider, attempts: [] },
   ];
-  const summary = JSON.stringify({ batch, outputDir: dir, startedAt: 1_700_000_000_000, lines: 5, done: 2, failed: 1, unknown: 1, notPosted: 1, stopped: { code: 'DAEMON_STREAM_LOST', message: 'gone' }, perLine }, null, 2);
+  const summary = JSON.stringify({ batch, outputDir: dir, startedAt: 1_700_000_000_000, lines: 5, done: 2, failed: 1, unknown: 1, notPosted: 1, stopped: { code: 'DAEMON_STREAM_LOST', message: 'gone' }, perLine, receipts: ['a', 'b'].map((x, i) => ({ line: id(i + 1), address: 'sha256:' + x.repeat(64), status: 'completed', provider, price: { amount: '0.003', currency: 'USD' } })) }, null, 2);
   writeFileSync(join(dir, 'summary.json'), summary);
   return { dir, summary };
 }
@@ -88,6 +88,10 @@ describe('batch run into a directory holding an earlier run’s summary', () => 
     assert.deepEqual(s.perLine.map((l) => l.id), [id(3), id(5)]);
     assert.equal(s.resumed.from, 'summary.1700000000000.json');
     assert.deepEqual(s.resumed.carried.map((l) => [l.id, l.status]), [[id(1), 'done'], [id(2), 'done'], [id(4), 'unknown']]);
+    // the whole batch beside this run's figures: the carried lines' prices (read from the earlier receipts) and this run's
+    const whole = (JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) as { wholeBatch: unknown }).wholeBatch;
+    assert.deepEqual(whole, { lines: 5, done: 4, failed: 0, unknown: 1, notPosted: 0, cost: [{ amount: '0.01', currency: 'USD' }] });
+    assert.match(r.stdout, /cost 0\.004 USD \(this run\)\nthe whole batch: 4 of 5 lines done, cost 0\.01 USD/);
 
     // a second resume reads the carried lines too: only the unknown one is left, and --rerun-unknown posts it
     daemon.asked.length = 0;
@@ -99,6 +103,10 @@ describe('batch run into a directory holding an earlier run’s summary', () => 
     assert.equal(last.status, EXIT.OK, last.stderr);
     assert.equal(posted(), 1);
     assert.equal(readFileSync(join(dir, `${id(4)}.out`), 'utf8'), 'now');
+    // two runs on, the whole batch still counts the first run's lines at their price (carried forward with it)
+    const last1 = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) as { lines: number; cost: unknown; wholeBatch: unknown };
+    assert.deepEqual([last1.lines, last1.cost], [1, [{ amount: '0.002', currency: 'USD' }]]);
+    assert.deepEqual(last1.wholeBatch, { lines: 5, done: 5, failed: 0, unknown: 0, notPosted: 0, cost: [{ amount: '0.012', currency: 'USD' }] });
     // and then nothing is left: nothing posted, exit 0, without the daemon
     daemon.asked.length = 0;
     const done = await c0('--output-dir', dir, '--resume');
