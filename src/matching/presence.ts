@@ -6,7 +6,9 @@
  * reads a clock or touches the disk.
  *
  * A provider is live at `now` when its newest presence has issuedAt ≤ now + skew
- * and now < issuedAt + window (the window is the record's `windowMs`, capped at
+ * and now < anchor + window, the anchor being min(issuedAt, the time this node
+ * received it) — so a provider whose clock runs ahead is not live any longer for
+ * it (QA qaMatch F3) — (the window is the record's `windowMs`, capped at
  * `maxWindowMs` in a small market and by the market's size in a large one:
  * `honouredWindowMs` of the providers held in the record's market, presence-rate.ts),
  * and a live advert of the same signer is known. A presence
@@ -43,6 +45,8 @@ export type PresenceAdd = 'added' | 'replaced' | 'stale' | 'expired' | 'future' 
 export class PresenceView {
   readonly #o: PresenceViewOptions;
   readonly #byDid = new Map<string, Opened<Presence>>();
+  /** When this node took each held presence (its clock; `add`'s `now`), kept with #byDid. */
+  readonly #receivedAt = new Map<string, number>();
   /** Presence held per market (shard), kept with #byDid. */
   readonly #perShard = new Map<string, number>();
 
@@ -70,13 +74,25 @@ export class PresenceView {
     return honouredWindowMs(this.heldIn(heldShards('presence', p.record)), { floorMs: this.#o.maxWindowMs, targetPerSec: this.#o.targetPerMarket });
   }
 
-  /** Until when a presence counts (issuedAt + its window, capped). */
-  liveUntil(p: Opened<Presence>): number {
-    return p.record.issuedAt + Math.min(p.record.windowMs, this.maxWindowOf(p));
+  /**
+   * Until when a presence counts: its anchor + its window (capped). The anchor is the earlier of its `issuedAt` and
+   * when this node received it (`receivedAt`; default: when the view took the held record of that address, else
+   * `issuedAt` alone). `issuedAt` is the provider's clock, and a record up to the clock skew ahead is kept: anchored
+   * there alone, a provider whose clock ran 25 s fast stayed live 25 s past its window after it died (the documented
+   * 60 s cap became 85 s). The receiver's own clock bounds it now.
+   */
+  liveUntil(p: Opened<Presence>, receivedAt?: number): number {
+    return this.#anchor(p, receivedAt) + Math.min(p.record.windowMs, this.maxWindowOf(p));
   }
 
-  #put(p: Opened<Presence>): void {
+  #anchor(p: Opened<Presence>, receivedAt?: number): number {
+    const at = receivedAt ?? (this.#byDid.get(p.signer)?.address === p.address ? this.#receivedAt.get(p.signer) : undefined);
+    return at === undefined ? p.record.issuedAt : Math.min(p.record.issuedAt, at);
+  }
+
+  #put(p: Opened<Presence>, receivedAt: number): void {
     this.#byDid.set(p.signer, p);
+    this.#receivedAt.set(p.signer, receivedAt);
     for (const s of heldShards('presence', p.record)) this.#perShard.set(s, (this.#perShard.get(s) ?? 0) + 1);
   }
 
@@ -84,6 +100,7 @@ export class PresenceView {
     const p = this.#byDid.get(did);
     if (!p) return;
     this.#byDid.delete(did);
+    this.#receivedAt.delete(did);
     for (const s of heldShards('presence', p.record)) {
       const n = (this.#perShard.get(s) ?? 0) - 1;
       if (n > 0) this.#perShard.set(s, n);
@@ -92,21 +109,30 @@ export class PresenceView {
   }
 
   /**
-   * Take a presence record (already verified): it replaces the signer's held
-   * one only when issued later; one past its window, issued too far ahead, or
-   * from a signer with no live advert (it could never be live; this bounds
-   * memory by the adverts held) is not kept.
+   * Take a presence record (already verified), received `now`: it replaces the
+   * signer's held one only when it is newer — its anchor (min(issuedAt, now))
+   * later, or the same anchor and a later issuedAt, then the higher address; one
+   * past its window, issued too far ahead, or from a signer with no live advert
+   * (it could never be live; this bounds memory by the adverts held) is not kept.
+   * Between records no later than their receipt the anchor is `issuedAt`, so
+   * every node keeps the same one whatever the arrival order; a record dated
+   * ahead of its receipt counts from its receipt, so the records a provider
+   * signs once its clock was put right replace it (before, they were `stale`
+   * against its higher `issuedAt` until that one's window ran out, and its free
+   * slots stood still meanwhile).
    */
   add(p: Opened<Presence>, now: number): PresenceAdd {
-    if (this.liveUntil(p) <= now) return 'expired';
+    if (this.liveUntil(p, now) <= now) return 'expired';
     if (p.record.issuedAt > now + this.#o.skewMs) return 'future';
     if (!this.advertOf(p.signer, now)) return 'no-advert';
     const held = this.#byDid.get(p.signer);
     if (held) {
-      if (held.record.issuedAt > p.record.issuedAt || (held.record.issuedAt === p.record.issuedAt && held.address >= p.address)) return 'stale';
+      const a = this.#anchor(p, now);
+      const h = this.#anchor(held);
+      if (h > a || (h === a && (held.record.issuedAt > p.record.issuedAt || (held.record.issuedAt === p.record.issuedAt && held.address >= p.address)))) return 'stale';
       this.#drop(p.signer);
     }
-    this.#put(p);
+    this.#put(p, now);
     if (this.#byDid.size > this.#o.maxProviders) this.#evict(now);
     return held ? 'replaced' : 'added';
   }

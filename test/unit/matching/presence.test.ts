@@ -70,6 +70,27 @@ test('a window is capped at maxWindowMs whatever the record claims; the far futu
   assert.equal(v.add(presence(P(1), { issuedAt: NOW + 2_000 }), NOW), 'future');
 });
 
+test('a clock running ahead does not stretch the window: liveness counts from receipt when a record is dated ahead of it (QA qaMatch F3)', () => {
+  // a provider whose clock is 25 s fast, 6 s windows: before, live until issuedAt + 6 s = 31 s after it was received
+  const v = view([advert(P(1))], { skewMs: 30_000 });
+  assert.equal(v.add(presence(P(1), { issuedAt: NOW + 25_000, windowMs: 6_000, freeSlots: 2 }), NOW), 'added');
+  assert.deepEqual(v.live(NOW + 5_999).map((l) => [l.did, l.liveUntil]), [[P(1).did, NOW + 6_000]]);
+  assert.deepEqual(v.live(NOW + 6_000), [], 'gone when its window, counted from receipt, ends');
+});
+
+test('the records a provider signs once its clock is put right replace the one dated ahead (QA qaMatch F3)', () => {
+  const v = view([advert(P(1))], { skewMs: 30_000 });
+  v.add(presence(P(1), { issuedAt: NOW + 25_000, windowMs: 6_000, freeSlots: 2 }), NOW);
+  // restarted with a correct clock: a lower issuedAt, received later; before, `stale` until the first one lapsed
+  assert.equal(v.add(presence(P(1), { issuedAt: NOW + 3_000, windowMs: 6_000, freeSlots: 1 }), NOW + 3_000), 'replaced');
+  assert.deepEqual(v.live(NOW + 3_000).map((l) => [l.freeSlots, l.liveUntil]), [[1, NOW + 9_000]]);
+  // a record signed before the held one's receipt, arriving late, is still older
+  assert.equal(v.add(presence(P(1), { issuedAt: NOW + 1_000, windowMs: 6_000, freeSlots: 0 }), NOW + 3_500), 'stale');
+  // records no later than their receipt order by issuedAt, whatever the arrival order (as before)
+  assert.equal(v.add(presence(P(1), { issuedAt: NOW + 4_000, windowMs: 6_000, freeSlots: 2 }), NOW + 4_500), 'replaced');
+  assert.equal(v.add(presence(P(1), { issuedAt: NOW + 3_900, windowMs: 6_000, freeSlots: 0 }), NOW + 4_600), 'stale');
+});
+
 test('bounded: past maxProviders the presence that lapses first goes', () => {
   const ps = [1, 2, 3, 4].map(P);
   const v = view(ps.map((p) => advert(p)), { maxProviders: 3 });
