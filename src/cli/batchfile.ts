@@ -110,6 +110,17 @@ function parseBatchFile(path: string): { batch: Batch; file: z.infer<typeof file
     const units = w.units ?? {};
     // Without lineTime: summed seconds over the lines when the batch states them, else the whole window.
     const lineMs = w.lineTime !== undefined ? parseDuration(w.lineTime) : units.second !== undefined && Number.isInteger(w.lines) && w.lines > 0 ? Math.max(1, Math.ceil((Number(units.second) * 1000) / w.lines)) : windowMs;
+    // A line longer than the window could never be placed (⌊window ÷ lineTime⌋ = 0 lines per slot): the field is wrong,
+    // not the network's capacity (QA qaMatch F4: it read BATCH_EXCEEDS_CAPACITY "… has no lineTime" with lineTime given)
+    if (windowMs > 0 && lineMs > windowMs) {
+      const given = w.lineTime !== undefined;
+      const secs = (x: number) => `${x / 1000} s`;
+      throw new C0Error(
+        'BATCH_FIELD_INVALID',
+        `${path}: workloads.${i}.${given ? 'lineTime' : 'units.second'}: ${given ? `lineTime (${secs(lineMs)})` : `units.second ÷ lines (${secs(lineMs)} a line)`} is longer than the window (${secs(windowMs)}), so no line fits in it: give a longer window, or a shorter ${given ? 'lineTime' : 'units.second'}`,
+        { field: `workloads.${i}.${given ? 'lineTime' : 'units.second'}` },
+      );
+    }
     // The timeout each line's job will carry — its `timeout`, else the buyer's default, its deadline — is what a
     // per-second ask bills it for: the planner costs by it (lineSeconds). `batch plan` reads it too, so it previews
     // what `batch run` will claim.

@@ -61,6 +61,8 @@ export function parseBatch(raw: unknown, source = 'batch'): Batch {
   if (total > BATCH_MAX_LINES) throw new C0Error('BATCH_FIELD_INVALID', `${source}: ${total} lines in all; at most ${BATCH_MAX_LINES}`, { field: 'workloads' });
   const seen = new Set<string>();
   for (const [i, w] of b.workloads.entries()) {
+    // ⌊window ÷ lineMs⌋ = 0: no line could ever be placed; the field is wrong, not the network's capacity
+    if (w.lineMs > b.windowMs) throw new C0Error('BATCH_FIELD_INVALID', `${source}: workloads.${i}.lineMs (${w.lineMs}) is longer than windowMs (${b.windowMs}), so no line fits in the window`, { field: `workloads.${i}.lineMs` });
     if (seen.has(w.workload)) throw new C0Error('BATCH_FIELD_INVALID', `${source}: workload ${w.workload} is listed twice (sum its lines and units into one entry)`, { field: `workloads.${i}.workload` });
     seen.add(w.workload);
   }

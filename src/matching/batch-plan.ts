@@ -305,9 +305,11 @@ export function planBatch(inp: PlanInputs): BatchPlan {
   }
   if (shortfalls.length) {
     const said = shortfalls.map((s) => `${s.workload}: ${s.shortfall} of ${s.lines} lines unplaced`).join('; ');
-    // without lineTime a line holds its slot for the whole window: a longer window takes no more then (QA s49)
+    // a line as long as the window (no lineTime given, or one that long) holds its slot for the whole window: a longer
+    // window takes no more then (QA s49); a lineTime longer than the window is refused before (parseBatch). Not "has no
+    // lineTime": the planner cannot tell a lineTime given as long as the window from none (QA qaMatch F4)
     const whole = shortfalls.filter((x) => batch.workloads.find((w) => w.workload === x.workload)!.lineMs >= batch.windowMs).map((x) => x.workload);
-    const more = whole.length ? `; ${whole.join(', ')} ${whole.length === 1 ? 'has' : 'have'} no lineTime, so each line holds its slot for the whole window and a longer window takes no more: give lineTime (how long a line runs), and a slot takes window ÷ lineTime lines` : '; a longer window, or providers with a record here, take more';
+    const more = whole.length ? `; each line of ${whole.join(', ')} holds its slot for the whole window (no lineTime given, or one as long as the window), so a longer window takes no more: give lineTime (how long a line runs), and a slot takes window ÷ lineTime lines` : '; a longer window, or providers with a record here, take more';
     // the rule, said: an operator with three free slots and three lines read "2 of 3 unplaced" without the reputation
     // that scales each provider's share (QA pass, session 48)
     throw new C0Error('BATCH_EXCEEDS_CAPACITY', `the live network cannot take this batch in its window (${said}): a provider takes at most its reputation × its free slots × the lines that fit in the window (at most ${ceiling}), less what it holds already${more}`, { detail: { shortfall: shortfalls } });

@@ -74,6 +74,12 @@ test('bad batch files: coded errors naming the field', () => {
     () => readBatchFile(file('window: 1m\nworkloads: [{ workload: a.b, lines: 2, maxPrice: "1 USD" }, { workload: a.b, lines: 1, maxPrice: "1 USD" }]\n')),
     coded('BATCH_FIELD_INVALID', 'workloads.1.workload'),
   );
+  // a line longer than the window: the field is wrong (QA qaMatch F4: it was BATCH_EXCEEDS_CAPACITY "… has no lineTime")
+  assert.throws(() => readBatchFile(file('window: 10s\nworkloads: [{ workload: a.b, lines: 2, lineTime: 20s, maxPrice: "1 USD" }]\n')), (e: unknown) => coded('BATCH_FIELD_INVALID', 'workloads.0.lineTime')(e) && /lineTime \(20 s\) is longer than the window \(10 s\)/.test((e as Error).message));
+  assert.throws(() => readBatchFile(file('window: 10s\nworkloads: [{ workload: a.b, lines: 2, units: { second: 50 }, maxPrice: "1 USD" }]\n')), coded('BATCH_FIELD_INVALID', 'workloads.0.units.second'));
+  assert.equal(readBatchFile(file('window: 10s\nworkloads: [{ workload: a.b, lines: 2, lineTime: 10s, maxPrice: "1 USD" }]\n')).workloads[0]!.lineMs, 10_000, 'as long as the window: one line a slot');
+  assert.throws(() => readBatchFile(file('window: 0s\nworkloads: [{ workload: a.b, lines: 2, lineTime: 10s, maxPrice: "1 USD" }]\n')), coded('BATCH_FIELD_INVALID', 'windowMs'));
+  assert.throws(() => parseBatch({ windowMs: 1000, workloads: [{ workload: 'a.b', lines: 1, units: {}, lineMs: 1001, maxPrice: { amount: '1', currency: 'USD' } }] }), coded('BATCH_FIELD_INVALID', 'workloads.0.lineMs'));
   // the API body is checked by the same schema
   assert.throws(() => parseBatch({ windowMs: 1000, workloads: [{ workload: 'a.b', lines: 1, units: {}, lineMs: 0, maxPrice: { amount: '1', currency: 'USD' } }] }), coded('BATCH_FIELD_INVALID', 'workloads.0.lineMs'));
   assert.throws(() => parseBatch(undefined), coded('BATCH_FIELD_INVALID', 'windowMs'));

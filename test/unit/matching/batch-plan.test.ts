@@ -256,7 +256,7 @@ test('a workload no live provider can take at all is BATCH_NO_PROVIDER with why,
   assert.match(refused({ windowMs: 60_000, workloads: [wl({ requirements: { tier: 'verified' } })] }, { eligible: meetsRequirements }), /^BATCH_NO_PROVIDER: .*meets its requirements/);
   // 4 slots, 6 lines that each hold a slot the whole window (no lineTime: lineMs = the window): a longer window takes no more
   const whole = refused({ windowMs: 60_000, workloads: [wl({ lines: 6, lineMs: 60_000 })] });
-  assert.match(whole, /^BATCH_EXCEEDS_CAPACITY: .*2 of 6 lines unplaced.*has no lineTime, so each line holds its slot for the whole window and a longer window takes no more: give lineTime/);
+  assert.match(whole, /^BATCH_EXCEEDS_CAPACITY: .*2 of 6 lines unplaced.*each line of infer\.llm holds its slot for the whole window \(no lineTime given, or one as long as the window\), so a longer window takes no more: give lineTime/);
   assert.doesNotMatch(whole, /a longer window, or providers with a record here, take more/);
   // with lineTime the old advice stands
   assert.match(refused({ windowMs: 60_000, workloads: [wl({ lines: 25, lineMs: 10_000 })] }), /a longer window, or providers with a record here, take more/);
