@@ -68,6 +68,11 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
       print(`▸ order posted: ${ev.designated ? `designated to ${names(ev.designated as string)}` : 'open bid'} at ${bid.amount} ${bid.currency}; the first valid claim wins`);
       break;
     }
+    case 'order-check': {
+      const raise = ev.raiseTo as { amount: string; currency: string } | undefined;
+      print(`⚠ no live provider can claim this order now: ${String(ev.summary).replace(/\.$/, '')}${raise ? `; raise maxPrice to ${raise.amount} ${raise.currency} for one to claim it` : ''}. It is posted anyway and waits for a claim until its deadline (Ctrl-C withdraws it)`);
+      break;
+    }
     case 'claim':
       if (ev.verdict === 'won') print(`  claim from ${names(ev.provider as string)} (arrival ${String(ev.seq)}): first valid claim, taken`);
       else print(`  claim from ${ev.provider ? names(ev.provider as string) : '(unreadable)'} (arrival ${String(ev.seq)}) refused ${String(ev.code)}${ev.refusal ? ` (signed ${shortAddr(ev.refusal as string)})` : ''}`);

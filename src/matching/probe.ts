@@ -16,7 +16,7 @@ import { toCore } from '../records/schema.js';
 import { DEFAULT_SKEW_MS } from '../records/freshness.js';
 import type { Sub } from '../store/db.js';
 import type { Opened } from '../records/envelope.js';
-import { isAmount, type Money } from '../records/money.js';
+import { compareAmounts, isAmount, type Money } from '../records/money.js';
 import { candidates, type CandidateOrder, type CandidatesResult } from './candidates.js';
 import { levelRotationStore, memoryRotationStore, Rotation, type RotationStore } from './rotation.js';
 import { PresenceView } from './presence.js';
@@ -40,6 +40,18 @@ export interface ProbeResult extends CandidatesResult {
   picked?: string;
 }
 
+/** What `ProbeService.check` says of an order before it is posted (and when it went unclaimed). */
+export interface OrderCheck {
+  /** live providers that could claim it now */
+  candidates: number;
+  /** the probe's sentence: why none, when none */
+  summary: string;
+  /** reason code → providers failing it */
+  counts: Record<string, number>;
+  /** the lowest bid at which a provider now above the bid (and failing nothing else) could claim it */
+  raiseTo?: Money;
+}
+
 export class ProbeService {
   private constructor(
     private readonly deps: ProbeDeps,
@@ -50,10 +62,24 @@ export class ProbeService {
     return new ProbeService(deps, await Rotation.open(store));
   }
 
-  /** Rank the candidates for `order`; an unpinned probe marks its first candidate as picked. */
-  async probe(order: CandidateOrder): Promise<ProbeResult> {
-    const now = this.deps.clock();
-    const r = candidates({
+  /**
+   * Whether a live provider could claim `order` now, said as the probe says it (QA qaMatch F6): the candidates'
+   * count, the probe's summary and reasons, and — when every provider that is no candidate would be one at a higher
+   * bid — the lowest such bid (`raiseTo`). Marks nothing: an order picks nobody, the claims decide.
+   */
+  check(order: CandidateOrder): OrderCheck {
+    const r = this.#rank(order, this.deps.clock());
+    let raiseTo: Money | undefined;
+    for (const p of r.rejected) {
+      if (p.reasons.length === 0 || !p.reasons.every((x) => x.code === 'ASK_ABOVE_PRICE')) continue;
+      const cost = p.reasons[0]!.offered as Money;
+      if (cost?.currency === order.maxPrice.currency && isAmount(cost.amount) && (!raiseTo || compareAmounts(cost.amount, raiseTo.amount) < 0)) raiseTo = cost;
+    }
+    return { candidates: r.candidates.length, summary: r.summary, counts: r.counts, ...(raiseTo ? { raiseTo } : {}) };
+  }
+
+  #rank(order: CandidateOrder, now: number): CandidatesResult {
+    return candidates({
       order,
       live: this.deps.liveProviders(now),
       rotation: this.rotation,
@@ -62,6 +88,12 @@ export class ProbeService {
       ...(this.deps.known ? { known: this.deps.known() } : {}),
       ...(this.deps.skewMs !== undefined ? { skewMs: this.deps.skewMs } : {}),
     });
+  }
+
+  /** Rank the candidates for `order`; an unpinned probe marks its first candidate as picked. */
+  async probe(order: CandidateOrder): Promise<ProbeResult> {
+    const now = this.deps.clock();
+    const r = this.#rank(order, now);
     const first = r.candidates[0];
     if (order.designated === undefined && first) {
       await this.rotation.pick(first.provider);

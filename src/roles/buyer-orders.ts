@@ -24,11 +24,19 @@ import { BUYER_STALLED, type BuyerDeps, type BuyerEvent, type JobResult, type Jo
 import { clearableTimeoutSignal, type ClearableTimeoutSignal } from '../util/timers.js';
 import { linkedSignal, type LinkedSignal } from '../util/signals.js';
 import { NODE_CLOSING_FRAME } from './claim-protocol.js';
+import type { OrderCheck } from '../matching/probe.js';
+import { formatMoney } from '../records/money.js';
 
 /** What the open-order path needs from the node (src/roles/claim-protocol.ts ClaimDesk). */
 export interface OrderPorts {
   /** Start taking claims for a job: arrivals numbered in order; close() stops taking them. */
   inbox(job: string): ClaimInbox;
+  /**
+   * Whether a live provider could claim the order now, by the probe's rule (ProbeService.check; nothing marked).
+   * Asked before the order is posted (none: an `order-check` event says why, and the order is posted anyway) and when
+   * it went unclaimed (its reasons join ORDER_NOT_CLAIMED's message). Absent: neither is said.
+   */
+  check?(job: Opened<Job>, designated?: string): Promise<OrderCheck>;
 }
 
 /** A claim as it arrived on `/c0mpute/claim/1`, with the way to answer it. */
@@ -219,9 +227,28 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     onEvent({ e: 'claim', ...s });
   };
 
+  /** The probe's answer, said in one sentence: its summary and the bid at which one could claim it. */
+  const said = (c: OrderCheck) => `${c.summary.replace(/\.$/, '')}${c.raiseTo ? `; raise maxPrice to ${formatMoney(c.raiseTo)} for one to claim it` : ''}`;
+  /** Ask the probe; a check that fails says nothing (it only explains, it never holds the order back). */
+  const check = async (): Promise<OrderCheck | undefined> => {
+    try {
+      return await ports.check?.(job, designated);
+    } catch (e) {
+      log.debug({ job: job.address, err: (e as Error).message }, 'order check failed');
+      return undefined;
+    }
+  };
+
   let deadline: ClearableTimeoutSignal | undefined;
   let untilDeadline: LinkedSignal | undefined;
   try {
+    // Before posting: when no live provider could claim it now, say why at once (QA qaMatch F6). The order is posted
+    // all the same: a provider may come back, free a slot or lower its ask before the deadline.
+    const before = await check();
+    if (before && before.candidates === 0) {
+      onEvent({ e: 'order-check', candidates: 0, summary: before.summary, counts: before.counts, ...(before.raiseTo ? { raiseTo: before.raiseTo } : {}) });
+      log.info({ job: job.address, counts: before.counts }, 'no live provider can claim the order now; posting it anyway');
+    }
     await d.store(job);
     await d.publish('job', job);
     onEvent({ e: 'job', job });
@@ -244,9 +271,12 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
       return result;
     }
     if (!winner) {
+      // what the probe says now: why nobody could claim it (before, only that nobody did)
+      const after = await check();
+      const why = after && after.candidates === 0 ? `; the market now: ${said(after)}` : '';
       result.error = designated
-        ? { code: 'ORDER_NOT_CLAIMED', message: `the designated provider ${designated} did not claim the order before its deadline` }
-        : { code: 'ORDER_NOT_CLAIMED', message: 'no valid claim arrived before the order’s deadline' };
+        ? { code: 'ORDER_NOT_CLAIMED', message: `the designated provider ${designated} did not claim the order before its deadline${why}` }
+        : { code: 'ORDER_NOT_CLAIMED', message: `no valid claim arrived before the order’s deadline${why}` };
       result.timings.restMs = clock() - t0 - collectMs;
       if (omitted) result.claimsOmitted = omitted;
       return result;

@@ -381,6 +381,8 @@ export type BuyerEvent =
   | { e: 'admission'; admission: Admission }
   | { e: 'offer'; offer: Opened<Offer>; count: number }
   | { e: 'order'; job: string; designated?: string; bid: Money }
+  /** Before an order is posted: no live provider could claim it now (the probe's summary and reasons); it is posted anyway. */
+  | { e: 'order-check'; candidates: number; summary: string; counts: Record<string, number>; raiseTo?: Money }
   | ({ e: 'claim' } & ClaimOutcomeSummary)
   | { e: 'collected'; offers: number; waitedMs: number; ended: WindowEnd }
   | { e: 'decision'; decision: Decision; policy: PolicyName }

@@ -155,6 +155,15 @@ test('a designated order runs on the named provider; one its provider never clai
     const none = await c0mpute(buyer.dir, ['run', f2, '--designated', nobody]);
     assert.equal(none.code, 1);
     assert.match(none.err, /\[ORDER_NOT_CLAIMED\]/);
+    // said at once, before the order is posted, with the probe's reasons, and again at the deadline (QA qaMatch F6)
+    assert.match(none.err, /⚠ no live provider can claim this order now: No candidate among 3 providers .*3 not the designated provider\. The designated provider .* is not known\. It is posted anyway[^\n]*\n▸ job /);
+    assert.match(String((r2.error as { message: string }).message), /did not claim the order before its deadline; the market now: No candidate among 3 providers/);
+    // an open bid every live provider asks more than: the lowest bid one would claim it at
+    writeFileSync(f2, `workload: builtin.sha256\nparams: "1"\nmaxPrice: "0.001 USD"\ndeadline: 2s\ninput: cli order ${Date.now()}\n`);
+    const low = await c0mpute(buyer.dir, ['run', f2, '--open']);
+    assert.equal(low.code, 1, low.err);
+    assert.match(low.err, /⚠ no live provider can claim this order now: .*3 ask above the order’s price; raise maxPrice to 0\.002 USD for one to claim it/);
+    assert.match(low.err, /no valid claim arrived before the order’s deadline; the market now: .*raise maxPrice to 0\.002 USD/);
   });
 });
 
