@@ -144,6 +144,7 @@ export function directReceiptLog(rec: Opened<Receipt>, held: boolean, countersig
   const r = rec.record;
   const fields = { job: r.job, receipt: rec.address, provider: r.provider, status: r.status, ...(r.failure ? { failure: r.failure.code } : {}) };
   if (held || countersigned) return { level: 'debug', fields, msg: countersigned ? 'a receipt sent directly that this node already holds and countersigned' : 'a receipt sent directly that this node already holds' };
+  if (countersignsLate(r)) return { level: 'warn', fields, msg: 'the provider’s receipt came directly after this node’s run of the job ended: it says the provider stalled and this node gave up on it; countersigned, so it counts as the provider’s failure' };
   return {
     level: 'warn',
     fields,
@@ -152,4 +153,19 @@ export function directReceiptLog(rec: Opened<Receipt>, held: boolean, countersig
         ? 'the provider’s receipt came directly after this node’s run of the job ended (it gave up, or it was stopped): it reports completed, but its output was not received; kept, no acceptance or dispute signed'
         : 'the provider’s receipt came directly after this node’s run of the job ended (it gave up, or it was stopped): it reports failed; kept, no verdict signed',
   };
+}
+
+/**
+ * Failure codes by which a provider admits a failure of its own that ended the buyer's run without the receipt: the
+ * buyer's node countersigns such a receipt of its own job when it comes later (`accepted`: the buyer's verdict on a
+ * failed receipt, as it signs one on the stream), so the failure counts first-hand here and second-hand at the nodes
+ * that trust it. `EXEC_PROVIDER_STALLED`: the provider's process was frozen while the work ran, longer than the buyer
+ * waits for a frame, and the buyer gave up on it (src/roles/provider/provider.ts; QA qaMatch F10: it signed
+ * EXEC_BUYER_GONE, blaming the buyer, which counts for nobody). Every other late receipt gets no verdict, as before.
+ */
+export const PROVIDER_ADMITTED_LATE: ReadonlySet<string> = new Set(['EXEC_PROVIDER_STALLED']);
+
+/** Whether this buyer countersigns a receipt of its own job that came after its run ended (checked: checkOwnReceipt). */
+export function countersignsLate(r: Receipt): boolean {
+  return r.status === 'failed' && PROVIDER_ADMITTED_LATE.has(r.failure?.code ?? '');
 }

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { C0Error } from '../errors.js';
 import { T, type Advert, type Presence, type Job, type Offer, type Receipt, type Acceptance, type NonDelivery, type Selection } from '../records/kinds.js';
-import type { Opened } from '../records/envelope.js';
+import { seal, type Opened } from '../records/envelope.js';
 import { onStoreEvent, sub, type Db } from '../store/db.js';
 import { RecordStore, type HistoryPruned } from '../store/records.js';
 import type { ProviderRuns } from '../store/provider-runs.js';
@@ -23,7 +23,7 @@ import { createNetwork, type Network } from '../net/node.js';
 import type { TopicKind } from '../net/topics.js';
 import { keptWitness, stewardLedgerLeft } from './ledger-role-leftovers.js';
 import { evidenceHook, ForeignHeads, notFromTheFuture, openHeld, poolHeadHook, recordHooks, witnessHook } from './record-hooks.js';
-import { directReceiptLog, receiptHook, type OwnReceiptLookups } from './late-receipts.js';
+import { countersignsLate, directReceiptLog, receiptHook, type OwnReceiptLookups } from './late-receipts.js';
 import { buyerVerdict } from '../reputation/derive.js';
 import { MemoryRecordCache, RECORD_CACHE_DEFAULTS } from '../net/record-cache.js';
 import { CATCH_UP_DEFAULTS, type CatchUpOptions } from '../net/network-api.js';
@@ -393,7 +393,15 @@ export class OverlayNode {
     this.net.subscribe('receipt', (rec, meta) => {
       // directly: this buyer's own receipt, which the provider's exec stream could not deliver (checked: late-receipts.ts)
       if (meta.source === 'direct') this.#directReceipt(rec as Opened<Receipt>);
-      return outcome(rec, meta);
+      const stored = outcome(rec, meta);
+      // one of this node's own jobs (direct, or heard on gossip: both checked by checkOwnReceipt) whose provider admits
+      // it stalled: countersigned once stored (late-receipts.ts countersignsLate)
+      const r = rec as Opened<Receipt>;
+      if (r.record.buyer !== this.did || !countersignsLate(r.record)) return stored;
+      const sign = () => void this.#countersignLate(r).catch((e: unknown) => this.log.warn({ receipt: r.address, err: (e as Error).message }, 'a late receipt could not be countersigned'));
+      if (stored) return stored.then(sign);
+      sign();
+      return undefined;
     });
     this.net.subscribe('acceptance', outcome);
     // both versions: a /2 (a pooled offer's, counted against the pool) comes on its own topic kind
@@ -542,6 +550,20 @@ export class OverlayNode {
     const ev = this.market.evidence;
     const said = directReceiptLog(rec, ev.receipts.has(rec.address), buyerVerdict(rec, ev.acceptancesOf(rec.address)) !== undefined);
     this.log[said.level](said.fields, said.msg);
+  }
+
+  /**
+   * Countersign a receipt of this node's own job that came after its run ended, whose provider admits the failure
+   * (countersignsLate: EXEC_PROVIDER_STALLED), unless a verdict of this node's is held: `accepted`, as the run signs a
+   * failed receipt it gets on the stream, kept and published, so reputation counts the failure (QA qaMatch F10).
+   */
+  async #countersignLate(rec: Opened<Receipt>): Promise<void> {
+    const ev = this.market.evidence;
+    if (buyerVerdict(rec, ev.acceptancesOf(rec.address)) !== undefined) return;
+    const acceptance = seal(T.acceptance, { receipt: rec.address, verdict: 'accepted', signedAt: this.clock() }, this.d.identity.signer);
+    await this.market.addEvidence(acceptance);
+    await this.net.publish('acceptance', acceptance.bytes).catch(() => undefined);
+    this.log.info({ job: rec.record.job, receipt: rec.address, acceptance: acceptance.address, failure: rec.record.failure?.code }, 'late receipt countersigned: the provider admits it stalled');
   }
 
   /** What a receipt sent directly is checked against: this node's own jobs, selections and offers, whatever its roles now (late-receipts.ts). */

@@ -14,7 +14,8 @@ import { monotonicClock, type Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/log.js';
 import type { ProviderConfig } from '../../node/config.js';
 import { unseal, type BoxKeyPair } from '../../crypto/sealed-box.js';
-import { EXEC_KEEPALIVE_MS, chunks, execRequestInvalid, parseExecHeader, receiptAcknowledged, type ExecHeader, type ReceiptAck } from '../exec-protocol.js';
+import { EXEC_KEEPALIVE_MS, chunks, execRequestInvalid, parseExecHeader, receiptAcknowledged, silenceLimitMs, type ExecHeader, type ReceiptAck } from '../exec-protocol.js';
+import { StallWatch } from '../../util/stall-watch.js';
 import { PeerLog } from '../../util/peer-log.js';
 import { inputLapse, readExecInput, refusedAfterHold, runPhaseMs, type ExecIO, type InputLapse } from './exec-input.js';
 import { createExecutor, type ExecContext, type ExecHost, type Executor } from './executors.js';
@@ -80,6 +81,11 @@ function storeRefusal(cause: string): C0Error {
   return new C0Error('EXEC_PROVIDER_STORE_FAILED', `this provider cannot store its work now (${reason}); nothing ran`);
 }
 
+/** The failure code of work whose buyer gave up on it while this provider's process was frozen (not EXEC_BUYER_GONE). */
+export const PROVIDER_STALLED = 'EXEC_PROVIDER_STALLED';
+/** Without keepalives a buyer notices a silent provider by the connection's pings, which time out after 30 s. */
+export const PROVIDER_STALL_PING_MS = 30_000;
+
 export interface ProviderDeps {
   signer: Ed25519Signer;
   did: string;
@@ -95,6 +101,8 @@ export interface ProviderDeps {
    * look idle to the steward, one stepped back a truly idle one look busy).
    */
   monoClock?: Clock;
+  /** Watches this process's own freezes while work runs (default one of its own): a run its buyer gave up on while this process was frozen is this provider's failure (EXEC_PROVIDER_STALLED), not EXEC_BUYER_GONE. */
+  stalls?: StallWatch;
   log: Logger;
   /** The market's eligibility check of this provider's advert against a job (no offer yet). */
   eligibility: (job: Opened<Job>, advert: Opened<Advert>, now: number) => EligibilityFailure[];
@@ -227,6 +235,8 @@ export const LAPSED_JOBS_MAX = 4096;
 export class Provider {
   #advert: Opened<Advert> | undefined;
   #timer: NodeJS.Timeout | undefined;
+  /** This process's freezes while work runs (deps.stalls, else its own, made on first use). */
+  #stalls: StallWatch | undefined;
   #running = new Map<string, AbortController>();
   /** Jobs started here recently (bounded; read by `runs`). */
   readonly #started = new Set<string>();
@@ -745,12 +755,15 @@ export class Provider {
     this.budget.release(job.address, job.signer);
     const onGone = () => ctl.abort(new C0Error('EXEC_BUYER_GONE', 'the buyer closed the stream'));
     signal.addEventListener('abort', onGone, { once: true });
+    // this process's own freezes while the work runs (a SIGSTOP, a suspended VM): see PROVIDER_STALLED below
+    const frozen = (this.#stalls ??= this.d.stalls ?? new StallWatch()).begin();
     const startedAt = this.d.clock();
     // Noted before it runs (a pool's work is failed from its dispatch trail after a crash, as its exec groups are).
     // A note that cannot be written (the store's write failed: a full disk) refuses the work before it runs: its
     // receipt could not be kept either, and the buyer fails over at once instead of waiting for a receipt never sent.
     const refusal = this.d.pool ? undefined : await this.#noteRun(job, offer, startedAt);
     if (refusal) {
+      frozen.end();
       signal.removeEventListener('abort', onGone);
       this.#running.delete(job.address);
       this.d.onSlotsChanged?.();
@@ -770,6 +783,7 @@ export class Provider {
     this.#spans.set(job.address, { span, startedAt, monoStart });
     let output: Uint8Array | undefined;
     let failure: { code: string; message: string } | undefined;
+    let frozeMs: number;
     // A buyer that asked for keepalives gets one every keepaliveMs while the work runs (exec-protocol.ts), so it can
     // tell a stalled link from a long silent run well inside a runner-up's offer.
     const keepaliveMs = this.d.keepaliveMs ?? EXEC_KEEPALIVE_MS;
@@ -810,6 +824,18 @@ export class Provider {
       clearInterval(beat);
       signal.removeEventListener('abort', onGone);
       deadline.clear();
+      // read before the watch ends (an ended watch counts no freeze still going on)
+      frozeMs = frozen.longestFreezeMs();
+      frozen.end();
+    }
+    // The buyer closed the stream while this process was frozen longer than the buyer waits for a frame (its silence
+    // limit for the keepalives it asked for, else the connection's 30 s pings): it gave up on this provider, which
+    // is this provider's failure, not a buyer gone (QA qaMatch F10: a provider SIGSTOPped 30 s signed EXEC_BUYER_GONE
+    // blaming its buyer, a code reputation counts for nobody). The buyer's node countersigns this code when the
+    // receipt reaches it (docs/market.md), so it counts against this provider there.
+    if (failure?.code === 'EXEC_BUYER_GONE' && frozeMs >= (keepalive ? silenceLimitMs(keepaliveMs) : PROVIDER_STALL_PING_MS)) {
+      failure = { code: PROVIDER_STALLED, message: `this provider did not run for ${Math.round(frozeMs / 1000)} s while the work ran, and its buyer gave up on it meanwhile (the buyer closed the stream)` };
+      this.d.log.warn({ job: job.address, frozeMs: Math.round(frozeMs) }, 'this process was frozen while the work ran and the buyer gave up on it: signed failed EXEC_PROVIDER_STALLED');
     }
     const ranMs = mono() - budgetFrom;
     const energy = span.stop();

@@ -102,3 +102,19 @@ test('a receipt sent directly is warned about when the node holds no verdict on 
   assert.equal(directReceiptLog(r, true, false).level, 'debug');
   assert.equal(directReceiptLog(r, true, true).level, 'debug');
 });
+
+test('a late receipt whose provider admits it stalled is countersigned; any other late receipt gets no verdict (QA qaMatch F10)', async () => {
+  const { countersignsLate } = await import('../../../src/node/late-receipts.js');
+  const { deriveReputation } = await import('../../../src/reputation/derive.js');
+  const j = job(BUYER);
+  const o = offer(PROV, j, advert(PROV));
+  const stalled = receipt(PROV, BUYER, o, { status: 'failed', failure: { code: 'EXEC_PROVIDER_STALLED', message: 'did not run for 40 s' } });
+  assert.equal(countersignsLate(stalled.record), true);
+  assert.match(directReceiptLog(stalled, false, false).msg, /says the provider stalled .* countersigned/);
+  assert.equal(countersignsLate(receipt(PROV, BUYER, o, { status: 'failed', failure: { code: 'EXEC_BUYER_GONE', message: 'gone' } }).record), false, 'the buyer gone is not the provider’s admission');
+  assert.equal(countersignsLate(receipt(PROV, BUYER, o).record), false);
+  // with the buyer's verdict it is the provider's failure, first-hand (without it, a claim that weighs nothing)
+  const figures = (acc: boolean) => deriveReputation({ receipts: [stalled], acceptances: acc ? [acceptance(BUYER, stalled, 'accepted')] : [], offers: [o] } as never, { self: BUYER.did }).get(PROV.did);
+  assert.equal(figures(false)?.failures ?? 0, 0);
+  assert.equal(figures(true)?.failures, 1);
+});

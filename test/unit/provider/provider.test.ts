@@ -21,6 +21,7 @@ import { generateBoxKeyPair, seal as sealBox } from '../../../src/crypto/sealed-
 import type { ExecIO } from '../../../src/roles/provider/exec-input.js';
 import { parseConfig } from '../../../src/node/config.js';
 import { EstimatorMeter } from '../../../src/roles/provider/meters.js';
+import { StallWatch } from '../../../src/util/stall-watch.js';
 import { Provider, type EligibilityFailure, type ProviderDeps } from '../../../src/roles/provider/provider.js';
 import type { ExecFrame } from '../../../src/roles/exec-protocol.js';
 import type { ProviderPoolHooks } from '../../../src/roles/pool-member/hooks.js';
@@ -53,7 +54,7 @@ afterEach(async () => {
   for (const p of live.splice(0)) await p.stop();
 });
 
-function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number; liveInMarket?: () => number; rankAhead?: ProviderDeps['rankAhead']; offerRank?: number; pool?: ProviderPoolHooks; onReceipt?: ProviderDeps['onReceipt']; processes?: ProcessRegistry; signer?: Ed25519Signer; bars?: Map<string, { code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; until: number }>; steward?: ProviderDeps['steward']; log?: Logger; strike?: ProviderDeps['strike']; deliver?: ProviderDeps['deliver']; receiptAckMs?: number; keepaliveMs?: number } = {}) {
+function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number; liveInMarket?: () => number; rankAhead?: ProviderDeps['rankAhead']; offerRank?: number; pool?: ProviderPoolHooks; onReceipt?: ProviderDeps['onReceipt']; processes?: ProcessRegistry; signer?: Ed25519Signer; bars?: Map<string, { code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; until: number }>; steward?: ProviderDeps['steward']; log?: Logger; strike?: ProviderDeps['strike']; deliver?: ProviderDeps['deliver']; receiptAckMs?: number; keepaliveMs?: number; stalls?: StallWatch } = {}) {
   const signer = opts.signer ?? Ed25519Signer.generate();
   const did = didFromPublicKey(signer.publicKey);
   const clock = fakeClock(NOW);
@@ -126,6 +127,7 @@ function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadS
     ...(opts.deliver ? { deliver: opts.deliver } : {}),
     ...(opts.receiptAckMs === undefined ? {} : { receiptAckMs: opts.receiptAckMs }),
     ...(opts.keepaliveMs === undefined ? {} : { keepaliveMs: opts.keepaliveMs }),
+    ...(opts.stalls ? { stalls: opts.stalls } : {}),
   };
   const provider = new Provider(deps);
   live.push(provider);
@@ -578,6 +580,34 @@ describe('Provider: execution', () => {
     assert.ok(r);
     assert.equal(r.record.status, 'failed');
     assert.equal(r.record.failure?.code, 'EXEC_BUYER_GONE');
+  });
+
+  test('a buyer that gave up while this provider was frozen: EXEC_PROVIDER_STALLED, not EXEC_BUYER_GONE (QA qaMatch F10)', async () => {
+    // this process's freezes on a clock the test moves: 40 s without a tick, past the 30 s a buyer without keepalives waits
+    let t = 0;
+    const stalls = new StallWatch({ now: () => t, every: () => () => {} });
+    const s = setup({ stalls });
+    const input = utf8('stalled');
+    const job = makeJob({ workload: 'builtin.sleep', params: '60000', timeoutMs: 60_000 }, input);
+    const offer = await offered(s, job);
+    const gone = new AbortController();
+    await s.provider.handleExec(
+      execIO(
+        [frame(job, offer, makeSelection(job, offer), input)],
+        async (f) => {
+          if (f.t === 'accepted')
+            setImmediate(() => {
+              t += 41_000; // 40 s past the tick due after 1 s
+              gone.abort();
+            });
+        },
+        gone.signal,
+      ),
+    );
+    const r = s.receipts[0]!;
+    assert.equal(r.record.status, 'failed');
+    assert.equal(r.record.failure?.code, 'EXEC_PROVIDER_STALLED');
+    assert.match(r.record.failure!.message, /did not run for 40 s while the work ran/);
   });
 
   test('a failure message cut through an emoji: the failed receipt is signed, and the slot is free for the next job', async () => {
