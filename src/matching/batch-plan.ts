@@ -25,6 +25,8 @@ import type { LiveProvider } from './types.js';
 
 /** Default per-provider ceiling (lines one provider may hold in one plan) when the caller configures none. */
 export const BATCH_PROVIDER_CEILING = 64;
+/** The largest per-provider ceiling taken (`--ceiling`, the API's `ceiling`): nine digits, past any window's lines. */
+export const BATCH_CEILING_MAX = 999_999_999;
 /** Money amounts carry at most 30 decimal places (records/money.ts AMOUNT_RE); a non-terminating cost rounds up there. */
 const MAX_SCALE = 30;
 const D = Decimal.clone({ precision: 200, rounding: Decimal.ROUND_UP });

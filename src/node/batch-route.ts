@@ -13,7 +13,7 @@
 import { C0Error } from '../errors.js';
 import { isDid } from '../records/did.js';
 import { parseBatch } from '../matching/batch-input.js';
-import { BATCH_PROVIDER_CEILING, meetsRequirements, planBatch, type BatchPlan } from '../matching/batch-plan.js';
+import { BATCH_CEILING_MAX, BATCH_PROVIDER_CEILING, meetsRequirements, planBatch, type BatchPlan } from '../matching/batch-plan.js';
 import type { OverlayNode } from './overlay.js';
 
 const BODY_KEYS = new Set(['batch', 'ceiling', 'exclude', 'designated', 'running']);
@@ -26,7 +26,9 @@ export function batchPlan(o: OverlayNode, body: unknown): BatchPlan {
   const batch = parseBatch(b.batch, 'batch');
   let ceiling = BATCH_PROVIDER_CEILING;
   if (b.ceiling !== undefined) {
-    if (typeof b.ceiling !== 'number' || !Number.isSafeInteger(b.ceiling) || b.ceiling < 0) throw new C0Error('BATCH_FIELD_INVALID', 'ceiling must be a whole number of lines', { field: 'ceiling' });
+    // from 1, as the CLI's --ceiling: a ceiling of 0 planned nothing and was refused BATCH_EXCEEDS_CAPACITY with advice
+    // (a longer window, more providers) that could not help (QA qaMatch F5)
+    if (typeof b.ceiling !== 'number' || !Number.isSafeInteger(b.ceiling) || b.ceiling < 1 || b.ceiling > BATCH_CEILING_MAX) throw new C0Error('BATCH_FIELD_INVALID', `ceiling must be a whole number of lines from 1 to ${BATCH_CEILING_MAX}`, { field: 'ceiling' });
     ceiling = b.ceiling;
   }
   if (b.exclude !== undefined && (!Array.isArray(b.exclude) || b.exclude.length > 10_000 || !b.exclude.every((x) => typeof x === 'string'))) {

@@ -11,14 +11,14 @@ import { C0Error } from '../../errors.js';
 import { apiCall } from '../../node/api-client.js';
 import { shortDid } from '../../market/short-did.js';
 import { formatMoney } from '../../records/money.js';
-import type { BatchPlan } from '../../matching/batch-plan.js';
+import { BATCH_CEILING_MAX, type BatchPlan } from '../../matching/batch-plan.js';
 import { NegativeAnswer, out, outJson, UsageError } from '../context.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
 import { globals } from './index.js';
 import { registerBatchRun } from './batch-run.js';
 
-/** The most `--ceiling` takes (nine digits: a per-provider ceiling past any window's lines). */
-export const CEILING_MAX = 999_999_999;
+/** The most `--ceiling` takes (nine digits: a per-provider ceiling past any window's lines); the API takes the same. */
+export const CEILING_MAX = BATCH_CEILING_MAX;
 
 export function register(program: Command): void {
   const batch = program.command('batch').description('plan batches of many lines across the live providers');

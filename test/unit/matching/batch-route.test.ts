@@ -46,6 +46,9 @@ test('the route plans from the node’s views and hooks', () => {
   assert.throws(() => batchPlan(node, body(3, 2)), { code: 'BATCH_EXCEEDS_CAPACITY' });
   assert.equal(batchPlan(node, body(2, 2)).assignments[0]!.provider, B.did);
   assert.throws(() => batchPlan(node, body(1, -1)), { code: 'BATCH_FIELD_INVALID', field: 'ceiling' });
+  // 0, as the CLI's --ceiling 0: before, planned nothing and refused BATCH_EXCEEDS_CAPACITY (QA qaMatch F5)
+  assert.throws(() => batchPlan(node, body(1, 0)), { code: 'BATCH_FIELD_INVALID', field: 'ceiling', message: /from 1 to 999999999/ });
+  assert.throws(() => batchPlan(node, body(1, 1_000_000_000)), { code: 'BATCH_FIELD_INVALID', field: 'ceiling' });
   assert.throws(() => batchPlan(node, body(1, 1.5)), { code: 'BATCH_FIELD_INVALID', field: 'ceiling' });
   assert.throws(() => batchPlan(node, { batch: { windowMs: 1 } }), { code: 'BATCH_FIELD_INVALID', field: 'workloads' });
   assert.throws(() => batchPlan(node, null), { code: 'BATCH_FIELD_INVALID' });
