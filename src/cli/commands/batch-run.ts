@@ -58,6 +58,16 @@ function keptName(dir: string, startedAt: number | undefined): string {
   return p;
 }
 
+/**
+ * The progress line of a provider struck off: the line that failed there, or, struck because its presence lapsed (no
+ * line failed: `line` is empty), that alone. Before, the latter read "failed line : gone: its presence lapsed" (QA
+ * qaMatch F8).
+ */
+export function providerFailedLine(e: Extract<BatchRunEvent, { e: 'provider-failed' }>, names: (did: string) => string): string {
+  const what = e.line ? `failed line ${e.line}: ${e.reason}` : `struck off: ${e.reason.replace(/^gone: /, '')}`;
+  return `✘ provider ${names(e.provider)} ${what}; its waiting lines are re-planned without it`;
+}
+
 export function registerBatchRun(batch: Command): void {
   batch
     .command('run <file>')
@@ -150,7 +160,7 @@ export function registerBatchRun(batch: Command): void {
           say(`✘ Ctrl-C: no more lines are posted${e.inFlight ? `; closing the ${e.inFlight} in flight` : ''}`);
         } else if (e.e === 'stopped') {
           say(`✘ lost the daemon (${e.code}: ${e.message}): no more lines are posted and no provider is blamed${e.inFlight ? `; waiting for the ${e.inFlight} in flight` : ''}`);
-        } else if (e.e === 'provider-failed') say(`✘ provider ${names(e.provider)} failed line ${e.line}: ${e.reason}; its waiting lines are re-planned without it`);
+        } else if (e.e === 'provider-failed') say(providerFailedLine(e, names));
         else if (e.e === 'replanned') say(`↻ re-planned ${e.lines} line${e.lines === 1 ? '' : 's'} without ${e.excluded.map(names).join(', ')}: ${e.assignments.map((a) => `${names(a.provider)} ${a.lines}`).join(', ')}${e.deferred ? `; ${e.deferred} back to re-plan (their provider failed meanwhile)` : ''}`);
         else if (e.e === 'replan-refused') say(`✘ ${e.lines} line${e.lines === 1 ? '' : 's'} could not be re-planned: ${e.reason}`);
         else if (e.e === 'progress' && e.total === total) say(`▸ ${e.done + e.failed}/${e.total}: ${e.done} done, ${e.failed} failed, ${e.replanned} re-planned, ${e.inFlight} in flight`);
