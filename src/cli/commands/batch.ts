@@ -12,6 +12,7 @@ import { apiCall } from '../../node/api-client.js';
 import { shortDid } from '../../market/short-did.js';
 import { formatMoney } from '../../records/money.js';
 import { BATCH_CEILING_MAX, type BatchPlan } from '../../matching/batch-plan.js';
+import { plural } from '../../util/text.js';
 import { NegativeAnswer, out, outJson, UsageError } from '../context.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
 import { globals } from './index.js';
@@ -65,6 +66,6 @@ export function renderPlan(p: BatchPlan): string[] {
   }
   lines.push('per provider');
   for (const v of p.providers) lines.push(`  ${shortDid(v.provider).padEnd(22)} ${String(v.lines).padStart(7)}  ${v.cost.map(formatMoney).join(' + ')}`);
-  lines.push(`total: ${p.lines} lines over ${p.providers.length} providers, ${p.totals.map(formatMoney).join(' + ')}`);
+  lines.push(`total: ${plural(p.lines, 'line')} over ${plural(p.providers.length, 'provider')}, ${p.totals.map(formatMoney).join(' + ')}`);
   return lines;
 }

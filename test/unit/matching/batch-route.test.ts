@@ -57,6 +57,9 @@ test('the route plans from the node’s views and hooks', () => {
   assert.match(text, /^infer\.llm$/m);
   assert.match(text, /\s2\s+0\.1 USD\/job\s+0\.2 USD$/m);
   assert.match(text, /^total: 5 lines over 2 providers, 0\.8 USD$/m);
+  // one provider, one line: singular (QA qaMatch F9: "over 1 providers")
+  const one = renderPlan({ ...plan, lines: 1, providers: plan.providers.slice(0, 1) }).join('\n');
+  assert.match(one, /^total: 1 line over 1 provider, /m);
 });
 
 test('batch run’s re-plan body: `exclude` leaves providers out, `designated` counts lines already promised to one; bad values are coded', () => {
