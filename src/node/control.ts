@@ -467,19 +467,26 @@ export async function jobEnded(d: OverlayNode, j: Opened<Job>, now: number): Pro
  */
 export async function jobs(d: OverlayNode, page: JobsPageQuery = { limit: JOBS_PAGE_DEFAULT }): Promise<Record<string, unknown>> {
   const h = await jobHistory(d.records, d.market.evidence, d.did, page);
+  const now = d.clock();
   return {
-    jobs: h.jobs.map((j) => jobToWire(j)),
+    jobs: h.jobs.map((j) => jobToWire(j, now)),
     ...(h.next !== undefined ? { next: h.next } : {}),
   };
 }
 
-/** One job of the history as `GET /v1/jobs` gives it. */
-export function jobToWire({ job, receipts, attempts, outcome, late }: HistoryJob): Record<string, unknown> {
+/**
+ * One job of the history as `GET /v1/jobs` gives it. `now`: an open order of this node's (a job with `order`) whose
+ * deadline passed with no selection held — no claim was ever taken, so none can be now — has `outcome.code`
+ * ORDER_NOT_CLAIMED and `outcome.at` its deadline (status stays `none`: nothing this node signed decided it). Before
+ * (QA qaMatch F7), it read "no outcome held (no provider was selected)", as a run still waiting for a claim does.
+ */
+export function jobToWire({ job, receipts, attempts, outcome, late }: HistoryJob, now?: number): Record<string, unknown> {
+  const unclaimed = now !== undefined && job.record.order !== undefined && outcome.status === 'none' && attempts.length === 0 && job.record.deadline <= now;
   return {
     ...wireRecord(job),
     receipts: receipts.map(({ receipt: r, acceptance: a }) => ({ address: r.address, provider: r.record.provider, status: r.record.status, failure: r.record.failure?.code, acceptance: a?.record.verdict })),
     // how this node's run ended, from what it signed: never a late receipt's status (job-history.ts JobOutcome)
-    outcome,
+    outcome: unclaimed ? { ...outcome, code: 'ORDER_NOT_CLAIMED', at: job.record.deadline } : outcome,
     // a receipt that came after the run ended, never countersigned (job-history.ts lateReceipt; docs/node.md "Job history")
     ...(late ? { late } : {}),
     // every attempt: the provider each selection chose, the non-delivery signed against it, the receipts of its offer

@@ -295,10 +295,10 @@ export interface JobsReceipt {
 /** A job as `GET /v1/jobs` gives it (control.ts jobToWire); a daemon before `outcome` gives attempts only for a job with no receipt. */
 export interface JobsEntry {
   address: string;
-  record: { workload: string; announcedAt: number };
+  record: { workload: string; announcedAt: number; deadline?: number; order?: { designated?: string } };
   receipts: JobsReceipt[];
   attempts?: Array<{ provider: string; reason?: string; receipts?: string[] }>;
-  outcome?: { status: string; provider?: string; verdict?: string; failure?: string; reason?: string };
+  outcome?: { status: string; provider?: string; verdict?: string; failure?: string; reason?: string; code?: string; at?: number };
   late?: JobsLate & { receipt?: string };
 }
 
@@ -327,7 +327,7 @@ export function jobsBody(j: JobsEntry): string[] {
   }
   const attempts = j.attempts ?? [];
   const o = j.outcome;
-  const lines = [o.status === 'completed' ? 'run completed' : o.status === 'failed' ? 'run failed' : attempts.length ? 'no outcome held' : 'no outcome held (no provider was selected)'];
+  const lines = [o.status === 'completed' ? 'run completed' : o.status === 'failed' ? 'run failed' : attempts.length ? 'no outcome held' : noSelection(j)];
   const byAddress = new Map(j.receipts.filter((rc) => rc.address !== undefined).map((rc) => [rc.address!, rc]));
   const shown = new Set<string>();
   attempts.forEach((a, i) => {
@@ -343,6 +343,19 @@ export function jobsBody(j: JobsEntry): string[] {
   for (const rc of j.receipts) if (!(rc.address && (shown.has(rc.address) || rc.address === j.late?.receipt))) lines.push(jobsReceiptLine(rc));
   if (j.late) lines.push(jobsLateLine(j.late));
   return lines;
+}
+
+/**
+ * A job of this node's with no outcome and no provider selected: an order whose deadline passed unclaimed (the daemon's
+ * `outcome.code` ORDER_NOT_CLAIMED), an order before its deadline (no claim taken yet), else an auction none was
+ * selected for. Before (QA qaMatch F7), all three read "no outcome held (no provider was selected)".
+ */
+function noSelection(j: JobsEntry): string {
+  const designated = j.record.order?.designated;
+  const order = designated ? `order designated to ${short(designated)}` : 'open order';
+  if (j.outcome?.code === 'ORDER_NOT_CLAIMED') return `unclaimed: ${order}, its deadline passed${j.outcome.at !== undefined ? ` at ${new Date(j.outcome.at).toISOString()}` : ''} with no claim taken (ORDER_NOT_CLAIMED)`;
+  if (j.record.order && j.record.deadline !== undefined) return `no outcome held (${order}: no claim taken; it may be claimed until ${new Date(j.record.deadline).toISOString()})`;
+  return 'no outcome held (no provider was selected)';
 }
 
 /**

@@ -73,7 +73,7 @@ test('a run that failed and then got its provider’s receipt late reads failed,
     const r6 = receipt(PROV, BUYER, o6, { startedAt: NOW + 6_200, completedAt: NOW + 6_300 });
 
     await ev.add(nd1, o1, late1, nd2, o2, o3, done, acceptance(BUYER, done, 'accepted', { signedAt: NOW + 3_000 }), crashed, o5, r5, acceptance(BUYER, r5, 'accepted', { signedAt: NOW + 5_400 }), o6, r6, acceptance(BUYER, r6, 'disputed', { reason: 'output hash differs', signedAt: NOW + 6_400 }));
-    const node = { records, market: { evidence: ev }, did: BUYER.did } as unknown as OverlayNode;
+    const node = { records, market: { evidence: ev }, did: BUYER.did, clock: () => NOW } as unknown as OverlayNode;
     const page = JSON.parse(JSON.stringify(await jobs(node))) as { jobs: Wire[] };
     const of = (j: { address: string }) => page.jobs.find((x) => x.address === j.address)!;
 
@@ -126,4 +126,30 @@ test('`c0mpute jobs` against a daemon from before `outcome`: its receipts, and t
   const old: JobsEntry = { address: 'sha256:' + 'a'.repeat(64), record: { workload: 'builtin.sleep', announcedAt: NOW }, receipts: [{ provider: PROV.did, status: 'completed', acceptance: 'accepted' }] };
   assert.deepEqual(jobsBody(old), [`${short(PROV.did)} completed, accepted`]);
   assert.deepEqual(jobsBody({ ...old, receipts: [], attempts: [{ provider: PROV.did, reason: 'unreachable' }] }), [`no outcome held; selected: ${short(PROV.did)} non-delivery signed (unreachable)`]);
+});
+
+test('an order whose deadline passed with no claim taken reads unclaimed (ORDER_NOT_CLAIMED), not as a run still waiting (QA qaMatch F7)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-unclaimed-'));
+  const db = await openDb(dir);
+  try {
+    const records = await RecordStore.open(db);
+    const ev = new EvidenceStore();
+    const expired = job(BUYER, { nonce: new Uint8Array([1, 77]), order: { designated: PROV.did }, deadline: NOW + 60_000 });
+    const open = job(BUYER, { nonce: new Uint8Array([2, 77]), order: {}, deadline: NOW + 600_000 });
+    const auction = job(BUYER, { nonce: new Uint8Array([3, 77]), deadline: NOW + 60_000 });
+    for (const j of [expired, open, auction]) await records.put(j);
+    const node = { records, market: { evidence: ev }, did: BUYER.did, clock: () => NOW + 120_000 } as unknown as OverlayNode;
+    const page = JSON.parse(JSON.stringify(await jobs(node))) as { jobs: Wire[] };
+    const of = (j: { address: string }) => page.jobs.find((x) => x.address === j.address)!;
+    assert.deepEqual(of(expired).outcome, { status: 'none', code: 'ORDER_NOT_CLAIMED', at: NOW + 60_000 });
+    assert.deepEqual(jobsBody(of(expired)), [`unclaimed: order designated to ${short(PROV.did)}, its deadline passed at ${new Date(NOW + 60_000).toISOString()} with no claim taken (ORDER_NOT_CLAIMED)`]);
+    // before its deadline: nothing says it is over
+    assert.deepEqual(of(open).outcome, { status: 'none' });
+    assert.deepEqual(jobsBody(of(open)), [`no outcome held (open order: no claim taken; it may be claimed until ${new Date(NOW + 600_000).toISOString()})`]);
+    // an auction nobody was selected for: as before
+    assert.deepEqual(jobsBody(of(auction)), ['no outcome held (no provider was selected)']);
+  } finally {
+    await closeDb(db);
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
