@@ -93,9 +93,14 @@ export function readStartRecord(dataDir: string): StartRecord | null {
   return null;
 }
 
-/** Record which config this start ran with (`file`: what it was given; undefined: the defaults; `empty`: it set nothing). */
+/**
+ * Record which config this start ran with (`file`: what it was given; undefined: the defaults; `empty`: it set
+ * nothing). A --config naming the data directory's own config.yaml is recorded as config.yaml: it is the way to go back
+ * to that file on purpose after a start with another --config (dataDirConfig), and a plain `start` then takes it.
+ */
 export function writeStartRecord(dataDir: string, flagFile: string | undefined, file: string | undefined, empty = false): void {
-  const rec: StartRecord = { config: file === undefined ? null : resolve(file), via: file === undefined ? 'defaults' : flagFile !== undefined ? '--config' : 'config.yaml', at: new Date().toISOString(), empty };
+  const own = file !== undefined && resolve(file) === resolve(join(dataDir, 'config.yaml'));
+  const rec: StartRecord = { config: file === undefined ? null : resolve(file), via: file === undefined ? 'defaults' : flagFile !== undefined && !own ? '--config' : 'config.yaml', at: new Date().toISOString(), empty };
   const path = join(dataDir, START_RECORD);
   writingDataFile(path, 'the record of which config the node starts with', () => writeFileAtomic(path, JSON.stringify(rec) + '\n'));
 }
@@ -105,7 +110,11 @@ export function writeStartRecord(dataDir: string, flagFile: string | undefined, 
  * the config, read as such: a link to nothing (a mount not ready yet) or a directory is CONFIG_UNREADABLE, never the
  * defaults. For the daemon (`daemon`: `start`), a data directory whose last start ran with a config file that is not
  * given now (its config.yaml gone, or the --config it was started with left off) is CONFIG_MISSING: before (review s40
- * F3) a provider whose config was renamed came up as a buyer listening on every interface, with no warning. One whose
+ * F3) a provider whose config was renamed came up as a buyer listening on every interface, with no warning. That holds
+ * when a config.yaml is there too: a last start with `--config X` and none now is CONFIG_MISSING naming X, not
+ * config.yaml (before, QA qaOps F1: `init` always writes one, so a unit that lost its --config brought a provider back
+ * as a buyer on init's config, silently, and the record of X was overwritten); `--config <data-dir>/config.yaml`
+ * switches to it on purpose (writeStartRecord then records it as config.yaml). One whose
  * last start ran on the defaults, a fresh one, and one only one-shot commands used start on the defaults; one with
  * db/ and no record of its last start (from before the record, or used only by `run`, `jobs`, `reputation`) does too,
  * with a warning (`warn`). `run`'s own node (a buyer on a port of its own) serves no one, and takes the defaults
@@ -114,11 +123,23 @@ export function writeStartRecord(dataDir: string, flagFile: string | undefined, 
  */
 export function dataDirConfig(dataDir: string, daemon = false, warn?: (message: string) => void, last: StartRecord | null = daemon ? readStartRecord(dataDir) : null): string | undefined {
   const file = join(dataDir, 'config.yaml');
+  let present = true;
   try {
     lstatSync(file);
-    return file;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw new C0Error('CONFIG_UNREADABLE', `cannot read config ${file}: ${(e as Error).message}`);
+    present = false;
+  }
+  if (present) {
+    if (daemon && last?.via === '--config' && last.config !== null && last.config !== resolve(file)) {
+      const when = last.at ? ` (${last.at})` : '';
+      throw new C0Error(
+        'CONFIG_MISSING',
+        `the last start on ${dataDir}${when} ran with --config ${last.config}, and this one has no --config: pass --config ${last.config} again; to run this node on ${file} from now on, start it once with --config ${file}`,
+        { field: 'config', detail: { last: last.config, via: last.via, instead: resolve(file) } },
+      );
+    }
+    return file;
   }
   if (!daemon) return undefined;
   const defaults = `to run this node on the built-in defaults (roles buyer, listening on every interface), write them there with \`c0mpute --data-dir ${dataDir} init\``;

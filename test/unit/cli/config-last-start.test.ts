@@ -63,4 +63,25 @@ describe('start without a config.yaml', SIDE_BY_SIDE, () => {
     const again = await start(d, '--config', cfg);
     assert.ok(again.started, again.out);
   });
+
+  it('with a config.yaml there too (init wrote one), a start without the --config the last start ran with is CONFIG_MISSING naming it, and the record stays (QA qaOps F1)', async () => {
+    const d = await keysInit('flag-and-yaml');
+    assert.equal((await c0(d, 'init', '--no-passphrase')).code, 0);
+    const cfg = join(root, 'provider-2.yaml');
+    writeFileSync(cfg, 'roles: [buyer]\n');
+    const first = await start(d, '--config', cfg);
+    assert.ok(first.started, first.out);
+    const before = readFileSync(join(d, 'last-start.json'), 'utf8');
+    const r = await start(d);
+    assert.equal(r.code, 3, r.out);
+    assert.ok(!r.started, r.out);
+    assert.match(r.out, /error CONFIG_MISSING: .*ran with --config .*provider-2\.yaml.*no --config: pass --config .*provider-2\.yaml again.*--config .*config\.yaml/);
+    assert.equal(readFileSync(join(d, 'last-start.json'), 'utf8'), before);
+    // switching to the data directory's config.yaml on purpose: --config names it once, plain starts take it after
+    const own = await start(d, '--config', join(d, 'config.yaml'));
+    assert.ok(own.started, own.out);
+    assert.equal(record(d).via, 'config.yaml');
+    const plain = await start(d);
+    assert.ok(plain.started, plain.out);
+  });
 });
