@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
-import { readDaemonInfo } from '../node/daemon-info.js';
+import { foreignDaemonNote, readDaemonInfo, type DaemonInfo } from '../node/daemon-info.js';
 import { TOKEN_FILE, noteDaemonPid } from '../node/api-client.js';
 
 export interface DaemonClient {
@@ -16,8 +16,8 @@ export interface DaemonClient {
  * API_TOKEN_UNREADABLE: "no daemon" would send a command to the offline path (STORE_LOCKED) and the operator to start
  * a second daemon (DAEMON_RUNNING).
  */
-export function daemonClient(dataDir: string): DaemonClient | undefined {
-  const info = readDaemonInfo(dataDir);
+export function daemonClient(dataDir: string, onForeign?: (info: DaemonInfo & { dataDir: string }) => void): DaemonClient | undefined {
+  const info = readDaemonInfo(dataDir, onForeign);
   if (!info || !info.api) return undefined;
   const tokenPath = join(dataDir, TOKEN_FILE);
   const unreadable = (why: string) =>
@@ -39,10 +39,17 @@ export function daemonClient(dataDir: string): DaemonClient | undefined {
   return { api: info.api, token };
 }
 
-/** The running daemon on `dataDir`; DAEMON_NOT_RUNNING when none runs. */
+/**
+ * The running daemon on `dataDir`; DAEMON_NOT_RUNNING when none runs, saying so when the daemon.json there is another
+ * directory's (a copy of a running node's directory: readDaemonInfo), with that directory in the error's detail.
+ */
 export function requireDaemon(dataDir: string): DaemonClient {
-  const c = daemonClient(dataDir);
-  if (!c) throw new C0Error('DAEMON_NOT_RUNNING', `no daemon is running on ${dataDir}; start one with \`c0mpute start --data-dir ${dataDir}\``);
+  let foreign: (DaemonInfo & { dataDir: string }) | undefined;
+  const c = daemonClient(dataDir, (i) => (foreign = i));
+  if (!c) {
+    const why = foreign ? `: ${foreignDaemonNote(dataDir, foreign)}` : '';
+    throw new C0Error('DAEMON_NOT_RUNNING', `no daemon is running on ${dataDir}${why}; start one with \`c0mpute start --data-dir ${dataDir}\``, foreign ? { detail: { daemonDataDir: foreign.dataDir, pid: foreign.pid } } : undefined);
+  }
   return c;
 }
 

@@ -1,5 +1,5 @@
 /** Where a running daemon says it is (light: CLI commands read it without loading libp2p). */
-import { readFileSync } from 'node:fs';
+import { readFileSync, realpathSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 
@@ -12,6 +12,28 @@ export interface DaemonInfo {
   startedAt: number;
   /** When the process `pid` started, as the kernel counts it (Linux: /proc/<pid>/stat), to tell it from a later process given the same pid. */
   procStart?: string;
+  /**
+   * The data directory the daemon runs on, its real path (links resolved), to tell a copy of the directory (`cp -a` of
+   * a running node's) from the directory itself. Absent in a file written before it was recorded: not checked.
+   */
+  dataDir?: string;
+}
+
+/** The real path of a data directory (what daemon.json records), or its path as given when it cannot be resolved. */
+export function realDataDir(dataDir: string): string {
+  try {
+    return realpathSync(dataDir);
+  } catch {
+    return dataDir;
+  }
+}
+
+/**
+ * Why a daemon.json in `dataDir` that another directory's daemon wrote is not this directory's daemon (readDaemonInfo's
+ * onForeign hears the file), for a message: the directory is a copy of that one, made while its daemon ran.
+ */
+export function foreignDaemonNote(dataDir: string, info: DaemonInfo & { dataDir: string }): string {
+  return `${join(dataDir, DAEMON_FILE)} was written by the daemon (pid ${info.pid}) of ${info.dataDir}, not of this directory (a copy of that one, made while its daemon ran): it is not this directory's daemon`;
 }
 
 /**
@@ -80,9 +102,12 @@ export function processEnded(pid: number): boolean {
  * The daemon running on `dataDir`, from its daemon.json; undefined when there is none (no file, a file a crash left
  * half-written, or one whose process is gone). A file that is there but cannot be read (EIO from a failing disk,
  * EACCES) is DAEMON_INFO_UNREADABLE with the system's reason: whether a daemon runs is then unknown, and "none runs"
- * would send the operator to start a second one.
+ * would send the operator to start a second one. A file whose `dataDir` is another directory than this one (resolved)
+ * is none too, and `onForeign` hears it: a copy of a running node's directory (a live backup, a move to another disk)
+ * took the original's daemon for its own, so `start` on the copy said DAEMON_RUNNING and `status`/`jobs` on it showed
+ * the original's (QA qaOps F7).
  */
-export function readDaemonInfo(dataDir: string): DaemonInfo | undefined {
+export function readDaemonInfo(dataDir: string, onForeign?: (info: DaemonInfo & { dataDir: string }) => void): DaemonInfo | undefined {
   const p = join(dataDir, DAEMON_FILE);
   let text: string;
   try {
@@ -93,6 +118,10 @@ export function readDaemonInfo(dataDir: string): DaemonInfo | undefined {
   }
   try {
     const info = JSON.parse(text) as DaemonInfo;
+    if (typeof info.dataDir === 'string' && info.dataDir !== realDataDir(dataDir)) {
+      onForeign?.(info as DaemonInfo & { dataDir: string });
+      return undefined;
+    }
     // left by a daemon that died: in a container the restarted one may be given the same pid (1), which is this process
     if (info.pid === process.pid) return undefined;
     process.kill(info.pid, 0); // throws when the process is gone

@@ -10,7 +10,7 @@ import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import { bindDataDirIdentity, createIdentity, didFilePath, hasKeyFile, keyFilePath } from '../../node/identity.js';
 import { checkRoleSections, loadConfig, ROLE_NAMES, type ConfigWarning, type NodeConfig } from '../../node/config.js';
-import { readDaemonInfo } from '../../node/daemon-info.js';
+import { foreignDaemonNote, readDaemonInfo, type DaemonInfo } from '../../node/daemon-info.js';
 import type { Daemon } from '../../node/daemon.js';
 import { apiStream, consoleLoginUrl } from '../../node/api-client.js';
 import { ensureToken } from '../../node/api.js';
@@ -378,7 +378,9 @@ async function startedAlongside(e: unknown, dataDir: string): Promise<C0Error | 
 /** `c0mpute start` */
 export async function start(f: StartFlags, cmd: Command): Promise<void> {
   const { dataDir } = globals(cmd);
-  const running = readDaemonInfo(dataDir);
+  // a daemon.json another directory's daemon wrote (this one is a copy of that one) is not a daemon here: said below
+  let foreign: (DaemonInfo & { dataDir: string }) | undefined;
+  const running = readDaemonInfo(dataDir, (i) => (foreign = i));
   if (running) throw new C0Error('DAEMON_RUNNING', `a daemon (pid ${running.pid}) already runs on ${dataDir}`);
   const warnings: ConfigWarning[] = [];
   const notes: string[] = [];
@@ -388,6 +390,7 @@ export async function start(f: StartFlags, cmd: Command): Promise<void> {
   // what starts but is likely not what was meant: a misspelt C0MPUTE_* variable, a section no configured role reads
   for (const w of warnings) log.warn({ code: w.code, field: w.field }, w.message);
   for (const m of notes) log.warn({ code: 'CONFIG_DEFAULTS', field: 'config' }, m);
+  if (foreign) log.warn({ code: 'DAEMON_INFO_FOREIGN', daemonDataDir: foreign.dataDir, pid: foreign.pid }, `${foreignDaemonNote(dataDir, foreign)}; starting this directory's own (it writes its own daemon.json)`);
   // A container's PID 1 with no init in front (docs/node.md "In a container"): Node reaps only the children it
   // started, so an exec workload's orphaned children stay zombies, and the kernel ignores a signal PID 1 has no
   // handler for, so the second SIGTERM that kills a stuck stop elsewhere does nothing here.

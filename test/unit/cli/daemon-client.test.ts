@@ -8,7 +8,7 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -92,4 +92,26 @@ describe('the CLI with a running daemon and no readable token exits 3', () => {
       }
     });
   }
+});
+
+describe("a copy of a running node's data directory (QA qaOps F7)", () => {
+  it('is not that daemon: DAEMON_NOT_RUNNING naming the directory whose daemon.json it holds, from the CLI too (exit 3)', () => {
+    const orig = dataDir('orig', process.ppid);
+    const copy = join(root, 'copy');
+    mkdirSync(copy);
+    writeFileSync(join(copy, 'daemon.json'), JSON.stringify({ pid: process.ppid, did: 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK', api: '127.0.0.1:9', startedAt: 0, dataDir: realpathSync(orig) }));
+    writeFileSync(join(copy, 'api.token'), 'tok\n', { mode: 0o600 });
+    assert.equal(daemonClient(copy), undefined);
+    try {
+      requireDaemon(copy);
+      assert.fail('no error');
+    } catch (e) {
+      assert.equal((e as C0Error).code, 'DAEMON_NOT_RUNNING');
+      assert.deepEqual((e as C0Error).detail, { daemonDataDir: realpathSync(orig), pid: process.ppid });
+    }
+    const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+    const r = spawnSync(process.execPath, [bin, '--data-dir', copy, 'status'], { encoding: 'utf8', timeout: 60_000, env });
+    assert.equal(r.status, 3, r.stderr);
+    assert.match(r.stderr, new RegExp(`^error DAEMON_NOT_RUNNING: no daemon is running on .*copy: .*written by the daemon \\(pid ${process.ppid}\\) of ${realpathSync(orig)}, not of this directory`, 'm'));
+  });
 });

@@ -7,7 +7,7 @@
 import { after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { once } from 'node:events';
@@ -31,17 +31,26 @@ export function startRig(prefix: string) {
     return { code: r.status ?? -1, out: r.stdout + r.stderr };
   };
 
-  /** `start` until it says the node started (then SIGINT) or it exits on its own; its exit code and all it wrote. */
-  async function start(d: string, ...args: string[]): Promise<{ code: number | null; started: boolean; out: string }> {
+  /**
+   * `start` until it says the node started (then SIGINT) or it exits on its own; its exit code, all it wrote, and the
+   * daemon.json it had written when it said so.
+   */
+  async function start(d: string, ...args: string[]): Promise<{ code: number | null; started: boolean; out: string; daemonJson?: string }> {
     const p = spawn(process.execPath, [bin, '--data-dir', d, 'start', ...LOOPBACK, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env });
     const exit = once(p, 'exit');
     let out = '';
     let started = false;
+    let daemonJson: string | undefined;
     const giveUp = setTimeout(() => p.kill('SIGKILL'), 120_000); // (a hang's net: cases run side by side on a busy machine)
     const onData = (b: Buffer) => {
       out += b.toString();
       if (!started && out.includes('node started')) {
         started = true;
+        try {
+          daemonJson = readFileSync(join(d, 'daemon.json'), 'utf8');
+        } catch {
+          /* none: the caller says whether that matters */
+        }
         p.kill('SIGINT');
       }
     };
@@ -49,7 +58,7 @@ export function startRig(prefix: string) {
     p.stderr!.on('data', onData);
     const [code] = (await exit) as [number | null];
     clearTimeout(giveUp);
-    return { code, started, out };
+    return { code, started, out, ...(daemonJson === undefined ? {} : { daemonJson }) };
   }
 
   async function keysInit(name: string): Promise<string> {

@@ -6,10 +6,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DAEMON_FILE, processEnded, processStart, readDaemonInfo, statFields } from '../../../src/node/daemon-info.js';
+import { DAEMON_FILE, processEnded, processStart, readDaemonInfo, statFields, type DaemonInfo } from '../../../src/node/daemon-info.js';
 
 test('a live pid whose process started after the daemon that wrote daemon.json is not that daemon', { skip: processStart('self') === undefined ? 'no /proc here' : false }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'c0-daemon-info-'));
@@ -88,5 +88,31 @@ test('no daemon.json, or a half-written one, is no daemon; one that is there but
     assert.throws(() => readDaemonInfo(dir), (e: unknown) => (e as { code?: string }).code === 'DAEMON_INFO_UNREADABLE' && /EISDIR/.test((e as Error).message));
   } finally {
     rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("a daemon.json another directory's daemon wrote (a copy of a running node's directory) is no daemon here, and onForeign hears it (QA qaOps F7)", () => {
+  const root = mkdtempSync(join(tmpdir(), 'c0-daemon-info-'));
+  try {
+    const orig = join(root, 'orig');
+    const copy = join(root, 'copy');
+    mkdirSync(orig);
+    mkdirSync(copy);
+    symlinkSync(orig, join(root, 'link'));
+    // a live process that is not this one: the test runner's parent
+    const info = { pid: process.ppid, did: 'did:key:z6Mk', api: '127.0.0.1:1', startedAt: 1, dataDir: realpathSync(orig) };
+    for (const d of [orig, copy]) writeFileSync(join(d, DAEMON_FILE), JSON.stringify(info));
+    let heard: DaemonInfo | undefined;
+    assert.equal(readDaemonInfo(copy, (i) => (heard = i)), undefined, 'the copy has no daemon');
+    assert.equal(heard?.dataDir, realpathSync(orig));
+    heard = undefined;
+    assert.equal(readDaemonInfo(orig, (i) => (heard = i))?.pid, process.ppid, 'the directory itself');
+    assert.equal(readDaemonInfo(join(root, 'link'))?.pid, process.ppid, 'the directory through a link to it');
+    assert.equal(heard, undefined);
+    const { dataDir: _, ...old } = info;
+    writeFileSync(join(copy, DAEMON_FILE), JSON.stringify(old));
+    assert.equal(readDaemonInfo(copy)?.pid, process.ppid, 'a file from before dataDir was recorded: as before');
+  } finally {
+    rmSync(root, { recursive: true, force: true });
   }
 });
