@@ -17,7 +17,7 @@ import { writingDataFile } from './data-files.js';
 import { createServer, type IncomingMessage, type ServerResponse, type Server } from 'node:http';
 import { createServer as createNetServer, type Socket } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync, type Stats } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import type { Logger } from '../util/log.js';
@@ -79,14 +79,36 @@ export interface Route {
   handler: Handler;
 }
 
+/**
+ * The daemon's API token: `<data-dir>/api.token`, written (0600) when there is none or it is empty. Said before the
+ * store opens and the network starts (Daemon.start), as one operator error (exit 3): a token file group or others can
+ * read is API_TOKEN_PERMISSIONS; an entry there that is not a regular file (a directory) or cannot be read (EACCES, EIO)
+ * is API_TOKEN_UNREADABLE with the way out. Before (QA qaOps F6) a directory there was told to `chmod 600`, and once
+ * it was, the start failed after the network had joined its peers with an internal error (EISDIR, exit 70), which a
+ * supervisor's Restart=on-failure restarts in a loop.
+ */
 export function ensureToken(dataDir: string): string {
   const p = join(dataDir, TOKEN_FILE);
-  if (existsSync(p)) {
-    const mode = statSync(p).mode;
-    if ((mode & 0o077) !== 0) {
-      throw new C0Error('API_TOKEN_PERMISSIONS', `API token file ${p} is readable by others (mode ${(mode & 0o777).toString(8)}); run \`chmod 600 ${p}\``, { field: 'api.token' });
+  const unreadable = (why: string) =>
+    new C0Error('API_TOKEN_UNREADABLE', `API token file ${p} ${why}; move it away (the daemon then writes a new token there) or put back the regular file the daemon wrote (mode 0600)`, { field: 'api.token' });
+  let st: Stats | undefined;
+  try {
+    st = statSync(p);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw unreadable(`cannot be read: ${(e as Error).message}`);
+  }
+  if (st !== undefined) {
+    if (!st.isFile()) throw unreadable(`is not a regular file (${st.isDirectory() ? 'a directory' : 'a special file'})`);
+    if ((st.mode & 0o077) !== 0) {
+      throw new C0Error('API_TOKEN_PERMISSIONS', `API token file ${p} is readable by others (mode ${(st.mode & 0o777).toString(8)}); run \`chmod 600 ${p}\``, { field: 'api.token' });
     }
-    const t = readFileSync(p, 'utf8').trim();
+    let text: string;
+    try {
+      text = readFileSync(p, 'utf8');
+    } catch (e) {
+      throw unreadable(`cannot be read: ${(e as Error).message}`);
+    }
+    const t = text.trim();
     // An empty token file would make `Authorization: Bearer ` pass; replace it with a fresh token.
     if (t.length > 0) return t;
   }

@@ -123,7 +123,12 @@ export class Daemon {
     });
     // a full or read-only data directory is said before anything starts (DATA_DIR_UNWRITABLE), not once the network is up
     checkDataDirWritable(dataDir);
-    if (this.opts.api !== false) await (await import('./api.js')).checkApiListen(config.api.listen);
+    if (this.opts.api !== false) {
+      const api = await import('./api.js');
+      await api.checkApiListen(config.api.listen);
+      // the token file's faults (others can read it; a directory in its place) are said before the network starts
+      api.ensureToken(dataDir);
+    }
     // a daemon's start waits a while for a database a one-shot command (`run`, an offline `jobs`) holds during a restart
     const lockWaitMs = this.opts.advertise === false ? 0 : 10_000;
     this.db = await openDb(join(dataDir, 'db'), { lockWaitMs, createdMark: join(dataDir, 'db.created'), onTornLog: (t) => this.log.warn({ code: 'STORE_LOG_TORN', file: t.file, offset: t.offset }, tornLogMessage(join(dataDir, 'db'), t)), onLockWait: (holder) => this.log.warn({ code: 'STORE_LOCKED', holder }, `the database is held by ${holder ?? 'another process'}; waiting up to ${lockWaitMs / 1000} s for it`) });

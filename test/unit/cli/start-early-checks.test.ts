@@ -9,7 +9,7 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { once } from 'node:events';
@@ -38,6 +38,19 @@ describe('start refuses before the store opens or the network starts', () => {
     assert.equal(r.code, 3, r.out);
     assert.match(r.out, /error API_LISTEN_FAILED/);
     assert.equal(existsSync(join(d, 'db')), false, 'the store was opened before the refusal');
+  });
+
+  it('a directory in the place of api.token: API_TOKEN_UNREADABLE (exit 3, never 70), no chmod advice, before the network starts (QA qaOps F6)', async () => {
+    const d = await keysInit('token-dir');
+    mkdirSync(join(d, 'api.token'));
+    for (const mode of [0o755, 0o700]) {
+      chmodSync(join(d, 'api.token'), mode);
+      const r = await start(d);
+      assert.equal(r.code, 3, r.out);
+      assert.match(r.out, /error API_TOKEN_UNREADABLE: .*api\.token is not a regular file \(a directory\)/);
+      assert.doesNotMatch(r.out, /chmod|network started|internal error/);
+      assert.equal(existsSync(join(d, 'db')), false, 'the store was opened before the refusal');
+    }
   });
 });
 

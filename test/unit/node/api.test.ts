@@ -1,7 +1,7 @@
 /** The control API: a real HTTP server on 127.0.0.1:0 with bearer-token auth, Host/Origin checks, /metrics, errors and NDJSON streams. */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdtempSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, readFileSync, writeFileSync } from 'node:fs';
 import { rawGet } from '../../raw-http.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -317,6 +317,19 @@ describe('api token and listen address', () => {
       const t = ensureToken(d);
       assert.ok(t.length >= 32);
       assert.equal(ensureToken(d), t);
+    } finally {
+      rmSync(d, { recursive: true, force: true });
+    }
+  });
+
+  test('a directory in the place of the token file is API_TOKEN_UNREADABLE whatever its mode, not API_TOKEN_PERMISSIONS nor EISDIR (QA qaOps F6)', () => {
+    const d = mkdtempSync(join(tmpdir(), 'c0-api-'));
+    try {
+      mkdirSync(join(d, TOKEN_FILE), { mode: 0o700 });
+      for (const mode of [0o755, 0o700]) {
+        chmodSync(join(d, TOKEN_FILE), mode);
+        assert.throws(() => ensureToken(d), (e: unknown) => e instanceof C0Error && e.code === 'API_TOKEN_UNREADABLE' && /not a regular file \(a directory\)/.test(e.message) && !/chmod/.test(e.message));
+      }
     } finally {
       rmSync(d, { recursive: true, force: true });
     }
