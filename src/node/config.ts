@@ -689,7 +689,7 @@ export function loadConfig(opts: LoadOptions = {}): NodeConfig {
     // a bad value named where it came from: the command line or the environment override the file
     if (!(e instanceof C0Error) || e.code !== 'CONFIG_INVALID' || !e.field) throw e;
     const path = e.field.split('.');
-    const from = hasPath(flags, path) ? 'the command line' : hasPath(env, path) ? 'the environment (C0MPUTE_*)' : undefined;
+    const from = layerSets(flags, path) ? 'the command line' : layerSets(env, path) ? 'the environment (C0MPUTE_*)' : undefined;
     if (from === undefined) throw e;
     const source = `${opts.file ?? 'config'}: `;
     const message = e.message.startsWith(source) ? `${from}: ${e.message.slice(source.length)}` : e.message;
@@ -723,13 +723,19 @@ function resolveFilePaths(layer: Record<string, unknown>, base: string): void {
   if (isObj(layer.provider)) fixOrCwd(layer.provider.meter, 'powercapRoot');
 }
 
-/** Whether a layer sets the value at `path`, or a list or value on the way to it (an array replaces whole). */
-function hasPath(layer: unknown, path: string[]): boolean {
+/**
+ * Whether a layer (the flags', the environment's) sets the value at `path`, or a list or value on the way to it (an
+ * array replaces whole): what a config error at that path is blamed on. A mapping there is not the layer's alone
+ * (mappings merge, and the file's keys stay in it): an error at a mapping's own path, an unknown key in it above all
+ * (zod's path for it is the mapping), is the file's. Before (QA qaOps F3) any `--listen` made a `lisen:` the file had
+ * under `network` "the command line"'s, exit 2.
+ */
+export function layerSets(layer: unknown, path: string[]): boolean {
   let v = layer;
   for (const k of path) {
     if (!isObj(v)) return true;
     if (!Object.hasOwn(v, k)) return false;
     v = v[k];
   }
-  return true;
+  return !isObj(v);
 }

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import { bindDataDirIdentity, createIdentity, didFilePath, hasKeyFile, keyFilePath } from '../../node/identity.js';
-import { checkRoleSections, loadConfig, ROLE_NAMES, type ConfigWarning, type NodeConfig } from '../../node/config.js';
+import { checkRoleSections, layerSets, loadConfig, ROLE_NAMES, type ConfigWarning, type NodeConfig } from '../../node/config.js';
 import { foreignDaemonNote, readDaemonInfo, type DaemonInfo } from '../../node/daemon-info.js';
 import type { Daemon } from '../../node/daemon.js';
 import { apiStream, consoleLoginUrl } from '../../node/api-client.js';
@@ -247,7 +247,7 @@ export function nodeConfig(dataDir: string, f: StartFlags, warnings?: ConfigWarn
   try {
     config = loadConfig({ ...(file ? { file } : {}), env: process.env, flags, warnings: said });
   } catch (e) {
-    if (e instanceof C0Error && e.code === 'CONFIG_INVALID' && e.field && hasPath(flags, e.field.split('.'))) {
+    if (e instanceof C0Error && e.code === 'CONFIG_INVALID' && e.field && layerSets(flags, e.field.split('.'))) {
       throw new UsageError(e.code, e.message, { field: e.field, ...(e.detail === undefined ? {} : { detail: e.detail }) });
     }
     throw e;
@@ -261,16 +261,6 @@ export function nodeConfig(dataDir: string, f: StartFlags, warnings?: ConfigWarn
   warnings?.push(...said);
   chosen?.({ file, empty });
   return config;
-}
-
-/** Whether the object has a value at that path (a config field a flag set). */
-function hasPath(o: Record<string, unknown>, path: string[]): boolean {
-  let cur: unknown = o;
-  for (const p of path) {
-    if (typeof cur !== 'object' || cur === null || !(p in cur)) return false;
-    cur = (cur as Record<string, unknown>)[p];
-  }
-  return true;
 }
 
 /** Start a node in this process for a one-shot command (no API, no daemon.json). */

@@ -23,7 +23,8 @@ const job = join(dir, 'job.yaml');
 writeFileSync(job, 'workload: builtin.sha256\ninput: "hello"\nmaxPrice: "0.01 USD"\ndeadline: 60s\n');
 
 async function c0(args: string[], extraEnv: Record<string, string> = {}): Promise<{ code: number | null; stderr: string }> {
-  const r = await runNode([bin, ...args], { env: { ...process.env, C0MPUTE_HOME: home, ...extraEnv }, timeout: 60_000 });
+  const { NODE_TEST_CONTEXT: _, ...parent } = process.env; // the child is the CLI, not a test runner
+  const r = await runNode([bin, ...args], { env: { ...parent, C0MPUTE_HOME: home, ...extraEnv }, timeout: 60_000 });
   return { code: r.status, stderr: r.stderr };
 }
 
@@ -52,6 +53,17 @@ describe('a node option naming nothing, or a malformed one, exits 2 with its own
       assert.match(r.stderr, new RegExp(`^error CONFIG_INVALID: the command line: ${field.replace('.', '\\.')}`, 'm'));
     });
   }
+
+  it("an unknown key in the file's `network` is the file's (exit 3), with a --listen or C0MPUTE_LISTEN set beside it (QA qaOps F3)", async () => {
+    const d = join(dir, 'unknown-key');
+    mkdirSync(d);
+    writeFileSync(join(d, 'config.yaml'), 'network: { lisen: ["/ip4/127.0.0.1/tcp/1"] }\n');
+    for (const [args, env] of [[['--listen', '/ip4/127.0.0.1/tcp/1'], {}], [[], { C0MPUTE_LISTEN: '/ip4/127.0.0.1/tcp/1' }], [[], {}]] as const) {
+      const r = await c0(['--data-dir', d, 'start', ...args], env);
+      assert.equal(r.code, 3, `${args.join(' ')} ${JSON.stringify(env)}: ${r.stderr}`);
+      assert.match(r.stderr, /^error CONFIG_INVALID: \S*unknown-key\/config\.yaml: network: Unrecognized key: "lisen"/m);
+    }
+  });
 
   it('the same value from the environment stays CONFIG_INVALID, exit 3 (not the command line)', async () => {
     const r = await c0(['--data-dir', dataDir, 'start'], { C0MPUTE_API: 'nohost' });

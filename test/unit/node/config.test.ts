@@ -155,6 +155,14 @@ describe('config', () => {
     assert.match(inFile.message, /config-\d+\.yaml: api\.listen/);
   });
 
+  test("an unknown key in the file's mapping is the file's, though a flag or variable sets another key of that mapping (QA qaOps F3)", () => {
+    const f = file('network: { lisen: ["/ip4/127.0.0.1/tcp/1"] }\n');
+    for (const o of [{ flags: { network: { listen: ['/ip4/127.0.0.1/tcp/2'] } } }, { env: { C0MPUTE_LISTEN: '/ip4/127.0.0.1/tcp/2' } }]) {
+      const e = err(() => loadConfig({ file: f, ...o }));
+      assert.match(e.message, /^\S*config-\d+\.yaml: network: Unrecognized key: "lisen"/, JSON.stringify(o));
+    }
+  });
+
   test('files a config file names are relative to its directory, not to where the daemon starts', () => {
     const f = file('network:\n  overlay: acme\n  swarmKeyFile: overlay.key\noverlays:\n  - overlay: beta\n    swarmKeyFile: keys/beta.key\n    listen: ["/ip4/127.0.0.1/tcp/0"]\nsteward:\n  treeFile: tree.yaml\n');
     const c = loadConfig({ file: f });
