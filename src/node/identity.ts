@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 import { createCipheriv, createDecipheriv, randomBytes, scryptSync } from 'node:crypto';
 import { C0Error } from '../errors.js';
 import { Ed25519Signer } from '../records/ed25519.js';
-import { didFromPublicKey } from '../records/did.js';
+import { didFromPublicKey, isDid } from '../records/did.js';
 import { syncDir } from '../util/atomic-file.js';
 import { osWords } from '../util/os-reason.js';
 import { makeDirs } from '../util/make-dirs.js';
@@ -186,6 +186,16 @@ function keyExists(path: string): C0Error {
   return new C0Error('KEY_EXISTS', `a key file already exists at ${path}; refusing to overwrite it`);
 }
 
+/** identity.did's DID for a message about something else (KEY_MISSING): never throws. */
+function recordedDidWords(dataDir: string): string {
+  try {
+    const r = readRecordedDidState(dataDir);
+    return r.state === 'did' ? r.did : r.state === 'damaged' ? 'damaged' : '?';
+  } catch {
+    return 'unreadable';
+  }
+}
+
 /** Read the DID without the passphrase (for `keys show` and the daemon lock). */
 export function readKeyFileDid(dataDir: string): string {
   return parseKeyFile(keyFilePath(dataDir)).did;
@@ -225,7 +235,7 @@ function parseKeyFile(path: string): KeyFileV1 {
     if (existsSync(join(dirname(path), 'db'))) {
       throw new C0Error(
         'KEY_MISSING',
-        `no key file at ${path}, but ${dirname(path)} holds a node's data (db/${existsSync(didFilePath(dirname(path))) ? `, ${DID_FILE}: ${readRecordedDid(dirname(path)) ?? '?'}` : ''}): restore ${KEY_FILE} from your backup. \`c0mpute keys init\` would make a NEW identity (another DID), which is not the node this data is from: its jobs, receipts and reputation stay with the old DID`,
+        `no key file at ${path}, but ${dirname(path)} holds a node's data (db/${existsSync(didFilePath(dirname(path))) ? `, ${DID_FILE}: ${recordedDidWords(dirname(path))}` : ''}): restore ${KEY_FILE} from your backup. \`c0mpute keys init\` would make a NEW identity (another DID), which is not the node this data is from: its jobs, receipts and reputation stay with the old DID`,
       );
     }
     throw new C0Error('KEY_MISSING', `no key file at ${path}; run \`c0mpute keys init\` (or \`c0mpute init\`) first`);
@@ -296,17 +306,71 @@ export function didFilePath(dataDir: string): string {
   return join(dataDir, DID_FILE);
 }
 
-/** The DID recorded in the data directory, or undefined when none is (a data directory from before, or never started). */
-export function readRecordedDid(dataDir: string): string | undefined {
+/**
+ * What `<dataDir>/identity.did` says: no file (`none`: a data directory from before the file, or never started), a
+ * DID (`did`), or a file that holds no valid DID (`damaged`: empty, whitespace, a truncated write, another file
+ * restored over it; `text` is what it holds, cut short). A file this process may not read is KEY_FILE_UNREADABLE.
+ */
+export type RecordedDid = { state: 'none' } | { state: 'did'; did: string } | { state: 'damaged'; text: string };
+
+export function readRecordedDidState(dataDir: string): RecordedDid {
   let text: string;
   try {
     text = readFileSync(didFilePath(dataDir), 'utf8');
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return { state: 'none' };
     // not another key: a file this process may not read (review s43 R6 F4: a start as root left it root's 0600), said as the key's own is
     throw keyUnreadable(didFilePath(dataDir), e, `${didFilePath(dataDir)} (the DID of the node this data directory belongs to)`);
   }
-  return text.trim().slice(0, 200) || undefined;
+  const did = text.trim();
+  const valid: boolean = isDid(did);
+  return valid ? { state: 'did', did } : { state: 'damaged', text: did.slice(0, 80) };
+}
+
+/**
+ * The data directory's identity.did holds no valid DID: IDENTITY_DID_CORRUPT, with `c0mpute start --new-identity` (which
+ * records the key's DID) as the way forward when the key is this node's. Before (QA qaOps F5) an empty file read as "no
+ * DID recorded", so the next start adopted whatever key it found without a word, and garbage was a KEY_MISMATCH against
+ * "the node not a did".
+ */
+export function recordedDidCorrupt(dataDir: string, text: string): C0Error {
+  const what = text === '' ? 'is empty' : `holds no valid DID ("${text}")`;
+  return new C0Error(
+    'IDENTITY_DID_CORRUPT',
+    `${didFilePath(dataDir)} (the DID of the node this data directory belongs to) ${what}: it is damaged (a truncated write, a bad restore), so which node the data in ${dataDir} is from is unknown. Restore ${DID_FILE} from your backup (one line: the node's DID); if ${KEY_FILE} is that node's key (\`c0mpute keys show\` prints its DID), start once with \`c0mpute start --new-identity\`, which records the key's DID`,
+    { field: DID_FILE },
+  );
+}
+
+/**
+ * The DID recorded in the data directory, or undefined when none is (a data directory from before, or never started);
+ * IDENTITY_DID_CORRUPT when the file is there but holds no valid DID (recordedDidCorrupt).
+ */
+export function readRecordedDid(dataDir: string): string | undefined {
+  const r = readRecordedDidState(dataDir);
+  if (r.state === 'damaged') throw recordedDidCorrupt(dataDir, r.text);
+  return r.state === 'did' ? r.did : undefined;
+}
+
+/**
+ * A new key (`keys init`, `init`) for a data directory whose identity.did names a node: that directory's data is
+ * that DID's, and a new key is another node (KEY_MISMATCH at its start). Refused, DATA_DIR_HAS_IDENTITY (exit 3), unless
+ * `force` (`keys init --force`): the way forward is the key's backup. Before (QA qaOps F11) `keys init` there said
+ * `created …` with no word, and restoring the backup then failed KEY_EXISTS until the new key was deleted. Returns the
+ * DID recorded (for `force`'s warning), or undefined (none, or a damaged file: start says IDENTITY_DID_CORRUPT).
+ */
+export function checkNewKeyFits(dataDir: string, force = false): string | undefined {
+  if (hasKeyFile(dataDir)) return undefined; // KEY_EXISTS says it
+  const r = readRecordedDidState(dataDir);
+  if (r.state !== 'did') return undefined;
+  if (!force) {
+    throw new C0Error(
+      'DATA_DIR_HAS_IDENTITY',
+      `${dataDir} holds the data of the node ${r.did} (${DID_FILE}), whose key is not there: restore ${KEY_FILE} from your backup. A new key would be another node (its jobs, receipts and reputation stay with ${r.did}); to make one anyway, run \`c0mpute keys init --force\`, then start once with \`c0mpute start --new-identity\``,
+      { field: DID_FILE, detail: { did: r.did } },
+    );
+  }
+  return r.did;
 }
 
 /**
@@ -317,7 +381,10 @@ export function readRecordedDid(dataDir: string): string | undefined {
  * recorded) takes the key it starts with.
  */
 export function bindDataDirIdentity(dataDir: string, did: string, adopt = false): void {
-  const recorded = readRecordedDid(dataDir);
+  // --new-identity replaces a damaged identity.did too (recordedDidCorrupt names it as the way forward)
+  const r = readRecordedDidState(dataDir);
+  if (r.state === 'damaged' && !adopt) throw recordedDidCorrupt(dataDir, r.text);
+  const recorded = r.state === 'did' ? r.did : undefined;
   if (recorded === did) return;
   if (recorded !== undefined && !adopt) {
     throw new C0Error(

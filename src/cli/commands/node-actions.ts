@@ -8,7 +8,7 @@ import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
-import { bindDataDirIdentity, createIdentity, didFilePath, hasKeyFile, keyFilePath } from '../../node/identity.js';
+import { bindDataDirIdentity, checkNewKeyFits, createIdentity, didFilePath, hasKeyFile, keyFilePath } from '../../node/identity.js';
 import { checkRoleSections, layerSets, loadConfig, ROLE_NAMES, type ConfigWarning, type NodeConfig } from '../../node/config.js';
 import { foreignDaemonNote, readDaemonInfo, type DaemonInfo } from '../../node/daemon-info.js';
 import type { Daemon } from '../../node/daemon.js';
@@ -307,6 +307,8 @@ export async function init(opts: InitOpts, cmd: Command): Promise<void> {
   makeDirs(dataDir, { code: 'DATA_DIR_INVALID', field: 'dataDir', what: `cannot use ${dataDir} as the data directory`, mode: 0o700 });
   let id: ReturnType<typeof createIdentity> | undefined;
   if (!hasKeyFile(dataDir)) {
+    // a data directory of another node gets no new key here (DATA_DIR_HAS_IDENTITY; `keys init --force` makes one)
+    checkNewKeyFits(dataDir);
     const { pass, source } = opts.passphrase ? await passphraseFrom('passphrase for the new key (empty for none): ', true) : { pass: undefined, source: 'declined' as const };
     try {
       id = createIdentity(dataDir, pass);

@@ -8,20 +8,21 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bindDataDirIdentity, createIdentity, DID_FILE, readRecordedDid } from '../../../src/node/identity.js';
+import { bindDataDirIdentity, createIdentity, DID_FILE, KEY_FILE, readRecordedDid } from '../../../src/node/identity.js';
 import { C0Error } from '../../../src/errors.js';
 
 const bin = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'c0-identity-binding-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-function c0(dataDir: string, ...args: string[]): { code: number | null; stderr: string } {
-  const r = spawnSync(process.execPath, [bin, '--data-dir', dataDir, ...args], { encoding: 'utf8', env: { ...process.env, C0MPUTE_HOME: join(dir, 'home'), C0MPUTE_PASSPHRASE: '' }, timeout: 60_000, killSignal: 'SIGKILL' });
-  return { code: r.status, stderr: r.stderr };
+function c0(dataDir: string, ...args: string[]): { code: number | null; stderr: string; stdout: string } {
+  const { NODE_TEST_CONTEXT: _, ...parent } = process.env; // the child is the CLI, not a test runner
+  const r = spawnSync(process.execPath, [bin, '--data-dir', dataDir, ...args], { encoding: 'utf8', env: { ...parent, C0MPUTE_HOME: join(dir, 'home'), C0MPUTE_PASSPHRASE: '' }, timeout: 60_000, killSignal: 'SIGKILL' });
+  return { code: r.status, stderr: r.stderr, stdout: r.stdout };
 }
 
 /** A data directory a node has used: db/ and a config that would start on loopback only. */
@@ -106,5 +107,66 @@ describe('the data directory keeps its node’s identity', () => {
     assert.equal(r.code, 'KEY_FILE_UNREADABLE', r.message);
     assert.match(r.message!, new RegExp(`${DID_FILE}.*permission denied \\(EACCES\\); .* is owned by uid ${asRoot ? 0 : process.getuid?.()} with mode ${asRoot ? 600 : 0}.*the node runs as uid ${asRoot ? 65534 : process.getuid?.()}`));
     assert.equal(readRecordedDid(d), did, 'identity.did itself is untouched');
+  });
+
+  it('an identity.did that holds no valid DID (empty, blank, garbage) is IDENTITY_DID_CORRUPT naming --new-identity, not "none recorded" nor KEY_MISMATCH (QA qaOps F5)', () => {
+    for (const [name, text] of [['empty', ''], ['blank', '  \n'], ['garbage', 'not a did\n']] as const) {
+      const d = usedDir(`did-${name}`);
+      createIdentity(d);
+      writeFileSync(join(d, DID_FILE), text);
+      const r = c0(d, 'start');
+      assert.equal(r.code, 3, `${name}: ${r.stderr}`);
+      assert.match(r.stderr, /^error IDENTITY_DID_CORRUPT: .*identity\.did .*damaged.*start --new-identity/m, name);
+      assert.equal(readFileSync(join(d, DID_FILE), 'utf8'), text, `${name}: the file is kept as it was`);
+      assert.throws(() => bindDataDirIdentity(d, createIdentity(join(dir, `did-${name}-other`)).did), (e: unknown) => e instanceof C0Error && e.code === 'IDENTITY_DID_CORRUPT');
+    }
+    // --new-identity records the key's DID over a damaged file
+    const d = join(dir, 'did-adopt');
+    mkdirSync(d, { recursive: true });
+    const did = createIdentity(d).did;
+    writeFileSync(join(d, DID_FILE), '');
+    bindDataDirIdentity(d, did, true);
+    assert.equal(readRecordedDid(d), did);
+  });
+
+  it('keys init (and init) on a data directory whose identity.did names a node is refused without --force, DATA_DIR_HAS_IDENTITY; --force makes the key and warns (QA qaOps F11)', () => {
+    const d = usedDir('init-other');
+    const old = createIdentity(join(dir, 'init-other-key')).did;
+    writeFileSync(join(d, DID_FILE), old + '\n');
+    for (const args of [['keys', 'init', '--no-passphrase'], ['init', '--no-passphrase']]) {
+      const r = c0(d, ...args);
+      assert.equal(r.code, 3, `${args.join(' ')}: ${r.stderr}`);
+      assert.match(r.stderr, new RegExp(`^error DATA_DIR_HAS_IDENTITY: .*${old}.*restore identity\\.key from your backup.*keys init --force`, 'm'));
+      assert.equal(existsSync(join(d, KEY_FILE)), false, 'no key was made');
+    }
+    const forced = c0(d, 'keys', 'init', '--no-passphrase', '--force');
+    assert.equal(forced.code, 0, forced.stderr);
+    assert.match(forced.stdout, /^created did:key:/m);
+    assert.match(forced.stderr, new RegExp(`warning DATA_DIR_HAS_IDENTITY: .*${old}.*start --new-identity`));
+    assert.equal(readRecordedDid(d), old, 'identity.did is untouched');
+  });
+
+  it('keys show checks an unencrypted key as start does (KEY_FILE_CORRUPT), and says an encrypted one is unverified (QA qaOps F4)', () => {
+    const d = join(dir, 'show');
+    const did = createIdentity(d).did;
+    const good = readFileSync(join(d, KEY_FILE), 'utf8');
+    const ok = c0(d, 'keys', 'show', '--json');
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.deepEqual(JSON.parse(ok.stdout), { ...(JSON.parse(ok.stdout) as object), did, encrypted: false, verified: true });
+    const other = createIdentity(join(dir, 'show-other')).did;
+    const k = JSON.parse(good) as Record<string, unknown>;
+    for (const [name, tampered] of [['another DID', { ...k, did: other }], ['a 31-byte seed', { ...k, seed: '00'.repeat(31) }]] as const) {
+      writeFileSync(join(d, KEY_FILE), JSON.stringify(tampered), { mode: 0o600 });
+      const r = c0(d, 'keys', 'show');
+      assert.equal(r.code, 3, `${name}: ${r.stdout}${r.stderr}`);
+      assert.match(r.stderr, /^error KEY_FILE_CORRUPT: /m, name);
+      assert.equal(r.stdout, '', `${name}: no DID printed`);
+    }
+    const e = join(dir, 'show-encrypted');
+    const edid = createIdentity(e, 'secret').did;
+    const human = c0(e, 'keys', 'show');
+    assert.equal(human.code, 0, human.stderr);
+    assert.match(human.stdout, new RegExp(`^did      ${edid}  \\(unverified: the key is encrypted`, 'm'));
+    assert.equal((JSON.parse(c0(e, 'keys', 'show', '--json').stdout) as { verified: boolean }).verified, false);
   });
 });
