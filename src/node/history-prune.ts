@@ -10,6 +10,14 @@
  * loop between them, so a node told to keep less after months of history does
  * not stall. Stopping waits for a batch in flight, so the store is never
  * closed under it.
+ *
+ * A pass that would drop the whole history (the newest record held is past the
+ * cutoff) is held while the wall clock is not corroborated: a node started with
+ * its clock stepped far forward (a VM whose RTC is wrong until NTP syncs) would
+ * otherwise delete every job it holds 2 s after the start, saying so at info
+ * only (QA qaOps F2). The clock is corroborated by a peer's fresh signed record
+ * (ClockCorroboration), and stays so while the wall clock keeps pace with the
+ * monotonic one since.
  */
 import type { HistoryPruned } from '../store/records.js';
 import type { Logger } from '../util/log.js';
@@ -23,6 +31,32 @@ export const HISTORY_PRUNE_EVERY_MS = 10 * 60_000;
 export const HISTORY_PRUNE_FIRST_MS = 2_000;
 /** Records deleted per synced batch. */
 export const HISTORY_PRUNE_BATCH = 1000;
+
+/**
+ * Whether this node's wall clock agrees with its peers': told (`note`) the time a peer's fresh record was signed at
+ * (an advert's or presence's issuedAt, a job's announcedAt, heard on gossip), it holds while that time was within the
+ * skew window of this node's clock then, and the wall clock has moved as the monotonic clock has since (a step after
+ * it, either way, undoes it until the next such record).
+ */
+export class ClockCorroboration {
+  #at: { wall: number; mono: number } | undefined;
+  constructor(
+    private readonly wall: () => number,
+    private readonly mono: () => number,
+    private readonly skewMs: number,
+  ) {}
+
+  /** A peer's record signed at `signedAt` was accepted now. */
+  note(signedAt: number): void {
+    const wall = this.wall();
+    if (Math.abs(wall - signedAt) <= this.skewMs) this.#at = { wall, mono: this.mono() };
+  }
+
+  holds(): boolean {
+    if (this.#at === undefined) return false;
+    return Math.abs(this.wall() - (this.#at.wall + (this.mono() - this.#at.mono))) <= this.skewMs;
+  }
+}
 
 export interface HistoryPruning {
   /** Run a pass now (or wait for the one running); resolves to the records it dropped. */
@@ -41,14 +75,32 @@ export function startHistoryPruning(o: {
   batch?: number;
   /** Called with each batch's count (a metric). */
   onPruned?: (removed: number) => void;
+  /**
+   * The date of the newest history held (RecordStore.newestHistoryAt), and whether the clock is corroborated
+   * (ClockCorroboration.holds): given both, a pass that would drop all of it is held while the clock is not.
+   */
+  wholeHistory?: { newest: () => Promise<number | undefined>; corroborated: () => boolean };
 }): HistoryPruning {
   const keepMs = o.keepDays * DAY_MS;
   let running: Promise<number> | undefined;
   let stopped = false;
+  let heldSaid = false;
 
   const run = async (): Promise<number> => {
     let total = 0;
     const before = o.clock() - keepMs;
+    const newest = o.wholeHistory ? await o.wholeHistory.newest() : undefined;
+    const all = newest !== undefined && newest < before;
+    if (all && !o.wholeHistory!.corroborated()) {
+      if (!heldSaid) {
+        heldSaid = true;
+        o.log.warn(
+          { code: 'HISTORY_PRUNE_HELD', keepDays: o.keepDays, newest: new Date(newest).toISOString(), now: new Date(o.clock()).toISOString() },
+          `not dropping job history: the newest held is dated ${new Date(newest).toISOString()}, more than history.keepDays (${o.keepDays}) before this node's clock (${new Date(o.clock()).toISOString()}), so a pass would drop all of it. Held until a peer's fresh record confirms the clock; if the clock is wrong (stepped forward), set it right and nothing is lost`,
+        );
+      }
+      return 0;
+    }
     for (const store of o.stores) {
       // each batch starts where the last ended: the keys it deleted stay as markers until LevelDB compacts
       let after: string | undefined;
@@ -62,7 +114,9 @@ export function startHistoryPruning(o: {
         await new Promise<void>((resolve) => setImmediate(resolve));
       }
     }
-    if (total) o.log.info({ removed: total, keepDays: o.keepDays }, 'dropped job history past history.keepDays');
+    if (total && all) o.log.warn({ code: 'HISTORY_PRUNED_ALL', removed: total, keepDays: o.keepDays }, 'dropped job history past history.keepDays: all of it (the newest was past it too; the clock is corroborated by a peer)');
+    else if (total) o.log.info({ removed: total, keepDays: o.keepDays }, 'dropped job history past history.keepDays');
+    if (!all) heldSaid = false;
     return total;
   };
   const pass = (): Promise<number> => {

@@ -10,12 +10,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { C0Error } from '../errors.js';
-import { T, type Advert, type Presence, type Job, type Offer, type Receipt, type Acceptance, type NonDelivery, type Selection } from '../records/kinds.js';
+import { T, validityWindow, type Advert, type Presence, type Job, type Offer, type Receipt, type Acceptance, type NonDelivery, type Selection } from '../records/kinds.js';
+import { DEFAULT_SKEW_MS } from '../records/freshness.js';
 import { seal, type Opened } from '../records/envelope.js';
 import { onStoreEvent, sub, type Db } from '../store/db.js';
 import { RecordStore, type HistoryPruned } from '../store/records.js';
 import type { ProviderRuns } from '../store/provider-runs.js';
-import type { Clock } from '../util/clock.js';
+import { monotonicClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { Slots } from '../util/serial.js';
 import { STEWARD_ASKS } from '../roles/admission-client.js';
@@ -47,7 +48,7 @@ import type { PresencePublisher } from '../roles/provider/presence-publisher.js'
 import { presenceHook } from './presence-wiring.js';
 import { keepConnected } from './keep-connected.js';
 import { wireOrders, type OrdersWiring } from './orders-wiring.js';
-import { startHistoryPruning } from './history-prune.js';
+import { ClockCorroboration, startHistoryPruning } from './history-prune.js';
 import type { PoolMember } from '../roles/pool-member/member.js';
 import { poolHistoryLeftovers, providerLeftovers, setupProvider } from './provider-wiring.js';
 import { BuyerWiring } from './buyer-wiring.js';
@@ -526,7 +527,30 @@ export class OverlayNode {
     const keepDays = this.d.config.history.keepDays;
     if (keepDays <= 0) return;
     const pruned = new Counter({ name: 'c0mpute_history_pruned_total', help: 'Job history records dropped past history.keepDays (jobs, selections, offers, claims, claim refusals; a provider\'s run notes; a pool member\'s dispatch trail entries and run log notes)', registers: [this.registry] });
-    const p = startHistoryPruning({ stores: [this.records, ...(this.providerRuns ? [this.providerRuns] : []), ...(this.poolMember?.historyStores() ?? this.#poolHistory)], keepDays, clock: this.clock, log: this.log, onPruned: (n) => pruned.inc(n) });
+    // A pass that would drop all of it waits for a peer's fresh record to confirm the clock (history-prune.ts): the
+    // records that say when now is are the ones signed just now, which a peer's clock dated
+    const clockCheck = new ClockCorroboration(this.clock, monotonicClock, DEFAULT_SKEW_MS);
+    const note = (rec: Opened) => {
+      if (rec.signer === this.did) return;
+      const w = validityWindow(rec.type, rec.record);
+      if (w) clockCheck.note(w[0]);
+    };
+    for (const kind of ['advert', 'presence', 'job', 'offer'] as const) {
+      try {
+        this.net.subscribe(kind, note);
+      } catch (e) {
+        // a kind this node's roles do not join (NET_TOPIC_NOT_JOINED): the others corroborate
+        if (!(e instanceof C0Error) || e.code !== 'NET_TOPIC_NOT_JOINED') throw e;
+      }
+    }
+    const p = startHistoryPruning({
+      stores: [this.records, ...(this.providerRuns ? [this.providerRuns] : []), ...(this.poolMember?.historyStores() ?? this.#poolHistory)],
+      keepDays,
+      clock: this.clock,
+      log: this.log,
+      onPruned: (n) => pruned.inc(n),
+      wholeHistory: { newest: () => this.records.newestHistoryAt(), corroborated: () => clockCheck.holds() },
+    });
     this.#stops.push(() => p.stop());
   }
 

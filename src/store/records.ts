@@ -1101,6 +1101,16 @@ export class RecordStore {
     return this.#inLane(() => this.#pruneHistoryNow(before, max, after));
   }
 
+  /**
+   * The date (as the history index has it: history-prune.ts) of the newest job history held, or undefined when none is:
+   * a pass whose cutoff is past it would drop the whole history (startHistoryPruning holds such a pass until the clock
+   * is corroborated). One read of the index's last key.
+   */
+  async newestHistoryAt(): Promise<number | undefined> {
+    for await (const key of this.#jobIndex.keys({ gt: 'e!', lt: 'e!\xff', reverse: true, limit: 1 })) return Number(key.split('!')[1]);
+    return undefined;
+  }
+
   async #pruneHistoryNow(before: number, max: number, after?: string): Promise<HistoryPruned> {
     const ops: unknown[] = [];
     const leaving: QuotedPlace[] = [];

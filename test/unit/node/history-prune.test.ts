@@ -7,7 +7,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DAY_MS, startHistoryPruning } from '../../../src/node/history-prune.js';
+import { ClockCorroboration, DAY_MS, startHistoryPruning } from '../../../src/node/history-prune.js';
 import type { HistoryPruned } from '../../../src/store/records.js';
 import type { Logger } from '../../../src/util/log.js';
 
@@ -97,4 +97,53 @@ test('a pass asked for while one runs joins it; a failed pass is logged and the 
   t.mock.timers.tick(120_000);
   await new Promise((r) => setImmediate(r));
   assert.equal(store.calls.length, calls, 'no pass after stop');
+});
+
+test('a pass that would drop the whole history waits for the clock to be corroborated, saying so once at warn; then it drops, at warn (QA qaOps F2)', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'setInterval'] });
+  const store = fakeStore(7);
+  const { log, lines } = capture();
+  let corroborated = false;
+  // the newest record held is 40 days old by this clock: a clock stepped forward, or a node idle that long
+  const p = startHistoryPruning({ stores: [store], keepDays: 30, clock: () => NOW, log, firstMs: 1000, everyMs: 60_000, wholeHistory: { newest: async () => NOW - 40 * DAY_MS, corroborated: () => corroborated } });
+  assert.equal(await p.pass(), 0);
+  assert.equal(await p.pass(), 0);
+  assert.equal(store.calls.length, 0, 'nothing dropped');
+  assert.deepEqual(lines.map((l) => [l.level, l.o.code]), [['warn', 'HISTORY_PRUNE_HELD']], 'said once');
+  corroborated = true;
+  assert.equal(await p.pass(), 7);
+  assert.deepEqual(lines.at(-1)?.level, 'warn');
+  assert.equal(lines.at(-1)?.o.code, 'HISTORY_PRUNED_ALL');
+  await p.stop();
+});
+
+test('a pass that leaves the newest record runs without corroboration, at info', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'setInterval'] });
+  const store = fakeStore(3);
+  const { log, lines } = capture();
+  const p = startHistoryPruning({ stores: [store], keepDays: 30, clock: () => NOW, log, firstMs: 1000, everyMs: 60_000, wholeHistory: { newest: async () => NOW - 2 * DAY_MS, corroborated: () => false } });
+  assert.equal(await p.pass(), 3);
+  assert.deepEqual(lines.map((l) => [l.level, l.msg]), [['info', 'dropped job history past history.keepDays']]);
+  // nothing held at all: nothing to guard
+  const empty = startHistoryPruning({ stores: [fakeStore(0)], keepDays: 30, clock: () => NOW, log, wholeHistory: { newest: async () => undefined, corroborated: () => false } });
+  assert.equal(await empty.pass(), 0);
+  assert.equal(lines.length, 1);
+  await p.stop();
+  await empty.stop();
+});
+
+test("the clock is corroborated by a peer's record signed within the skew window, until the wall clock steps away from the monotonic one", () => {
+  let wall = NOW;
+  let mono = 5_000;
+  const c = new ClockCorroboration(() => wall, () => mono, 30_000);
+  assert.equal(c.holds(), false, 'nothing heard yet');
+  c.note(NOW - 40 * DAY_MS); // a peer's record 40 days "old": this clock is the one that is off
+  assert.equal(c.holds(), false);
+  c.note(NOW - 2_000);
+  assert.equal(c.holds(), true);
+  wall += 600_000;
+  mono += 600_000;
+  assert.equal(c.holds(), true, 'ten minutes on, both clocks alike');
+  wall += 40 * DAY_MS;
+  assert.equal(c.holds(), false, 'the wall clock stepped since');
 });
