@@ -464,7 +464,13 @@ export function roleSectionProblem(role: Role, config: NodeConfig): C0Error | un
  * role's setup, ~7 s later, after dialling bootstrap peers.
  */
 export function checkRoleSections(config: NodeConfig, source = 'config'): void {
-  for (const role of new Set(networksOf(config, source).flatMap((n) => n.roles))) {
+  const roles = new Set(networksOf(config, source).flatMap((n) => n.roles));
+  // no role anywhere: a node that buys, sells, witnesses and stewards nothing, which a list rendered empty (a template,
+  // a variable) gives far more often than intent; before (QA qaOps F8) it started without a word, its banner blank
+  if (roles.size === 0) {
+    throw new C0Error('CONFIG_INVALID', `${source}: roles: empty (and no overlay names a role of its own): this node would run no role at all; name at least one (${ROLE_NAMES.join(', ')}; the default is buyer, which publishes nothing until asked to run a job)`, { field: 'roles' });
+  }
+  for (const role of roles) {
     const e = roleSectionProblem(role, config);
     if (e) throw new C0Error(e.code, `${source}: ${e.message}`, e.field === undefined ? {} : { field: e.field });
   }
@@ -628,10 +634,16 @@ export function envOverrides(env: NodeJS.ProcessEnv): Record<string, unknown> {
     cur[path.at(-1)!] = v;
   };
   const list = (s: string) => s.split(',').map((x) => x.trim()).filter(Boolean);
-  if (env.C0MPUTE_ROLES) set(['roles'], list(env.C0MPUTE_ROLES));
-  if (env.C0MPUTE_LISTEN) set(['network', 'listen'], list(env.C0MPUTE_LISTEN));
-  if (env.C0MPUTE_ANNOUNCE) set(['network', 'announce'], list(env.C0MPUTE_ANNOUNCE));
-  if (env.C0MPUTE_BOOTSTRAP) set(['network', 'bootstrap'], list(env.C0MPUTE_BOOTSTRAP));
+  // a list variable of blanks and commas only (`C0MPUTE_ROLES=" "`) is as an empty one, unset: before (QA qaOps F8) it
+  // set the empty list, so " " turned a provider into a node with no role while "" changed nothing
+  const setList = (path: string[], v: string | undefined) => {
+    const items = v ? list(v) : [];
+    if (items.length) set(path, items);
+  };
+  setList(['roles'], env.C0MPUTE_ROLES);
+  setList(['network', 'listen'], env.C0MPUTE_LISTEN);
+  setList(['network', 'announce'], env.C0MPUTE_ANNOUNCE);
+  setList(['network', 'bootstrap'], env.C0MPUTE_BOOTSTRAP);
   if (env.C0MPUTE_OVERLAY) set(['network', 'overlay'], env.C0MPUTE_OVERLAY);
   if (env.C0MPUTE_API) set(['api', 'listen'], env.C0MPUTE_API);
   if (env.C0MPUTE_LOG_LEVEL) set(['log', 'level'], env.C0MPUTE_LOG_LEVEL);

@@ -40,6 +40,16 @@ describe('start refuses before the store opens or the network starts', () => {
     assert.equal(existsSync(join(d, 'db')), false, 'the store was opened before the refusal');
   });
 
+  it('roles: [] is CONFIG_INVALID naming roles, exit 3, and no db/ (QA qaOps F8)', async () => {
+    const d = await keysInit('no-roles');
+    const cfg = join(root, 'no-roles.yaml');
+    writeFileSync(cfg, 'roles: []\n');
+    const r = await start(d, '--config', cfg);
+    assert.equal(r.code, 3, r.out);
+    assert.match(r.out, /error CONFIG_INVALID: .*no-roles\.yaml: roles: empty/);
+    assert.equal(existsSync(join(d, 'db')), false, 'the store was opened before the refusal');
+  });
+
   it('a directory in the place of api.token: API_TOKEN_UNREADABLE (exit 3, never 70), no chmod advice, before the network starts (QA qaOps F6)', async () => {
     const d = await keysInit('token-dir');
     mkdirSync(join(d, 'api.token'));

@@ -5,7 +5,7 @@ import { mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { C0Error } from '../../../src/errors.js';
-import { envOverrides, loadConfig, mergeLayers, networksOf, parseConfig } from '../../../src/node/config.js';
+import { checkRoleSections, envOverrides, loadConfig, mergeLayers, networksOf, parseConfig } from '../../../src/node/config.js';
 import { TRAIL_KEPT_BYTES, TRAIL_KEPT_ENTRIES } from '../../../src/pools/trail.js';
 
 const SHIPPED = new URL('../../../../config/default.yaml', import.meta.url).pathname;
@@ -93,6 +93,22 @@ describe('config', () => {
 
   test('env variables map to their fields; unrelated variables are ignored', () => {
     assert.deepEqual(envOverrides({ C0MPUTE_API: '127.0.0.1:0', C0MPUTE_LOG_FORMAT: 'pretty', HOME: '/root', C0MPUTE_BOOTSTRAP: '' }), { api: { listen: '127.0.0.1:0' }, log: { format: 'pretty' } });
+  });
+
+  test('a list variable of blanks and commas only is as an empty one: ignored, not the empty list (QA qaOps F8)', () => {
+    for (const v of ['', ' ', ' , ,', '\t']) {
+      assert.deepEqual(envOverrides({ C0MPUTE_ROLES: v, C0MPUTE_LISTEN: v, C0MPUTE_ANNOUNCE: v, C0MPUTE_BOOTSTRAP: v }), {}, JSON.stringify(v));
+    }
+    const f = file('roles: [witness]\n');
+    assert.deepEqual(loadConfig({ file: f, env: { C0MPUTE_ROLES: ' ' } }).roles, ['witness']);
+    assert.deepEqual(loadConfig({ file: f, env: { C0MPUTE_ROLES: ' buyer , ' } }).roles, ['buyer']);
+  });
+
+  test('a node with no role on any overlay is refused at start, CONFIG_INVALID field roles (QA qaOps F8)', () => {
+    const none = parseConfig({ roles: [] });
+    assert.throws(() => checkRoleSections(none, 'x.yaml'), (e: unknown) => e instanceof C0Error && e.code === 'CONFIG_INVALID' && e.field === 'roles' && /^x\.yaml: roles: empty/.test(e.message));
+    // an overlay that names a role of its own is a role
+    assert.doesNotThrow(() => checkRoleSections(parseConfig({ roles: [], overlays: [{ overlay: 'acme', roles: ['buyer'], listen: ['/ip4/127.0.0.1/tcp/0'] }] })));
   });
 
   test('mergeLayers: objects merge, arrays and scalars replace, undefined does not erase', () => {
