@@ -54,7 +54,7 @@ afterEach(async () => {
   for (const p of live.splice(0)) await p.stop();
 });
 
-function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number; liveInMarket?: () => number; rankAhead?: ProviderDeps['rankAhead']; offerRank?: number; pool?: ProviderPoolHooks; onReceipt?: ProviderDeps['onReceipt']; processes?: ProcessRegistry; signer?: Ed25519Signer; bars?: Map<string, { code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; until: number }>; steward?: ProviderDeps['steward']; log?: Logger; strike?: ProviderDeps['strike']; deliver?: ProviderDeps['deliver']; receiptAckMs?: number; keepaliveMs?: number; stalls?: StallWatch } = {}) {
+function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadSeq?: number; liveInMarket?: () => number; rankAhead?: ProviderDeps['rankAhead']; offerRank?: number; pool?: ProviderPoolHooks; onReceipt?: ProviderDeps['onReceipt']; processes?: ProcessRegistry; signer?: Ed25519Signer; bars?: Map<string, { code: 'EXEC_PREEMPTED' | 'EXEC_IDLE_RECLAIMED'; until: number }>; steward?: ProviderDeps['steward']; log?: Logger; strike?: ProviderDeps['strike']; deliver?: ProviderDeps['deliver']; receiptAckMs?: number; keepaliveMs?: number; stalls?: StallWatch; reached?: () => number } = {}) {
   const signer = opts.signer ?? Ed25519Signer.generate();
   const did = didFromPublicKey(signer.publicKey);
   const clock = fakeClock(NOW);
@@ -97,7 +97,7 @@ function setup(opts: { eligibility?: EligibilityFailure[]; slots?: number; loadS
     },
     publish: async (kind, env, withAdvert) => {
       published.push({ kind, env, withAdvert });
-      return 1;
+      return opts.reached?.() ?? 1;
     },
     state: {
       loadSeq: async () => seq,
@@ -245,6 +245,29 @@ describe('Provider: advert', () => {
     const large = await s.provider.publishAdvert();
     assert.equal(large.record.expiresAt - large.record.issuedAt, 2_500_000, 'lifetime 2 × 1,250 s: the market carries one advert a second');
     assert.deepEqual(delays, [1_250_000], 'republished at half the lifetime');
+    await s.provider.stop();
+  });
+
+  test('an advert no peer heard is said once at info; its retries are at debug, until one is heard (QA qaOps F10)', async (t) => {
+    let reached = 0;
+    const lines: Array<{ level: number; msg: string }> = [];
+    const s = setup({ reached: () => reached, log: pino({ level: 'debug' }, { write: (l: string) => void lines.push(JSON.parse(l) as never) }) });
+    t.mock.method(globalThis, 'setTimeout', () => ({ unref() {}, ref() {}, hasRef: () => false, refresh() {}, [Symbol.toPrimitive]: () => 0 }) as unknown as NodeJS.Timeout);
+    for (let i = 0; i < 5; i++) await s.provider.publishAdvert();
+    reached = 2;
+    await s.provider.publishAdvert();
+    reached = 0;
+    await s.provider.publishAdvert();
+    const said = lines.filter((l) => /^advert published/.test(l.msg)).map((l) => [l.level, l.msg.split(';')[0]!.split(':')[0]]);
+    assert.deepEqual(said, [
+      [30, 'advert published'],
+      [20, 'advert published again'],
+      [20, 'advert published again'],
+      [20, 'advert published again'],
+      [20, 'advert published again'],
+      [30, 'advert published'],
+      [30, 'advert published'],
+    ]);
     await s.provider.stop();
   });
 
