@@ -83,7 +83,14 @@ export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<O
   // entries, counted once — as the member that quoted, or else the member first in DID order.
   const providers = cands.map((o) => o.signer);
   const quoted = new Set(cands.map((o) => index.entryOf(o.signer)));
-  for (const entry of index.entries.keys()) if (!quoted.has(entry)) providers.push(index.firstMember(entry)!);
+  // The job's own signer (a node that both buys and provides) never quotes on its own job (the provider skips it):
+  // left out, not "no offer for this job" (QA qaOps F9). An offer it did sign (the same key in another process) counts.
+  const buyer = pj.opened.signer;
+  for (const entry of index.entries.keys()) {
+    if (quoted.has(entry)) continue;
+    const p = index.firstMember(entry)!;
+    if (p !== buyer) providers.push(p);
+  }
   const out: ProviderVerdict[] = [];
   for (const i of nameOrder(providers)) {
     const p = providers[i]!;
@@ -102,7 +109,14 @@ export function explainMarket(input: MarketInput): MarketExplanation {
   const skewMs = input.skewMs ?? DEFAULT_SKEW_MS;
   const offers = new Map<string, Opened<Offer>>();
   const verdicts = judgeAll(pj, index, input.offers, input.now, skewMs, offers, true);
-  return explainVerdicts(pj, verdicts, { index, offers, now: input.now, skewMs });
+  const e = explainVerdicts(pj, verdicts, { index, offers, now: input.now, skewMs });
+  // the buyer's own advert, left out by judgeAll, is said rather than silently missing from the count
+  const self = pj.opened.signer;
+  const own = index.liveAt(self, input.now);
+  if (own !== undefined && own.record.workloads.includes(pj.job.workload) && !verdicts.some((v) => v.provider === self)) {
+    e.summary = e.known === 0 ? `No provider but this node is known for ${pj.job.workload}: a node does not buy from itself.` : `${e.summary} (This node's own advert is not counted: a node does not buy from itself.)`;
+  }
+  return e;
 }
 
 const plural = (n: number, one: string, many: string) => (n === 1 ? one : many);

@@ -174,3 +174,18 @@ test('a provider without an offer is judged on the advert live at `now`, not one
   const later = explainMarket({ job: j, adverts: [a2, a3], offers: [], now: NOW + 5_400_000 });
   assert.equal(later.providers[0]!.advert, a3.address);
 });
+
+test("a node that buys and provides is left out of its own job's explanation, and said to be, not OFFER_MISSING (QA qaOps F9)", () => {
+  const j = job(P(1));
+  const own = advert(P(1));
+  const alone = explainMarket({ job: j, adverts: [own], offers: [], now: NOW });
+  assert.equal(alone.known, 0);
+  assert.deepEqual(alone.providers, []);
+  assert.equal(alone.counts.OFFER_MISSING ?? 0, 0);
+  assert.match(alone.summary, /^No provider but this node is known for .*: a node does not buy from itself\.$/);
+  const other = advert(P(2));
+  const two = explainMarket({ job: j, adverts: [own, other], offers: [offer(P(2), j, other)], now: NOW });
+  assert.equal(two.known, 1);
+  assert.deepEqual(two.providers.map((p) => p.provider), [P(2).did]);
+  assert.match(two.summary, /This node's own advert is not counted: a node does not buy from itself\.\)$/);
+});
