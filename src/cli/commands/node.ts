@@ -13,6 +13,7 @@ import type { Figures } from '../../reputation/derive.js';
 import type { status as localStatus, market as localMarket } from '../../node/control.js';
 import { emptyValue, jsonReplacer, nonEmpty, out, outJson, requireDidArg, UsageError } from '../context.js';
 import { short, shortAddr } from '../short.js';
+import { statusLines } from '../status-lines.js';
 import { verdictWord } from '../../util/acceptance-text.js';
 import { DEFAULT_LIST_LIMIT, listLimit, num, refuseLimitWithAll } from '../limit.js';
 import { globals } from './index.js';
@@ -103,7 +104,7 @@ export function register(program: Command): void {
           out(`${k.padEnd(15)} ${n.code ? '⚠ ' : ''}${n.message}${n.code ? ` [${n.code}]` : ''}`);
           // what is wrong beside the state, a line each: a peer's key held by two processes (net-health.ts)
           for (const w of n.warnings ?? []) out(`${''.padEnd(15)} ⚠ ${w.message} [${w.code}]`);
-        } else out(`${k.padEnd(15)} ${typeof v === 'object' ? JSON.stringify(v) : String(v)}`);
+        } else for (const line of statusLines(k, v)) out(line);
       }
       // a witness: what it holds, in one line per overlay it witnesses on (the market's `evidence` above is buyers'
       // and providers' records)

@@ -1,41 +1,67 @@
 /**
- * Status lines of a private overlay's roles (QA pass, session 48). `c0mpute steward status` names the buyer's side of
- * each queued claim (docs/overlays.md "the queue after a restart"): a claim restored after a restart whose buyer has
- * not asked again printed "DEVICES_HELD, waiting 7 s" while the JSON said `buyer: away`, and it left the line silently
- * when its grace ended. `c0mpute witness status` gives its last cosign or refusal an age.
+ * `c0mpute status` in its human form (src/cli/status-lines.ts): roles, addrs, gossip and provider were raw JSON
+ * (QA qaOps F12); now lists and mappings are said for people, and `--json` is the daemon's answer unchanged. The CLI
+ * runs against a fake daemon (daemon.json naming a local HTTP server that answers /v1/status).
  */
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { queuedLine, teamLines, type TeamRow } from '../../../src/cli/commands/steward.js';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { once } from 'node:events';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { inline, statusLines } from '../../../src/cli/status-lines.js';
+import { runNode } from './cli-run.js';
 
-test('a queued claim says how long it has been in line and whether its buyer is there', () => {
-  const q = { claim: 'sha256:3c6c0ecc82131abcdef', entitlement: 'team-b', reason: 'DEVICES_HELD', waitingMs: 7_200 };
-  assert.equal(queuedLine({ ...q, buyer: 'away' }), 'queued sha256:3c6c0ecc82131… (team-b): DEVICES_HELD, in line 7 s; buyer: away (restored after a restart; it leaves the line unless its buyer asks again within steward.reaskGraceMs)');
-  assert.equal(queuedLine({ ...q, buyer: 'waiting' }), 'queued sha256:3c6c0ecc82131… (team-b): DEVICES_HELD, in line 7 s; buyer: waiting');
-  // a steward before the field: as before, without the buyer's side
-  assert.equal(queuedLine(q), 'queued sha256:3c6c0ecc82131… (team-b): DEVICES_HELD, in line 7 s');
+const STATUS = {
+  did: 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK',
+  overlay: 'public',
+  roles: ['buyer', 'provider'],
+  addrs: ['/ip4/127.0.0.1/tcp/47202/p2p/12D3KooWAbcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH', '/ip4/10.0.0.5/tcp/47202/p2p/12D3KooWAbcdefghijklmnopqrstuvwxyz0123456789ABCDEFGH'],
+  peers: 0,
+  network: { state: 'alone', message: 'this node has no peers', code: 'NET_NO_PEERS' },
+  gossip: { advert: { peers: 0, mesh: 0 }, job: { peers: 1, mesh: 1 } },
+  provider: { advert: 'sha256:33b48d', running: 0 },
+  uptimeMs: 1234,
+};
+
+test('lists and mappings are said for people, never as JSON', () => {
+  assert.deepEqual(statusLines('roles', ['buyer']), ['roles           buyer']);
+  assert.deepEqual(statusLines('roles', []), ['roles           none']);
+  assert.deepEqual(statusLines('provider', { advert: 'sha256:33b48d', running: 0 }), ['provider        advert sha256:33b48d, running 0']);
+  assert.deepEqual(statusLines('gossip', STATUS.gossip), ['gossip          advert  peers 0, mesh 0', '                job     peers 1, mesh 1']);
+  assert.deepEqual(statusLines('addrs', STATUS.addrs), [`addrs           ${STATUS.addrs[0]}`, `                ${STATUS.addrs[1]}`]);
+  assert.equal(inline({ a: { b: 1 }, c: [1, 2] }), 'a (b 1), c 1, 2');
 });
 
-test('`witness status` gives the last cosign or refusal its age: a refusal stays the last word until the next head, and read as a problem now after the steward was put right', async () => {
-  const { agoText } = await import('../../../src/cli/commands/witness.js');
-  assert.equal(agoText(12_400), '(12 s ago)');
-  assert.equal(agoText(4 * 60_000), '(4 min ago)');
-  assert.equal(agoText(3 * 3_600_000), '(3 h ago)');
-  assert.equal(agoText(-500), '(0 s ago)', 'a clock a little behind the daemon’s is now, not the future');
+const root = mkdtempSync(join(tmpdir(), 'c0-status-lines-'));
+const server = createServer((req, res) => {
+  res.writeHead(req.url === '/v1/status' ? 200 : 404, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(req.url === '/v1/status' ? STATUS : { error: { code: 'NOT_FOUND', message: 'no' } }));
+});
+after(() => {
+  server.close();
+  rmSync(root, { recursive: true, force: true });
 });
 
-test('the team table is in tree order, indented by depth, and a parent is followed by the totals of all below it', () => {
-  const T = (id: string, parent: string | undefined, spent: number, reserved = 0, held = 0, open = 0): TeamRow => ({ id, ...(parent ? { parent } : {}), priority: 1, guarantee_uj: 100e6, guarantee_devices: 2, spent_uj: spent, reserved_uj: reserved, borrowed_uj: 0, held_devices: held, open_claims: open });
-  // alphabetical order interleaved the two roots' teams, and the root read 0.0 J spent beside teams that spent
-  const lines = teamLines([T('acme', undefined, 0), T('team-b', 'acme', 50e6, 10e6, 1, 1), T('other', undefined, 0), T('team-a', 'acme', 150e6), T('nightly', 'team-a', 20e6), T('x', 'other', 5e6)]);
-  const names = lines.slice(1).map((l) => l.slice(0, 16).trimEnd());
-  assert.deepEqual(names, ['acme', '  (all below)', '  team-a', '    (all below)', '    nightly', '  team-b', 'other', '  (all below)', '  x']);
-  const cols = (l: string) => l.slice(45).trim().split(/\s{2,}/);
-  // acme's own claims: none; all below it: team-a 150 + nightly 20 + team-b 50 spent, team-b's open claim
-  assert.deepEqual(cols(lines[1]!), ['0.0 J', '0.0 J', '0.0 J', '0', '0']);
-  assert.deepEqual(cols(lines[2]!), ['220.0 J', '10.0 J', '0.0 J', '1', '1']);
-  assert.deepEqual(cols(lines[4]!), ['20.0 J', '0.0 J', '0.0 J', '0', '0']);
-  assert.deepEqual(cols(lines[8]!), ['5.0 J', '0.0 J', '0.0 J', '0', '0']);
-  // a leaf has no totals line; a parent missing from the list leaves its children as roots, not lost
-  assert.deepEqual(teamLines([T('orphan', 'gone', 1e6)]).slice(1).map((l) => l.slice(0, 16).trimEnd()), ['orphan']);
+test('the status command prints them so; --json is the answer as it is', async () => {
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const d = join(root, 'data');
+  mkdirSync(d);
+  writeFileSync(join(d, 'daemon.json'), JSON.stringify({ pid: process.pid, did: STATUS.did, api: `127.0.0.1:${(server.address() as AddressInfo).port}`, startedAt: 0 }));
+  writeFileSync(join(d, 'api.token'), 'tok\n', { mode: 0o600 });
+  const bin = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
+  const { NODE_TEST_CONTEXT: _, ...env } = process.env;
+  const human = await runNode([bin, '--data-dir', d, 'status'], { env });
+  assert.equal(human.status, 0, human.stderr);
+  assert.match(human.stdout, /^roles\s+buyer, provider$/m);
+  assert.match(human.stdout, /^gossip\s+advert\s+peers 0, mesh 0$/m);
+  assert.match(human.stdout, /^provider\s+advert sha256:33b48d, running 0$/m);
+  assert.doesNotMatch(human.stdout, /[[{]"/, 'no JSON');
+  const json = await runNode([bin, '--data-dir', d, 'status', '--json'], { env });
+  assert.equal(json.status, 0, json.stderr);
+  assert.deepEqual(JSON.parse(json.stdout), STATUS);
 });

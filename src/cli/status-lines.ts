@@ -1,0 +1,39 @@
+/**
+ * The lines `c0mpute status` prints for a field of the daemon's status (`--json` prints the answer as it is): a list
+ * as its items (`none` when empty; a long one an item a line), a mapping as `key value` pairs (one a line when its
+ * values are mappings themselves: gossip's topics, the overlays), a value as it is. Before (QA qaOps F12) roles, addrs,
+ * gossip and provider were printed as raw JSON.
+ */
+
+/** A value on one line: a list's items joined, a mapping's `key value` pairs (a nested one in parentheses). */
+export function inline(v: unknown): string {
+  if (Array.isArray(v)) return v.length === 0 ? 'none' : v.map(inline).join(', ');
+  if (v !== null && typeof v === 'object') {
+    const e = Object.entries(v).filter(([, x]) => x !== undefined);
+    if (e.length === 0) return 'none';
+    return e.map(([k, x]) => `${k} ${x !== null && typeof x === 'object' && !Array.isArray(x) ? `(${inline(x)})` : inline(x)}`).join(', ');
+  }
+  return String(v);
+}
+
+/** How long a line's value may be before a list is said an item a line. */
+const WIDE = 100;
+
+/** The lines for one field, its label padded to `pad`. */
+export function statusLines(key: string, v: unknown, pad = 15): string[] {
+  const label = key.padEnd(pad);
+  const blank = ''.padEnd(pad);
+  if (Array.isArray(v)) {
+    const one = inline(v);
+    if (one.length <= WIDE) return [`${label} ${one}`];
+    return v.map((x, i) => `${i === 0 ? label : blank} ${inline(x)}`);
+  }
+  if (v !== null && typeof v === 'object') {
+    const e = Object.entries(v).filter(([, x]) => x !== undefined);
+    if (e.length > 0 && e.some(([, x]) => x !== null && typeof x === 'object' && !Array.isArray(x))) {
+      const w = Math.max(...e.map(([k]) => k.length));
+      return e.map(([k, x], i) => `${i === 0 ? label : blank} ${k.padEnd(w)}  ${inline(x)}`);
+    }
+  }
+  return [`${label} ${inline(v)}`];
+}
