@@ -40,7 +40,8 @@ test('an ended job says how and when it ended and the offers held, never how to 
     // the QA's job: two providers allowed; the first winner gone (a non-delivery), the job done by the other
     const done = job(BUYER, { nonce: new Uint8Array([1, 95]), announcedAt: NOW, deadline: NOW + 60_000, requirements: allow });
     const failed = job(BUYER, { nonce: new Uint8Array([2, 95]), announcedAt: NOW, deadline: NOW + 60_000, requirements: allow });
-    const foreign = job(PS[0]!, { nonce: new Uint8Array([3, 95]), announcedAt: NOW, deadline: NOW + 60_000, requirements: allow });
+    // another node's job, signed by a node that is not a provider here (a provider is left out of its own job's market: QA qaOps F9)
+    const foreign = job(P(360), { nonce: new Uint8Array([3, 95]), announcedAt: NOW, deadline: NOW + 60_000, requirements: allow });
     for (const j of [done, failed, foreign]) await records.put(j);
     const sel = (j: Opened<Job>, o: Opened<Offer>, at: number) => seal(T.selection, { job: j.address, buyer: BUYER.did, policy: 'balanced', winner: o.address, considered: [{ provider: o.signer, offer: o.address }], decidedAt: at }, BUYER.signer) as Opened<Selection>;
     const o1 = offer(PS[3]!, done, ads[3]!);
