@@ -360,6 +360,12 @@ export function readRecordedDid(dataDir: string): string | undefined {
  * DID recorded (for `force`'s warning), or undefined (none, or a damaged file: start says IDENTITY_DID_CORRUPT).
  */
 export function checkNewKeyFits(dataDir: string, force = false): string | undefined {
+  // no directory there (none yet, or a file in its place): nothing recorded; making it says what is wrong (DATA_DIR_INVALID)
+  try {
+    if (!statSync(dataDir).isDirectory()) return undefined;
+  } catch {
+    return undefined;
+  }
   if (hasKeyFile(dataDir)) return undefined; // KEY_EXISTS says it
   const r = readRecordedDidState(dataDir);
   if (r.state !== 'did') return undefined;
