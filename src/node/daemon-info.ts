@@ -1,5 +1,5 @@
 /** Where a running daemon says it is (light: CLI commands read it without loading libp2p). */
-import { readFileSync, realpathSync } from 'node:fs';
+import { readFileSync, realpathSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 
@@ -17,6 +17,11 @@ export interface DaemonInfo {
    * a running node's) from the directory itself. Absent in a file written before it was recorded: not checked.
    */
   dataDir?: string;
+  /**
+   * The data directory's inode number (decimal), so the same directory reached by another path (a bind mount, a
+   * container's view of a volume) is still itself: a copy is another inode. Absent in older files.
+   */
+  dataDirIno?: string;
 }
 
 /** The real path of a data directory (what daemon.json records), or its path as given when it cannot be resolved. */
@@ -26,6 +31,24 @@ export function realDataDir(dataDir: string): string {
   } catch {
     return dataDir;
   }
+}
+
+/** The inode number of a data directory (DaemonInfo.dataDirIno), or undefined when it cannot be read. */
+export function dataDirIno(dataDir: string): string | undefined {
+  try {
+    return statSync(dataDir, { bigint: true }).ino.toString();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether a daemon.json's recorded directory is another directory than `dataDir`: another real path, and (when the
+ * file records one) another inode, so a bind mount or a container's path to the same directory is not taken for a copy.
+ */
+function otherDirectory(info: DaemonInfo, dataDir: string): info is DaemonInfo & { dataDir: string } {
+  if (typeof info.dataDir !== 'string' || info.dataDir === realDataDir(dataDir)) return false;
+  return typeof info.dataDirIno !== 'string' || info.dataDirIno !== dataDirIno(dataDir);
 }
 
 /**
@@ -118,8 +141,8 @@ export function readDaemonInfo(dataDir: string, onForeign?: (info: DaemonInfo & 
   }
   try {
     const info = JSON.parse(text) as DaemonInfo;
-    if (typeof info.dataDir === 'string' && info.dataDir !== realDataDir(dataDir)) {
-      onForeign?.(info as DaemonInfo & { dataDir: string });
+    if (otherDirectory(info, dataDir)) {
+      onForeign?.(info);
       return undefined;
     }
     // left by a daemon that died: in a container the restarted one may be given the same pid (1), which is this process

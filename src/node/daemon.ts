@@ -15,7 +15,7 @@ import { plural } from '../util/text.js';
 import type { BuyerEvent, JobResult, JobSpec } from '../roles/buyer.js';
 import { networksOf, type NodeConfig } from './config.js';
 import type { Identity } from './identity.js';
-import { DAEMON_FILE, processStart, realDataDir, type DaemonInfo } from './daemon-info.js';
+import { DAEMON_FILE, dataDirIno, processStart, realDataDir, type DaemonInfo } from './daemon-info.js';
 import { OverlayNode } from './overlay.js';
 import type { Route } from './api.js';
 
@@ -153,6 +153,8 @@ export class Daemon {
     if (this.opts.advertise !== false) {
       const procStart = processStart('self');
       const info: DaemonInfo = { pid: process.pid, did: this.did, api: this.apiAddress ?? '', startedAt: this.startedAt, ...(procStart === undefined ? {} : { procStart }), dataDir: realDataDir(dataDir) };
+      const ino = dataDirIno(dataDir);
+      if (ino !== undefined) info.dataDirIno = ino;
       writingDataFile(join(dataDir, DAEMON_FILE), 'the daemon file', () => writeFileSync(join(dataDir, DAEMON_FILE), JSON.stringify(info, null, 2) + '\n', { mode: 0o600 }));
       this.#stops.push(async () => rmSync(join(dataDir, DAEMON_FILE), { force: true }));
     }

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DAEMON_FILE, processEnded, processStart, readDaemonInfo, statFields, type DaemonInfo } from '../../../src/node/daemon-info.js';
@@ -109,6 +109,12 @@ test("a daemon.json another directory's daemon wrote (a copy of a running node's
     assert.equal(readDaemonInfo(orig, (i) => (heard = i))?.pid, process.ppid, 'the directory itself');
     assert.equal(readDaemonInfo(join(root, 'link'))?.pid, process.ppid, 'the directory through a link to it');
     assert.equal(heard, undefined);
+    // the same directory by another real path (a bind mount, a container's view of a volume): its inode says it is
+    // itself; a copy's inode is another
+    const elsewhere = { ...info, dataDir: '/somewhere/else', dataDirIno: statSync(orig, { bigint: true }).ino.toString() };
+    for (const d of [orig, copy]) writeFileSync(join(d, DAEMON_FILE), JSON.stringify(elsewhere));
+    assert.equal(readDaemonInfo(orig)?.pid, process.ppid, 'the directory under another path, same inode');
+    assert.equal(readDaemonInfo(copy), undefined, 'a copy: another path and another inode');
     const { dataDir: _, ...old } = info;
     writeFileSync(join(copy, DAEMON_FILE), JSON.stringify(old));
     assert.equal(readDaemonInfo(copy)?.pid, process.ppid, 'a file from before dataDir was recorded: as before');
