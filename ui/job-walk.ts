@@ -128,18 +128,22 @@ export interface RunOutcome {
   failure?: string;
   reason?: string;
   at?: number;
+  /** ORDER_NOT_CLAIMED: an order of this node's whose deadline passed with no claim taken (src/node/job-history.ts outcomeNow) */
+  code?: string;
 }
 
 /**
  * The outcome as the Jobs list and a job's page say it, the words `c0mpute jobs` uses: the status of this node's run
- * (`completed`, `failed`; none held: undefined), and how the attempt that decided it ended. A receipt that came after
+ * (`completed`, `failed`; `unclaimed` for an order whose deadline passed with no claim taken; none held: undefined),
+ * and how the attempt that decided it ended. A receipt that came after
  * the run ended is never the status (it is shown as late beside it).
  */
-export function outcomeView(o: RunOutcome): { status?: 'completed' | 'failed'; text: string } {
+export function outcomeView(o: RunOutcome): { status?: 'completed' | 'failed' | 'unclaimed'; text: string } {
   if (o.status === 'completed') return { status: 'completed', text: 'run completed: its receipt accepted' };
   if (o.status === 'failed') {
     const how = o.reason ? `non-delivery signed (${o.reason})` : o.verdict === 'disputed' ? 'its receipt disputed' : `the provider reported failed${o.failure ? ` (${o.failure})` : ''}`;
     return { status: 'failed', text: `run failed: ${how}` };
   }
+  if (o.code === 'ORDER_NOT_CLAIMED') return { status: 'unclaimed', text: 'the order’s deadline passed with no claim taken (ORDER_NOT_CLAIMED)' };
   return { text: 'no outcome held' };
 }

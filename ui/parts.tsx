@@ -4,7 +4,7 @@ import { peer, shortAddr, shortDid, overlayQuery, type ApiError } from './lib.js
 import { verdictWord } from '../src/util/acceptance-text.js';
 
 const GOOD = new Set(['complete', 'completed', 'accepted', 'ok', 'live', 'witnessed', 'eligible', 'Admit', 'connected']);
-const BAD = new Set(['failed', 'disputed', 'no-offers', 'no-eligible-provider', 'denied', 'queue-expired', 'preempted', 'interrupted', 'expired', 'error', 'refused', 'ineligible', 'self-attested', 'contradicted', 'non-delivery']);
+const BAD = new Set(['failed', 'disputed', 'no-offers', 'no-eligible-provider', 'denied', 'queue-expired', 'preempted', 'interrupted', 'expired', 'error', 'refused', 'ineligible', 'self-attested', 'contradicted', 'non-delivery', 'unclaimed']);
 
 /** Done, and neither good nor bad: a buyer's acknowledgement of a failed receipt (util/acceptance-text.ts). */
 const NEUTRAL = new Set(['acknowledged']);

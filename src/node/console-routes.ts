@@ -47,7 +47,7 @@ import type { ConsoleSessions} from './console-session.js';
 import { cookieValues } from './console-session.js';
 import type { ConsoleHub } from './console-hub.js';
 import { parseJobFileText } from './jobfile.js';
-import { historyOf, jobHistory, newest, providedReceipts, type HistoryJob } from './job-history.js';
+import { historyOf, jobHistory, newest, outcomeNow, providedReceipts, type HistoryJob } from './job-history.js';
 
 /** The console's Jobs page shows the newest this many of each list; a provider's evidence page, the newest receipts and non-deliveries up to the second. */
 const CONSOLE_JOBS = 50;
@@ -285,7 +285,7 @@ export async function jobWalk(o: OverlayNode, hub: ConsoleHub, address: string):
   // this node's own job: how its run ended, and a receipt that came after (what the Jobs list and `c0mpute jobs` say)
   const own = job.signer === o.did ? await historyOf(o.records, o.market.evidence, o.did, job) : undefined;
   return {
-    ...(own ? { outcome: own.outcome, ...(own.late ? { late: own.late } : {}) } : {}),
+    ...(own ? { outcome: outcomeNow(own, now), ...(own.late ? { late: own.late } : {}) } : {}),
     job: wireRecord(job),
     offers,
     selections: selections.map(wireRecord),
@@ -304,14 +304,17 @@ export async function jobWalk(o: OverlayNode, hub: ConsoleHub, address: string):
  * that came after the run ended is `late` beside it (its note, and its own status). Before, the row showed the last
  * receipt held: a run that failed (a non-delivery signed) and then got its provider's receipt late read `completed`.
  */
-export function consoleBuyerRow({ job: j, receipts, attempts, outcome, late }: HistoryJob): Record<string, unknown> {
+export function consoleBuyerRow(h: HistoryJob, now: number): Record<string, unknown> {
+  const { job: j, receipts, attempts, late } = h;
+  const outcome = outcomeNow(h, now);
   return {
     address: j.address,
     workload: j.record.workload,
     announcedAt: j.record.announcedAt,
     // the selections held (each an attempt); a job from before selections were kept: its receipts
     attempts: attempts.length || receipts.length,
-    ...(outcome.status === 'none' ? {} : { status: outcome.status }),
+    // an order whose deadline passed with no claim taken: `unclaimed`, as `c0mpute jobs` says (outcomeNow)
+    ...(outcome.status !== 'none' ? { status: outcome.status } : outcome.code === 'ORDER_NOT_CLAIMED' ? { status: 'unclaimed' } : {}),
     ...(outcome.provider ? { provider: outcome.provider } : attempts.length ? { provider: attempts.at(-1)!.provider } : {}),
     ...(outcome.verdict ? { verdict: outcome.verdict } : outcome.nondelivery ? { verdict: 'non-delivery' } : {}),
     ...(late ? { late: late.note, lateStatus: late.status } : {}),
@@ -358,7 +361,7 @@ export function consoleRoutes(d: Daemon, sessions: ConsoleSessions, hub: Console
         const mine = await jobHistory(o.records, o.market.evidence, d.did, { limit: CONSOLE_JOBS });
         const provided = providedReceipts(o.market.evidence, d.did, CONSOLE_JOBS);
         return {
-          buyer: mine.jobs.map((h) => consoleBuyerRow(h)),
+          buyer: mine.jobs.map((h) => consoleBuyerRow(h, o.clock())),
           buyerMore: mine.next !== undefined,
           provider: provided.receipts.map(({ receipt: r, acceptance: a }) => ({ address: r.address, job: r.record.job, buyer: r.record.buyer, workload: r.record.workload, status: r.record.status, startedAt: r.record.startedAt, completedAt: r.record.completedAt, verdict: a?.record.verdict })),
           providerTotal: provided.total,

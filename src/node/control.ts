@@ -23,7 +23,7 @@ import { gangRoutes } from './gang-routes.js';
 import { parseProbeOrder } from '../matching/probe.js';
 import { marketPage, parseMarketPage, type MarketPageQuery } from './market-page.js';
 import { parseReputationPage, reputationPage } from './reputation-page.js';
-import { historyOf, jobHistory, parseJobsPage, JOBS_PAGE_DEFAULT, type HistoryJob, type JobOutcome, type JobsPageQuery } from './job-history.js';
+import { historyOf, jobHistory, outcomeNow, parseJobsPage, JOBS_PAGE_DEFAULT, type HistoryJob, type JobOutcome, type JobsPageQuery } from './job-history.js';
 import { shortDid } from '../util/did-text.js';
 import { plural } from '../util/text.js';
 import { jobRecords, type JobRecords } from './job-records.js';
@@ -475,18 +475,16 @@ export async function jobs(d: OverlayNode, page: JobsPageQuery = { limit: JOBS_P
 }
 
 /**
- * One job of the history as `GET /v1/jobs` gives it. `now`: an open order of this node's (a job with `order`) whose
- * deadline passed with no selection held — no claim was ever taken, so none can be now — has `outcome.code`
- * ORDER_NOT_CLAIMED and `outcome.at` its deadline (status stays `none`: nothing this node signed decided it). Before
- * (QA qaMatch F7), it read "no outcome held (no provider was selected)", as a run still waiting for a claim does.
+ * One job of the history as `GET /v1/jobs` gives it. `now`: an order of this node's whose deadline passed unclaimed has
+ * `outcome.code` ORDER_NOT_CLAIMED (job-history.ts outcomeNow).
  */
-export function jobToWire({ job, receipts, attempts, outcome, late }: HistoryJob, now?: number): Record<string, unknown> {
-  const unclaimed = now !== undefined && job.record.order !== undefined && outcome.status === 'none' && attempts.length === 0 && job.record.deadline <= now;
+export function jobToWire(h: HistoryJob, now?: number): Record<string, unknown> {
+  const { job, receipts, attempts, late } = h;
   return {
     ...wireRecord(job),
     receipts: receipts.map(({ receipt: r, acceptance: a }) => ({ address: r.address, provider: r.record.provider, status: r.record.status, failure: r.record.failure?.code, acceptance: a?.record.verdict })),
     // how this node's run ended, from what it signed: never a late receipt's status (job-history.ts JobOutcome)
-    outcome: unclaimed ? { ...outcome, code: 'ORDER_NOT_CLAIMED', at: job.record.deadline } : outcome,
+    outcome: now === undefined ? h.outcome : outcomeNow(h, now),
     // a receipt that came after the run ended, never countersigned (job-history.ts lateReceipt; docs/node.md "Job history")
     ...(late ? { late } : {}),
     // every attempt: the provider each selection chose, the non-delivery signed against it, the receipts of its offer

@@ -222,6 +222,17 @@ export interface HistoryJob {
   late?: LateReceipt;
 }
 
+/**
+ * The outcome as this node says it now (`GET /v1/jobs`, `c0mpute jobs`, the console's Jobs list and job page): an open
+ * or designated order of this node's (a job with `order`) whose deadline passed with no selection held has `code`
+ * ORDER_NOT_CLAIMED and `at` its deadline. No claim was taken, and none can be now; the status stays `none`, since
+ * nothing this node signed decided it. Before (QA qaMatch F7), it read as a run still waiting for a claim.
+ */
+export function outcomeNow({ job, attempts, outcome }: Pick<HistoryJob, 'job' | 'attempts' | 'outcome'>, now: number): JobOutcome & { code?: 'ORDER_NOT_CLAIMED' } {
+  const unclaimed = job.record.order !== undefined && outcome.status === 'none' && attempts.length === 0 && job.record.deadline <= now;
+  return unclaimed ? { ...outcome, code: 'ORDER_NOT_CLAIMED', at: job.record.deadline } : outcome;
+}
+
 /** `job` (one of `did`'s own) as its history shows it (HistoryJob). */
 export async function historyOf(records: RecordStore, ev: EvidenceStore, did: string, job: Opened<Job>): Promise<HistoryJob> {
   const receipts = receiptsOfJob(ev, job.address);

@@ -15,7 +15,7 @@ import { RecordStore } from '../../../src/store/records.js';
 import { closeDb, openDb } from '../../../src/store/db.js';
 import { jobs } from '../../../src/node/control.js';
 import { consoleBuyerRow } from '../../../src/node/console-routes.js';
-import { jobHistory } from '../../../src/node/job-history.js';
+import { jobHistory, outcomeNow } from '../../../src/node/job-history.js';
 import type { OverlayNode } from '../../../src/node/overlay.js';
 import { jobsBody, type JobsEntry } from '../../../src/cli/commands/node.js';
 import { short } from '../../../src/cli/short.js';
@@ -89,7 +89,7 @@ test('a run that failed and then got its provider’s receipt late reads failed,
     assert.equal(lines.length, 3, lines.join('\n'));
     // the console: the same status, the non-delivery as its verdict, the late receipt beside it
     const h = (await jobHistory(records, ev, BUYER.did, { limit: 10 })).jobs;
-    const row = (j: { address: string }) => consoleBuyerRow(h.find((x) => x.job.address === j.address)!);
+    const row = (j: { address: string }) => consoleBuyerRow(h.find((x) => x.job.address === j.address)!, NOW);
     assert.deepEqual({ ...row(silent!), late: undefined }, { address: silent!.address, workload: silent!.record.workload, announcedAt: silent!.record.announcedAt, attempts: 1, status: 'failed', provider: PROV.did, verdict: 'non-delivery', late: undefined, lateStatus: 'completed' });
     assert.match(String(row(silent!).late), /completed after this node’s run of the job ended/);
     assert.deepEqual(outcomeView(a.outcome as never), { status: 'failed', text: 'run failed: non-delivery signed (unreachable)' });
@@ -148,6 +148,13 @@ test('an order whose deadline passed with no claim taken reads unclaimed (ORDER_
     assert.deepEqual(jobsBody(of(open)), [`no outcome held (open order: no claim taken; it may be claimed until ${new Date(NOW + 600_000).toISOString()})`]);
     // an auction nobody was selected for: as before
     assert.deepEqual(jobsBody(of(auction)), ['no outcome held (no provider was selected)']);
+    // the console says the same: its Jobs list's status and a job page's outcome
+    const mine = await jobHistory(records, ev, BUYER.did, { limit: 10 });
+    const row = (j: { address: string }) => consoleBuyerRow(mine.jobs.find((h) => h.job.address === j.address)!, NOW + 120_000);
+    assert.deepEqual([row(expired).status, row(open).status, row(auction).status], ['unclaimed', undefined, undefined]);
+    const walkOutcome = (j: { address: string }) => outcomeNow(mine.jobs.find((h) => h.job.address === j.address)!, NOW + 120_000);
+    assert.deepEqual(outcomeView(walkOutcome(expired)), { status: 'unclaimed', text: 'the order’s deadline passed with no claim taken (ORDER_NOT_CLAIMED)' });
+    assert.deepEqual(outcomeView(walkOutcome(open)), { text: 'no outcome held' });
   } finally {
     await closeDb(db);
     rmSync(dir, { recursive: true, force: true });
