@@ -454,7 +454,10 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
           d = undefined;
         }
         const conns = libp2p.getConnections(p);
-        return { peerId: p.toString(), did: d, addrs: conns.map((c) => c.remoteAddr.toString()), inbound: conns.length > 0 && conns.every((c) => c.direction === 'inbound') };
+        // the addresses this node dialled first: an inbound connection's remote address is the port the peer dialled
+        // out from, which it does not listen on (with one of each, the ephemeral port was listed first: QA qaOps F12)
+        const ordered = [...conns.filter((c) => c.direction !== 'inbound'), ...conns.filter((c) => c.direction === 'inbound')];
+        return { peerId: p.toString(), did: d, addrs: ordered.map((c) => c.remoteAddr.toString()), inbound: conns.length > 0 && conns.every((c) => c.direction === 'inbound') };
       });
     },
 

@@ -15,6 +15,7 @@ import type { RememberedPeer } from '../../src/net/connectivity.js';
 import { freePort } from '../../src/devnet/devnet.js';
 import { peerIdFromDid } from '../../src/node/peer-id.js';
 import { didFromPublicKey } from '../../src/records/did.js';
+import { multiaddr } from '@multiformats/multiaddr';
 import { startNode, stopAll, waitFor } from './net-helpers.js';
 
 const nets: Network[] = [];
@@ -129,4 +130,20 @@ test('after a restart, with only the copy connected: the provider is dialled at 
     await ctx.send('served');
   });
   assert.equal(await ask(a, p.did), 'served');
+});
+
+test('a peer connected both ways lists first the address this node dialled, not the port it dialled in from (QA qaOps F12)', async () => {
+  const a = await startNode();
+  const b = await startNode();
+  nets.push(a, b);
+  // b dials a (inbound at a, from an ephemeral port), then a dials b's listen address on a connection of its own
+  await b.dial(a.addrs()[0]!);
+  await waitFor(() => a.peers().some((p) => p.did === b.did), 5_000, 'a sees b');
+  const listen = b.addrs()[0]!.replace(/\/p2p\/.*$/, '');
+  await a.libp2p.dial(multiaddr(b.addrs()[0]!), { force: true });
+  await waitFor(() => a.libp2p.getConnections(b.peerId).length === 2, 5_000, 'two connections');
+  const seen = a.peers().find((p) => p.did === b.did)!;
+  assert.equal(seen.inbound, false);
+  assert.equal(seen.addrs.length, 2);
+  assert.equal(seen.addrs[0]!.replace(/\/p2p\/.*$/, ''), listen, `the dialled address first: ${seen.addrs.join(' ')}`);
 });
