@@ -22,11 +22,10 @@ import type { Requirements } from '../records/kinds.js';
 import { tierSatisfies } from '../market/eligibility.js';
 import { MIB, cheapestAsk } from './candidates.js';
 import type { LiveProvider } from './types.js';
+import { BATCH_PROVIDER_CEILING } from './batch-limits.js';
 
-/** Default per-provider ceiling (lines one provider may hold in one plan) when the caller configures none. */
-export const BATCH_PROVIDER_CEILING = 64;
-/** The largest per-provider ceiling taken (`--ceiling`, the API's `ceiling`): nine digits, past any window's lines. */
-export const BATCH_CEILING_MAX = 999_999_999;
+export { BATCH_CEILING_MAX, BATCH_PROVIDER_CEILING } from './batch-limits.js';
+
 /** Money amounts carry at most 30 decimal places (records/money.ts AMOUNT_RE); a non-terminating cost rounds up there. */
 const MAX_SCALE = 30;
 const D = Decimal.clone({ precision: 200, rounding: Decimal.ROUND_UP });

@@ -108,9 +108,11 @@ describe('c0mpute keys', { concurrency: 3 }, () => {
     const json = await run(['--data-dir', dir, 'keys', 'show', '--json']);
     assert.equal(json.code, 0, json.stderr);
     const info = JSON.parse(json.out) as Record<string, unknown>;
-    assert.deepEqual(Object.keys(info).sort(), ['did', 'encrypted', 'keyFile', 'peerId']);
+    assert.deepEqual(Object.keys(info).sort(), ['did', 'encrypted', 'keyFile', 'peerId', 'verified']);
     assert.equal(info.did, did);
     assert.equal(info.encrypted, false);
+    // an unencrypted key's DID is derived from its seed, as `start` checks it (QA qaOps F4)
+    assert.equal(info.verified, true);
     assert.equal(info.keyFile, keyFile);
     for (const r of [init, show, json]) {
       assert.ok(!(r.out + r.stderr).toLowerCase().includes(seedHex), 'seed printed');
