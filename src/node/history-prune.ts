@@ -40,6 +40,8 @@ export const HISTORY_PRUNE_BATCH = 1000;
  */
 export class ClockCorroboration {
   #at: { wall: number; mono: number } | undefined;
+  /** Told each time the clock becomes corroborated after it was not (a pass held for it runs then: HistoryPruning.corroborated). */
+  onCorroborated: (() => void) | undefined;
   constructor(
     private readonly wall: () => number,
     private readonly mono: () => number,
@@ -49,7 +51,10 @@ export class ClockCorroboration {
   /** A peer's record signed at `signedAt` was accepted now. */
   note(signedAt: number): void {
     const wall = this.wall();
-    if (Math.abs(wall - signedAt) <= this.skewMs) this.#at = { wall, mono: this.mono() };
+    if (Math.abs(wall - signedAt) > this.skewMs) return;
+    const was = this.holds();
+    this.#at = { wall, mono: this.mono() };
+    if (!was) this.onCorroborated?.();
   }
 
   holds(): boolean {
@@ -61,6 +66,11 @@ export class ClockCorroboration {
 export interface HistoryPruning {
   /** Run a pass now (or wait for the one running); resolves to the records it dropped. */
   pass(): Promise<number>;
+  /**
+   * The clock was just corroborated: a pass held for it (one that would drop the whole history) runs now, not at the
+   * next `everyMs` (10 min); nothing when none was held.
+   */
+  corroborated(): void;
   stop(): Promise<void>;
 }
 
@@ -85,13 +95,16 @@ export function startHistoryPruning(o: {
   let running: Promise<number> | undefined;
   let stopped = false;
   let heldSaid = false;
+  /** The last pass was held for the clock (corroborated() runs the next at once). */
+  let held = false;
 
   const run = async (): Promise<number> => {
     let total = 0;
     const before = o.clock() - keepMs;
     const newest = o.wholeHistory ? await o.wholeHistory.newest() : undefined;
     const all = newest !== undefined && newest < before;
-    if (all && !o.wholeHistory!.corroborated()) {
+    held = all && !o.wholeHistory!.corroborated();
+    if (held && newest !== undefined) {
       if (!heldSaid) {
         heldSaid = true;
         o.log.warn(
@@ -133,6 +146,12 @@ export function startHistoryPruning(o: {
   for (const t of timers) t.unref();
   return {
     pass,
+    corroborated() {
+      // after a pass under way (it may be the one being held as this comes)
+      void (running ?? Promise.resolve()).then(() => {
+        if (held && !stopped) void pass();
+      });
+    },
     async stop() {
       stopped = true;
       for (const t of timers) clearTimeout(t);

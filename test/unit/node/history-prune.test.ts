@@ -117,6 +117,28 @@ test('a pass that would drop the whole history waits for the clock to be corrobo
   await p.stop();
 });
 
+test('a held pass runs as soon as the clock is corroborated, not at the next pass (everyMs)', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout', 'setInterval'] });
+  const store = fakeStore(5);
+  const { log } = capture();
+  let wall = NOW;
+  const clock = new ClockCorroboration(() => wall, () => wall, 30_000);
+  const p = startHistoryPruning({ stores: [store], keepDays: 30, clock: () => wall, log, firstMs: 1000, everyMs: 600_000, wholeHistory: { newest: async () => NOW - 40 * DAY_MS, corroborated: () => clock.holds() } });
+  clock.onCorroborated = () => p.corroborated();
+  t.mock.timers.tick(1000);
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+  assert.equal(store.calls.length, 0, 'the first pass held');
+  wall += 5_000;
+  clock.note(wall - 1_000); // a peer's fresh record
+  for (let i = 0; i < 5 && store.calls.length === 0; i++) await new Promise((r) => setImmediate(r));
+  assert.ok(store.calls.length > 0, 'the held pass ran once the clock was corroborated');
+  const calls = store.calls.length;
+  clock.note(wall - 500); // already corroborated: no pass of its own
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+  assert.equal(store.calls.length, calls);
+  await p.stop();
+});
+
 test('a pass that leaves the newest record runs without corroboration, at info', async (t) => {
   t.mock.timers.enable({ apis: ['setTimeout', 'setInterval'] });
   const store = fakeStore(3);
