@@ -264,7 +264,9 @@ test('restarted with a short history.keepDays, a member drops the closed dispatc
   await sleep(Math.max(0, deadline + 1_500 - Date.now()));
   const again = await c.restart(m, { ...m.config, history: { keepDays: 1 / 86_400 } });
   members = members.map((x) => (x === m ? again : x));
-  await waitFor('the member to drop the trail past history.keepDays', () => readFileSync(again.log, 'utf8').includes('"msg":"dropped job history past history.keepDays"'), 30_000);
+  // either message: the pass that drops all of the history held (every job here is past a second) says so at warn,
+  // once a peer's record has confirmed the clock (docs/node.md "Job history")
+  await waitFor('the member to drop the trail past history.keepDays', () => readFileSync(again.log, 'utf8').includes('"msg":"dropped job history past history.keepDays'), 30_000);
   const after = await get<PoolView & { keepDays?: number }>(again, '/v1/pool');
   assert.equal(after.keepDays, 1 / 86_400, 'the status says over what window it counts');
   assert.ok(total(after) < total(before), `the closed entries past keepDays are gone (${total(before)} → ${total(after)})`);
