@@ -322,7 +322,13 @@ test('a bad job file pasted as YAML gets the same coded error as `c0mpute run`',
   await go(buyer, '#/run', 'Run a job');
   await buyer.evaluate(() => [...document.querySelectorAll('fieldset.mode input')][1].click());
   await buyer.waitForSelector('textarea[name=yaml]');
-  await buyer.$eval('textarea[name=yaml]', (e: HTMLInputElement) => (e.value = ''));
+  // cleared as a user clears it (the input event updates the page's state): a value set alone was put back by the
+  // next render of the controlled textarea, and the typed job followed the template's keys (JOB_FILE_NOT_YAML,
+  // "Map keys must be unique", under load)
+  await buyer.$eval('textarea[name=yaml]', (e: HTMLInputElement) => {
+    e.value = '';
+    e.dispatchEvent(new Event('input', { bubbles: true }));
+  });
   await buyer.type('textarea[name=yaml]', 'workload: builtin.sha256\nmaxPrice: 0.01 USD\ndeadline: soon\ninput: x\n');
   await buyer.click('#run-submit');
   await buyer.waitForSelector('main .error[role=alert]', { timeout: 30_000 });
