@@ -25,6 +25,14 @@ afterEach(async () => {
 
 const PROTO = '/c0mpute/test-serve/1';
 
+/** `n` serves PROTO: it reads the request to its end and answers `served`. */
+async function serve(n: Network): Promise<void> {
+  await n.handleStream(PROTO, async (ctx) => {
+    while ((await ctx.next()) !== undefined);
+    await ctx.send('served');
+  });
+}
+
 /** A echo-once over PROTO, on a stream: what `peer` answers, or the error's code. */
 async function ask(a: Network, did: string): Promise<string> {
   try {
@@ -49,10 +57,7 @@ test('one key, two processes: the stream goes to the process that serves it, the
   const key = Ed25519Signer.generate();
   const p = await startNode({ syncOnConnect: [] }, key);
   nets.push(a, p);
-  await p.handleStream(PROTO, async (ctx) => {
-    while ((await ctx.next()) !== undefined);
-    await ctx.send('served');
-  });
+  await serve(p);
   await p.dial(a.addrs()[0]!);
   await waitFor(async () => (await a.listenAddrsOf(p.peerId.toString())).length > 0, 5_000, 'P identified');
   const z = await startNode({ syncOnConnect: [] }, key);
@@ -88,10 +93,7 @@ test('no open connection of the key serves it: the address where a process of th
   const key = Ed25519Signer.generate();
   const p = await startNode({ syncOnConnect: [] }, key);
   nets.push(a, p);
-  await p.handleStream(PROTO, async (ctx) => {
-    while ((await ctx.next()) !== undefined);
-    await ctx.send('served');
-  });
+  await serve(p);
   await p.dial(a.addrs()[0]!);
   await waitFor(async () => (await a.listenAddrsOf(p.peerId.toString())).length > 0, 5_000, 'P identified');
   // P's connection drops; Z, with P's key and not serving PROTO, connects before anything redials P
@@ -125,10 +127,7 @@ test('after a restart, with only the copy connected: the provider is dialled at 
   await waitFor(async () => (await a.listenAddrsOf(z.peerId.toString())).length > 0, 5_000, 'Z identified');
   const p = await startNode({ syncOnConnect: [], listen: [listen] }, key);
   nets.push(p);
-  await p.handleStream(PROTO, async (ctx) => {
-    while ((await ctx.next()) !== undefined);
-    await ctx.send('served');
-  });
+  await serve(p);
   assert.equal(await ask(a, p.did), 'served');
 });
 
