@@ -88,10 +88,12 @@ test('one key, two processes: the stream goes to the process that serves it, the
 });
 
 test('no open connection of the key serves it: the address where a process of the key served it is dialled', async () => {
-  // no redial of P by the reconnection while this runs (it would connect P again before the ask)
-  const a = await startNode({ syncOnConnect: [], connectivity: { minPeers: 0, remembered: { initialMs: 60_000, maxMs: 60_000, factor: 2, jitter: 0 } } });
+  // no redial between A and P by either side's reconnection while this runs (it would connect P again before the ask):
+  // A remembers P, and P remembers A, once each identified the other as a records peer
+  const slow = { minPeers: 0, remembered: { initialMs: 60_000, maxMs: 60_000, factor: 2, jitter: 0 } };
+  const a = await startNode({ syncOnConnect: [], connectivity: slow });
   const key = Ed25519Signer.generate();
-  const p = await startNode({ syncOnConnect: [] }, key);
+  const p = await startNode({ syncOnConnect: [], connectivity: slow }, key);
   nets.push(a, p);
   await serve(p);
   await p.dial(a.addrs()[0]!);
