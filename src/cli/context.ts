@@ -11,6 +11,7 @@ import { printable } from '../util/text.js';
 import { writeFileAtomic } from '../util/atomic-file.js';
 import { osWords } from '../util/os-reason.js';
 import { makeDirs } from '../util/make-dirs.js';
+import { readFailureIn, tableDamageIn } from '../util/store-damage.js';
 
 /** Exit codes (documented in the README, "CLI"). */
 export const EXIT = {
@@ -215,6 +216,27 @@ export class NegativeAnswer extends Error {
     readonly stream: 'stdout' | 'stderr' = 'stdout',
   ) {
     super(lines.join('\n'));
+  }
+}
+
+/**
+ * What the CLI calls a bug (`internal error`, exit 70): anything thrown that is not a C0Error, a negative answer, nor a
+ * damaged or unreadable store (those are the operator's to fix; src/cli/program.ts `report`).
+ */
+export function isBug(e: unknown): boolean {
+  return !(e instanceof C0Error) && !(e instanceof NegativeAnswer) && !(e instanceof Reported) && tableDamageIn(e) === undefined && readFailureIn(e) === undefined;
+}
+
+/**
+ * An error the command has already reported in its own words, for the CLI to exit `exit` and print nothing more: a
+ * bug thrown out of `start`, which the daemon logs as its `fatal` line in the log's own format.
+ */
+export class Reported extends Error {
+  constructor(
+    readonly exit: number,
+    cause: unknown,
+  ) {
+    super('already reported', { cause });
   }
 }
 

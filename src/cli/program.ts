@@ -7,7 +7,7 @@ import { Command, CommanderError } from 'commander';
 import { C0Error } from '../errors.js';
 import { printable } from '../util/text.js';
 import { STORE_CORRUPT, STORE_READ_FAILED, STORE_RECOVERY, readFailedMessage, readFailureIn, tableDamageIn } from '../util/store-damage.js';
-import { EXIT, Interrupted, NegativeAnswer, UsageError, defaultDataDir, expandDataDir, nonEmpty } from './context.js';
+import { EXIT, Interrupted, NegativeAnswer, Reported, UsageError, defaultDataDir, expandDataDir, nonEmpty } from './context.js';
 import { registerCommands } from './commands/index.js';
 import { setPassphraseFile } from './passphrase.js';
 
@@ -99,6 +99,7 @@ export function report(e: unknown): number {
     process.stderr.write(`error ${usageCode(e.code)}: ${e.message.replace(/^error: /, '')}\n(run with --help for usage)\n`);
     return EXIT.USAGE;
   }
+  if (e instanceof Reported) return e.exit;
   if (e instanceof NegativeAnswer) {
     for (const l of e.lines) (e.stream === 'stderr' ? process.stderr : process.stdout).write(printable(l, true) + '\n');
     return EXIT.NEGATIVE;

@@ -25,7 +25,7 @@ export const FATAL_GRACE_MS = 5_000;
 type Proc = Pick<NodeJS.Process, 'on' | 'exit'>;
 
 /** What was thrown, as the log's `err`: an Error as it is (pino's serializer keeps its type, stack and cause), anything else as text. */
-function errOf(reason: unknown): unknown {
+export function errOf(reason: unknown): unknown {
   if (reason instanceof Error) return reason;
   try {
     return { message: String(reason) };

@@ -6,7 +6,7 @@
  * `history.keepDays`, the buyer drops the jobs past it, with their
  * selections and offers, and keeps the live ones and its evidence. A daemon
  * that hits a bug logs one fatal line, stops and exits 70, and starts again on
- * its data; one sent SIGTERM while it starts stops cleanly once started, and
+ * its data; a bug thrown out of the start is one fatal line too; one sent SIGTERM while it starts stops cleanly once started, and
  * one sent SIGHUP (its terminal closed) stops as on SIGTERM.
  */
 import { test, before, after } from 'node:test';
@@ -186,6 +186,28 @@ test('a daemon that hits a bug logs one fatal line, stops and exits 70, and star
     await c.stop(n);
     assert.equal(n.child.exitCode, 0);
   });
+});
+
+test('a bug thrown out of the start is the daemon’s one fatal line (kind start) in its JSON log, not free text: the node stopped, exit 70', async () => {
+  const { dir } = c.dataDir('startbug');
+  const configPath = join(dir, 'config.yaml');
+  writeFileSync(configPath, toYaml(buyerConfig({ bootstrap: [bootstrapAddr(prov)] })));
+  // before, the CLI's `internal error: …` plain-text line, which a JSON log pipeline cannot read
+  const child = spawn(process.execPath, [BIN, '--data-dir', dir, 'start', '--config', configPath], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, C0MPUTE_PASSPHRASE: '', C0MPUTE_FAILPOINT: 'daemon.start-bug' } });
+  let err = '';
+  child.stderr.on('data', (b: Buffer) => (err += b.toString()));
+  await waitExit(child);
+  assert.equal(child.exitCode, 70, err.slice(-2000));
+  const lines = err.split('\n').filter(Boolean);
+  assert.deepEqual(lines.filter((l) => !l.startsWith('{')), [], 'every line is the log’s JSON');
+  const fatal = lines.filter((l) => l.includes('"level":60'));
+  assert.equal(fatal.length, 1, err.slice(-2000));
+  const line = JSON.parse(fatal[0]!) as { kind: string; err: { message: string; stack?: string } };
+  assert.equal(line.kind, 'start');
+  assert.match(line.err.message, /failpoint daemon\.start-bug/);
+  assert.ok(line.err.stack?.includes('Error: failpoint daemon.start-bug'));
+  assert.equal(existsSync(join(dir, DAEMON_FILE)), false, 'the started node was stopped: daemon.json removed');
+  assert.equal(existsSync(join(dir, 'db', 'C0HOLDER')), false);
 });
 
 test('a SIGHUP (its terminal closed) stops a running daemon cleanly, as SIGTERM does: exit 0, daemon.json and db/C0HOLDER removed', async () => {

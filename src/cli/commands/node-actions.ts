@@ -19,7 +19,7 @@ import { parseJobSpec } from '../../node/control.js';
 import type { BuyerEvent, JobSpec } from '../../roles/buyer.js';
 import { peerIdFromDid } from '../../node/peer-id.js';
 import { createLogger } from '../../util/log.js';
-import { checkWritable, EXIT, jsonReplacer, NegativeAnswer, out, UsageError, writeOutput } from '../context.js';
+import { checkWritable, EXIT, isBug, jsonReplacer, NegativeAnswer, out, Reported, UsageError, writeOutput } from '../context.js';
 import { POLICIES } from '../../records/kinds.js';
 import { passphraseFrom, warnUnencrypted } from '../passphrase.js';
 import { loadNodeIdentity } from '../signer.js';
@@ -29,7 +29,7 @@ import { renderEvent, renderExplanation, short } from '../render.js';
 import { listLimit } from '../summary.js';
 import { globals } from './index.js';
 import { daemonClient, overlayQuery as q } from '../daemon-client.js';
-import { exitOnBug } from '../../node/fatal.js';
+import { errOf, exitOnBug } from '../../node/fatal.js';
 import { divertErrors } from '../pipe.js';
 import { writingDataFile } from '../../node/data-files.js';
 import { writeFileAtomic } from '../../util/atomic-file.js';
@@ -419,6 +419,8 @@ export async function start(f: StartFlags, cmd: Command): Promise<void> {
     // it first, so one that failed (its API port taken; another start holding the store) named its --config, and the
     // next correct start was refused CONFIG_MISSING. A later start without this config is CONFIG_MISSING (dataDirConfig).
     try {
+      // tests only: a bug thrown once the node has started, before the start is recorded (the start's own bug path)
+      if (failpoints.has('daemon.start-bug')) throw new Error('failpoint daemon.start-bug: a bug thrown by the start');
       if (f.newIdentity === true) bindIdentity(dataDir, identity.did, true);
       writeStartRecord(dataDir, f.config, used.file, used.empty);
     } catch (e) {
@@ -428,7 +430,12 @@ export async function start(f: StartFlags, cmd: Command): Promise<void> {
   } catch (e) {
     // the start failed: a signal from now on does what it does by default
     for (const [sig, h] of handlers) process.removeListener(sig, h);
-    throw (await startedAlongside(e, dataDir)) ?? e;
+    const err = (await startedAlongside(e, dataDir)) ?? e;
+    if (!isBug(err)) throw err;
+    // a bug, as the daemon's fatal line in the log's own format (docs/node.md "The daemon"), not the CLI's free-text
+    // `internal error` a JSON log pipeline cannot read; the node has been stopped (Daemon.start stops what it started)
+    log.fatal({ kind: 'start', err: errOf(err) }, `the daemon hit a bug while starting: exiting ${EXIT.INTERNAL}`);
+    throw new Reported(EXIT.INTERNAL, err);
   }
   const stopped = new Promise<void>((resolve) => {
     let stopping = false;
