@@ -12,7 +12,7 @@
  * through indexes.
  */
 import { C0Error } from '../errors.js';
-import { T, type Acceptance, type Job, type NonDelivery, type Receipt, type Selection } from '../records/kinds.js';
+import { T, type Acceptance, type Job, type AnyNonDelivery, type Receipt, type Selection } from '../records/kinds.js';
 import { selectedProvider } from './late-receipts.js';
 import { receiptProviderFor } from '../pools/chain.js';
 import type { Opened } from '../records/envelope.js';
@@ -66,7 +66,7 @@ function withVerdict(ev: EvidenceStore, receipt: Opened<Receipt>): HeldReceipt {
 export interface HeldAttempt {
   provider: string;
   selection: Opened<Selection>;
-  nondelivery?: Opened<NonDelivery>;
+  nondelivery?: Opened<AnyNonDelivery>;
 }
 
 /**
@@ -175,7 +175,7 @@ export interface JobOutcome {
   failure?: string;
   /** the non-delivery this node signed that decided it, and its reason */
   nondelivery?: string;
-  reason?: NonDelivery['reason'];
+  reason?: AnyNonDelivery['reason'];
   /** when this node signed that verdict or non-delivery */
   at?: number;
 }

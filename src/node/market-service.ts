@@ -9,7 +9,7 @@
  */
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { Opened } from '../records/envelope.js';
-import { T, type Advert, type Job, type NonDelivery, type Offer, type PolicyName, type Receipt, type Acceptance, type Selection } from '../records/kinds.js';
+import { T, type Advert, type Job, type AnyNonDelivery, type Offer, type PolicyName, type Receipt, type Acceptance, type Selection } from '../records/kinds.js';
 import type { Ed25519Signer } from '../records/ed25519.js';
 import type { Db } from '../store/db.js';
 import type { RecordStore } from '../store/records.js';
@@ -305,7 +305,7 @@ export class MarketService implements BuyerMarket {
    * provider's own quote), else the book's, else the record store's (a buyer keeps the offers its selections
    * considered: the book drops offers an hour past their start-by time, and long work ends later).
    */
-  async addEvidence(r: Opened<Receipt> | Opened<Acceptance> | Opened<NonDelivery>, cited?: Opened<Offer>): Promise<void> {
+  async addEvidence(r: Opened<Receipt> | Opened<Acceptance> | Opened<AnyNonDelivery>, cited?: Opened<Offer>): Promise<void> {
     const extra: Opened[] = [];
     if (r.type === T.receipt) {
       const at = (r as Opened<Receipt>).record.offer;

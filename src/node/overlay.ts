@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { C0Error } from '../errors.js';
-import { T, validityWindow, type Advert, type Presence, type Job, type Offer, type Receipt, type Acceptance, type NonDelivery, type Selection } from '../records/kinds.js';
+import { T, validityWindow, type Advert, type Presence, type Job, type Offer, type Receipt, type Acceptance, type AnyNonDelivery, type Selection } from '../records/kinds.js';
 import { DEFAULT_SKEW_MS } from '../records/freshness.js';
 import { seal, type Opened } from '../records/envelope.js';
 import { onStoreEvent, sub, type Db } from '../store/db.js';
@@ -375,7 +375,7 @@ export class OverlayNode {
     const notStored = new PeerLog({ log: this.log });
     this.#stops.push(async () => notStored.stop());
     const outcome = (rec: Opened, meta: DeliveryMeta): Promise<void> | undefined => {
-      const stored = this.market.addEvidence(rec as Opened<Receipt> | Opened<Acceptance> | Opened<NonDelivery>);
+      const stored = this.market.addEvidence(rec as Opened<Receipt> | Opened<Acceptance> | Opened<AnyNonDelivery>);
       // not kept because this node's store takes no writes: forgotten as seen and left out of the record cache (what a
       // catch-up's digest lists), so the catch-up once the store is reopened (#catchUpAfterReopen) brings it again (as
       // outcome/1 forgets one it answers not kept); before, it stayed seen and was never stored (review s43 R2 F1)

@@ -6,7 +6,7 @@
  */
 import { isC0Error } from '../errors.js';
 import type { Opened } from '../records/envelope.js';
-import type { NonDelivery } from '../records/kinds.js';
+import type { AnyNonDelivery } from '../records/kinds.js';
 import { rejectError, type SemanticHook } from '../net/gossip-validation.js';
 import { linkNonDelivery } from '../reputation/nondelivery.js';
 import type { TrustSources } from '../reputation/derive.js';
@@ -22,7 +22,7 @@ export function trustFor(config: NodeConfig, network: NetworkConfig): TrustSourc
 /** A non-delivery that does not link (its proof) is provably invalid: reject (the sender's score drops). */
 export const nondeliveryHook: SemanticHook = (rec) => {
   try {
-    linkNonDelivery(rec as Opened<NonDelivery>);
+    linkNonDelivery(rec as Opened<AnyNonDelivery>);
   } catch (e) {
     if (isC0Error(e)) throw rejectError(e.code, e.message, e.field);
     throw e;

@@ -166,7 +166,7 @@ export interface Acceptance {
   signedAt: number;
 }
 
-/** Why a selected provider did not deliver (c0mpute.nondelivery/1 and /2). */
+/** Why a selected provider did not deliver (c0mpute.nondelivery/1, /2 and /3). */
 export const NONDELIVERY_REASONS = ['timeout', 'unreachable', 'refused', 'no-receipt', 'bad-receipt'] as const;
 export type NonDeliveryReason = (typeof NONDELIVERY_REASONS)[number];
 /**
@@ -174,7 +174,7 @@ export type NonDeliveryReason = (typeof NONDELIVERY_REASONS)[number];
  * envelope bound; a /2's pooled advert (a roster of at most 24 KiB and a membership inside it) fits beside them in the
  * common case, and signNonDelivery signs a /1 instead when the whole would not (src/reputation/nondelivery.ts).
  */
-export const NONDELIVERY_PROOF_MAX = { job: 16 * 1024, selection: 40 * 1024, offer: 4 * 1024, advert: 32 * 1024 } as const;
+export const NONDELIVERY_PROOF_MAX = { job: 16 * 1024, selection: 40 * 1024, offer: 4 * 1024, advert: 32 * 1024, claim: 4 * 1024 } as const;
 
 /**
  * A buyer's signed statement that the provider it selected did not deliver
@@ -197,6 +197,27 @@ export interface NonDelivery {
    */
   proof: { job: Uint8Array; selection: Uint8Array; offer: Uint8Array; advert?: Uint8Array };
 }
+
+/**
+ * `c0mpute.nondelivery/3`: an open order's non-delivery (docs/matching.md "Open orders, claims and leases"). The
+ * buyer's first-claim selection named `claim` (signed by `provider`) and the claimant delivered no receipt. It proves
+ * by the claim where /1 proves by an offer (an order has none): its proof is the buyer's job (an order), its
+ * first-claim selection and the winning claim, and, when the claim cites a pooled advert, that advert (the record
+ * then counts against the pool, as a /2 does).
+ */
+export interface ClaimNonDelivery {
+  job: string;
+  selection: string;
+  claim: string;
+  provider: string;
+  reason: NonDeliveryReason;
+  detail?: string;
+  signedAt: number;
+  proof: { job: Uint8Array; selection: Uint8Array; claim: Uint8Array; advert?: Uint8Array };
+}
+
+/** A non-delivery of any version: /1 and /2 (by an offer), /3 (by a claim). What every version carries is read alike. */
+export type AnyNonDelivery = NonDelivery | ClaimNonDelivery;
 
 export interface Presence {
   workloads: string[];
@@ -359,6 +380,31 @@ const NONDELIVERY2_SCHEMA = {
     fields: {
       ...NONDELIVERY1_SCHEMA.proof.fields,
       advert: { t: 'bytes', maxLen: NONDELIVERY_PROOF_MAX.advert, doc: 'the pooled advert the offer cites (signed by provider, with its pool chain): the non-delivery counts against that pool' },
+    },
+  },
+} satisfies Schema;
+
+/**
+ * `c0mpute.nondelivery/3`: an open order's non-delivery, proved by the winning claim instead of an offer (docs/matching.md
+ * "Open orders, claims and leases"). A new version, not new fields of /1 (docs/protocol.md §3): it travels on its own
+ * topic kind, `nondelivery3`, which previous-version nodes do not join.
+ */
+const NONDELIVERY3_SCHEMA = {
+  job: { t: 'addr', doc: 'the open order (a job with `order`) the buyer posted' },
+  selection: { t: 'addr', doc: 'the buyer’s `first-claim` selection that took the claim' },
+  claim: { t: 'addr', doc: 'the winning claim (the selection’s `winner`)' },
+  provider: { t: 'did', doc: 'the claimant that did not deliver (signer of the claim)' },
+  reason: NONDELIVERY1_SCHEMA.reason,
+  detail: NONDELIVERY1_SCHEMA.detail,
+  signedAt: NONDELIVERY1_SCHEMA.signedAt,
+  proof: {
+    t: 'object',
+    doc: 'the linking records, as envelopes (each verified with its own signature)',
+    fields: {
+      job: { t: 'bytes', maxLen: NONDELIVERY_PROOF_MAX.job, doc: 'the job envelope (an open order, signed by this record’s signer)' },
+      selection: { t: 'bytes', maxLen: NONDELIVERY_PROOF_MAX.selection, doc: 'the `first-claim` selection envelope (for this job, signed by this record’s signer, winner = claim)' },
+      claim: { t: 'bytes', maxLen: NONDELIVERY_PROOF_MAX.claim, doc: 'the claim envelope (signed by provider, for this job)' },
+      advert: { t: 'bytes', maxLen: NONDELIVERY_PROOF_MAX.advert, optional: true, doc: 'when the claim cites a pooled advert: that advert (signed by provider, with its pool chain): the non-delivery then counts against that pool' },
     },
   },
 } satisfies Schema;
@@ -567,6 +613,7 @@ export const SCHEMAS: Record<string, Schema> = {
   },
   'c0mpute.nondelivery/1': NONDELIVERY1_SCHEMA,
   'c0mpute.nondelivery/2': NONDELIVERY2_SCHEMA,
+  'c0mpute.nondelivery/3': NONDELIVERY3_SCHEMA,
   ...TRAIN_SCHEMAS,
 };
 
@@ -574,8 +621,8 @@ export const SCHEMAS: Record<string, Schema> = {
 // Each kind's own rules (beyond field shapes)
 // ---------------------------------------------------------------------------
 
-/** The rules of a non-delivery, /1 and /2 alike (its link is checked in src/reputation/nondelivery.ts). */
-function nonDeliveryRules(n: NonDelivery, signer: string): void {
+/** The rules of a non-delivery, /1, /2 and /3 alike (its link is checked in src/reputation/nondelivery.ts). */
+function nonDeliveryRules(n: AnyNonDelivery, signer: string): void {
   rule(n.provider !== signer, 'NONDELIVERY_SELF', 'provider', 'a buyer does not report itself');
   if (n.detail !== undefined) rule(n.detail.trim().length > 0, 'NONDELIVERY_DETAIL_EMPTY', 'detail', 'omit an empty detail');
 }
@@ -646,6 +693,7 @@ export const RULES: Record<string, (rec: never, signer: string) => void> = {
   },
   'c0mpute.nondelivery/1': nonDeliveryRules,
   'c0mpute.nondelivery/2': nonDeliveryRules,
+  'c0mpute.nondelivery/3': nonDeliveryRules,
   ...TRAIN_RULES,
 };
 
@@ -745,6 +793,7 @@ export interface RecordTypes {
   'c0mpute.delegation/1': Delegation;
   'c0mpute.nondelivery/1': NonDelivery;
   'c0mpute.nondelivery/2': NonDelivery;
+  'c0mpute.nondelivery/3': ClaimNonDelivery;
   'c0mpute.pool-roster/1': PoolRoster;
   'c0mpute.pool-membership/1': PoolMembership;
   'c0mpute.pool-dispatch/1': PoolDispatch;
@@ -765,6 +814,8 @@ export const T = {
   nondelivery: 'c0mpute.nondelivery/1',
   /** A non-delivery on a pooled offer: /1's fields and the pooled advert (docs/pools.md "Reputation"). */
   nondelivery2: 'c0mpute.nondelivery/2',
+  /** An open order's non-delivery: proved by the winning claim and the first-claim selection (docs/matching.md). */
+  nondelivery3: 'c0mpute.nondelivery/3',
   poolRoster: 'c0mpute.pool-roster/1',
   poolMembership: 'c0mpute.pool-membership/1',
   poolDispatch: 'c0mpute.pool-dispatch/1',

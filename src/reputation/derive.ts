@@ -27,7 +27,12 @@
  *                carries (nonDeliveryProvider: from the record alone, so every
  *                node charges the same provider), as for a pooled receipt; a /2
  *                counts only if that advert's roster had not expired when the
- *                offer was issued (nonDeliveryRosterLive), the receipts' rule
+ *                offer was issued (nonDeliveryRosterLive), the receipts' rule;
+ *                or a `c0mpute.nondelivery/3` (an open order's: proof B's
+ *                order, B's first-claim selection naming P's claim, P's claim,
+ *                and a pooled advert when the claim cites one, P then its
+ *                pool), which gives way to a receipt of P for J that B
+ *                countersigned (a stall P admitted: its failure counts)
  *   dispute      a completed receipt B countersigned `disputed` with a reason
  *
  * Weight of B's outcomes about P (only evidence from buyers this node has a
@@ -64,12 +69,12 @@
  * with dealt-with buyers on, all the attacker's buyer keys together add at
  * most w × K to s, K = the jobs this node ran for them and they accepted.
  */
-import { T, type Acceptance, type NonDelivery, type Offer, type PoolProof, type Receipt } from '../records/kinds.js';
+import { T, type Acceptance, type AnyNonDelivery, type Offer, type PoolProof, type Receipt } from '../records/kinds.js';
 import { providerOf, verifyPoolProof, type VerifiedChain } from '../pools/chain.js';
 import type { Opened } from '../records/envelope.js';
 import type { ReputationView } from '../market/policy.js';
 import { compareDids } from '../records/did.js';
-import { isNonDeliveryType, nonDeliveryLinks, nonDeliveryProvider, nonDeliveryRosterLive } from './nondelivery.js';
+import { isClaimNonDelivery, isNonDeliveryType, nonDeliveryLinks, nonDeliveryProvider, nonDeliveryRosterLive } from './nondelivery.js';
 
 export const DISPUTE_WEIGHT = 2;
 
@@ -119,7 +124,7 @@ export interface Evidence {
   receipts: Iterable<Opened<Receipt>>;
   acceptances: Iterable<Opened<Acceptance>>;
   offers: Iterable<Opened<Offer>>;
-  nondeliveries?: Iterable<Opened<NonDelivery>>;
+  nondeliveries?: Iterable<Opened<AnyNonDelivery>>;
 }
 
 /** Whose second-hand evidence counts (docs/market.md "Reputation and its threat model"). */
@@ -298,6 +303,8 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
   };
   // k_B: jobs this node ran as a provider for B that B accepted
   const dealings = new Map<string, number>();
+  /** (buyer, provider, job) with a receipt its buyer countersigned: a /3 for it gives way (below) */
+  const countersigned = new Set<string>();
   for (const addr of [...receipts.keys()].sort()) {
     const r = receipts.get(addr)!;
     const v = verdicts.get(addr)?.record.verdict;
@@ -315,15 +322,21 @@ export function deriveReputation(ev: Evidence, opts: DeriveOptions): ReputationT
     const claimOnly = v === undefined && (buyer === self || (outcome === 'failure' && BUYER_CAUSED.has(r.record.failure?.code ?? '')));
     const key = claimOnly ? `${buyer}|${provider}|${r.record.job}|claimed` : `${buyer}|${provider}|${r.record.job}`;
     consider(key, { buyer, provider, outcome, receipt: r, fromReceipt: true, claimOnly });
+    if (v !== undefined) countersigned.add(key);
   }
-  const nds = new Map<string, Opened<NonDelivery>>();
+  const nds = new Map<string, Opened<AnyNonDelivery>>();
   for (const n of ev.nondeliveries ?? []) if (isNonDeliveryType(n.type) && evidenceTime(n) <= asOf) nds.set(n.address, n);
   for (const addr of [...nds.keys()].sort()) {
     const n = nds.get(addr)!;
     if (!nonDeliveryLinks(n) || !nonDeliveryRosterLive(n)) continue;
     // against the provider the offer stood for: the pool, for a /2 (it carries the pooled advert its offer cites)
     const provider = nonDeliveryProvider(n);
-    consider(`${n.signer}|${provider}|${n.record.job}`, { buyer: n.signer, provider, outcome: 'nondelivery', fromReceipt: false, claimOnly: false });
+    const key = `${n.signer}|${provider}|${n.record.job}`;
+    // An open order's /3 gives way to the claimant's own receipt for the job that its buyer countersigned: a winner
+    // that stalled and later signed its failure (EXEC_PROVIDER_STALLED, countersigned late) is charged that failure,
+    // not a non-delivery; one that never signs anything (killed) is charged the /3 (docs/matching.md).
+    if (isClaimNonDelivery(n) && countersigned.has(key)) continue;
+    consider(key, { buyer: n.signer, provider, outcome: 'nondelivery', fromReceipt: false, claimOnly: false });
   }
 
   // n_BP: outcomes per (buyer, provider), for the dealt-with cap

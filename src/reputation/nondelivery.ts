@@ -1,5 +1,5 @@
 /**
- * Non-delivery records (`c0mpute.nondelivery/1` and `/2`; docs/market.md "Reputation
+ * Non-delivery records (`c0mpute.nondelivery/1`, `/2` and `/3`; docs/market.md "Reputation
  * and its threat model"; spec scheduling.md "Reputation": failures count,
  * which is why they are signed). A buyer whose selected provider did not
  * deliver a receipt signs one; it counts against the provider only when it
@@ -19,6 +19,19 @@
  *              `nonDeliveryProvider`. `provider` still names the offer's signer
  *              (the member that quoted), whom the selection names with the offer.
  *
+ * A `/3` is an open order's (docs/matching.md "Open orders, claims and leases"):
+ * the buyer took a claim, not an offer, so it proves by the claim:
+ *
+ *   job        as above, and an open order (it carries `order`)
+ *   selection  as above, and: policy `first-claim`, signed by the buyer itself
+ *              (only the buyer's node sees arrivals: docs/matching.md "How
+ *              "first" is audited"), winner = `claim`, its last arrival and
+ *              `considered` naming `provider` with `claim`
+ *   claim      signed by `provider`, for that job, address = `claim`
+ *   advert     optional: when present, the advert the claim cites, signed by
+ *              `provider`, pooled; the /3 then counts against that pool, as a
+ *              /2 does
+ *
  * The pool is read from the record alone, so every node that holds the record
  * charges the same provider; a node's own adverts never decide it (nodes hold
  * different ones). The field is a new version, not a new field of /1
@@ -31,14 +44,19 @@
  */
 import { C0Error } from '../errors.js';
 import { MAX_ENVELOPE_BYTES, open, seal, type Opened } from '../records/envelope.js';
-import { NONDELIVERY_PROOF_MAX, T, type Advert, type Job, type NonDelivery, type NonDeliveryReason, type Offer, type Selection } from '../records/kinds.js';
+import { FIRST_CLAIM_POLICY, NONDELIVERY_PROOF_MAX, T, type Advert, type AnyNonDelivery, type Claim, type ClaimNonDelivery, type Job, type NonDelivery, type NonDeliveryReason, type Offer, type Selection } from '../records/kinds.js';
 import type { Signer } from '../records/ed25519.js';
 import { receiptProviderFor, rosterExpiresAt } from '../pools/chain.js';
 import { truncateText } from '../util/text.js';
 
-/** Whether a content type is a non-delivery (/1 or /2). */
+/** Whether a content type is a non-delivery (/1, /2 or /3). */
 export function isNonDeliveryType(type: string): boolean {
-  return type === T.nondelivery || type === T.nondelivery2;
+  return type === T.nondelivery || type === T.nondelivery2 || type === T.nondelivery3;
+}
+
+/** Whether a non-delivery is an open order's (/3: proved by the winning claim, not an offer). */
+export function isClaimNonDelivery(nd: Opened<AnyNonDelivery>): nd is Opened<ClaimNonDelivery> {
+  return nd.type === T.nondelivery3;
 }
 
 export const ND_ERR = {
@@ -47,6 +65,12 @@ export const ND_ERR = {
   JOB_MISMATCH: 'NONDELIVERY_JOB_MISMATCH',
   SELECTION_MISMATCH: 'NONDELIVERY_SELECTION_MISMATCH',
   OFFER_MISMATCH: 'NONDELIVERY_OFFER_MISMATCH',
+  /** A /3's claim: not the one cited, not signed by `provider`, or for another job. */
+  CLAIM_MISMATCH: 'NONDELIVERY_CLAIM_MISMATCH',
+  /** A /3's job is not an open order (no `order`): an auction's non-delivery proves by its offer (/1, /2). */
+  NOT_AN_ORDER: 'NONDELIVERY_NOT_AN_ORDER',
+  /** A /3's selection is not a `first-claim` selection signed by the buyer itself. */
+  NOT_FIRST_CLAIM: 'NONDELIVERY_NOT_FIRST_CLAIM',
   ADVERT_MISMATCH: 'NONDELIVERY_ADVERT_MISMATCH',
   BEFORE_SELECTION: 'NONDELIVERY_BEFORE_SELECTION',
   TOO_LARGE: 'NONDELIVERY_TOO_LARGE',
@@ -69,7 +93,7 @@ const cache = new Map<string, 'ok' | { code: string; field: string | undefined; 
 const CACHE_MAX = 20_000;
 
 /** Check that a non-delivery links (see the file comment); throws a C0Error with a NONDELIVERY_* code when it does not. */
-export function linkNonDelivery(nd: Opened<NonDelivery>): void {
+export function linkNonDelivery(nd: Opened<AnyNonDelivery>): void {
   const key = `${nd.address}|${nd.signer}`; // the signer is fixed by the address for a real envelope; keyed anyway
   const hit = cache.get(key);
   if (hit === 'ok') return;
@@ -87,7 +111,7 @@ export function linkNonDelivery(nd: Opened<NonDelivery>): void {
 }
 
 /** Whether a non-delivery links (no throw). */
-export function nonDeliveryLinks(nd: Opened<NonDelivery>): boolean {
+export function nonDeliveryLinks(nd: Opened<AnyNonDelivery>): boolean {
   try {
     linkNonDelivery(nd);
     return true;
@@ -96,8 +120,10 @@ export function nonDeliveryLinks(nd: Opened<NonDelivery>): boolean {
   }
 }
 
-function check(nd: Opened<NonDelivery>): void {
-  if (!isNonDeliveryType(nd.type)) fail(ND_ERR.PROOF_INVALID, 'type', `expected ${T.nondelivery} or ${T.nondelivery2}`);
+function check(any: Opened<AnyNonDelivery>): void {
+  if (!isNonDeliveryType(any.type)) fail(ND_ERR.PROOF_INVALID, 'type', `expected ${T.nondelivery}, ${T.nondelivery2} or ${T.nondelivery3}`);
+  if (isClaimNonDelivery(any)) return checkClaim(any);
+  const nd = any as Opened<NonDelivery>;
   const n = nd.record;
   const buyer = nd.signer;
   const job = inner<Job>(n.proof.job, T.job, 'job');
@@ -127,17 +153,49 @@ function check(nd: Opened<NonDelivery>): void {
   if (!advert.record.pool) fail(ND_ERR.ADVERT_MISMATCH, 'proof.advert', `the advert is not pooled (a non-pooled offer's non-delivery is a ${T.nondelivery})`);
 }
 
+/** A /3's links (see the file comment): the order, the buyer's first-claim selection, the winning claim, a pooled advert. */
+function checkClaim(nd: Opened<ClaimNonDelivery>): void {
+  const n = nd.record;
+  const buyer = nd.signer;
+  if ((n.proof as { offer?: unknown }).offer !== undefined) fail(ND_ERR.PROOF_INVALID, 'proof.offer', `a ${T.nondelivery3} proves by the claim, not an offer`);
+  const job = inner<Job>(n.proof.job, T.job, 'job');
+  if (job.address !== n.job) fail(ND_ERR.JOB_MISMATCH, 'job', 'the attached job is not the one cited');
+  if (job.signer !== buyer) fail(ND_ERR.NOT_BUYER, 'job', 'only the job’s buyer reports a non-delivery on it');
+  if (job.record.order === undefined) fail(ND_ERR.NOT_AN_ORDER, 'job', `the job is not an open order (an auction’s non-delivery is a ${T.nondelivery} or ${T.nondelivery2})`);
+  const sel = inner<Selection>(n.proof.selection, T.selection, 'selection');
+  if (sel.address !== n.selection) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the attached selection is not the one cited');
+  const s = sel.record;
+  if (s.job !== n.job) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the selection decides another job');
+  if (s.buyer !== buyer) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the selection was made for another buyer');
+  if (s.policy !== FIRST_CLAIM_POLICY) fail(ND_ERR.NOT_FIRST_CLAIM, 'selection', `the selection’s policy is ${s.policy}, not ${FIRST_CLAIM_POLICY}`);
+  if (sel.signer !== buyer) fail(ND_ERR.NOT_FIRST_CLAIM, 'selection', 'a first-claim selection is signed by the buyer itself (only its node sees arrivals)');
+  if (s.winner !== n.claim) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the selection’s winner is not the cited claim');
+  const last = s.arrivals?.at(-1);
+  if (!last || last.claim !== n.claim || last.provider !== n.provider || !s.considered.some((c) => c.offer === n.claim && c.provider === n.provider)) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the selection does not name this provider with this claim');
+  if (s.decidedAt > n.signedAt) fail(ND_ERR.BEFORE_SELECTION, 'signedAt', 'signed before the selection was decided');
+  const claim = inner<Claim>(n.proof.claim, T.claim, 'claim');
+  if (claim.address !== n.claim) fail(ND_ERR.CLAIM_MISMATCH, 'claim', 'the attached claim is not the one cited');
+  if (claim.signer !== n.provider) fail(ND_ERR.CLAIM_MISMATCH, 'claim', 'the claim is not signed by the provider named');
+  if (claim.record.job !== n.job) fail(ND_ERR.CLAIM_MISMATCH, 'claim', 'the claim is for another job');
+  if (n.proof.advert === undefined) return;
+  const advert = inner<Advert>(n.proof.advert, T.advert, 'advert'); // a pooled advert's chain is verified here
+  if (advert.address !== claim.record.advert) fail(ND_ERR.ADVERT_MISMATCH, 'proof.advert', 'the attached advert is not the one the claim cites');
+  if (advert.signer !== n.provider) fail(ND_ERR.ADVERT_MISMATCH, 'proof.advert', 'the advert is not signed by the provider named');
+  if (!advert.record.pool) fail(ND_ERR.ADVERT_MISMATCH, 'proof.advert', 'the advert is not pooled (a claim on an advert of its own is charged to its claimant: carry no advert)');
+}
+
 /** The provider each /2 counts against, by record object (the proof's advert is opened once). */
 const attributed = new WeakMap<object, string>();
 
 /**
  * The provider a non-delivery counts against: for a /2, the pool its advert stands for (the offer cited that pooled
  * advert, so it was made for the pool; `receiptProviderFor`, as for a pooled receipt); for a /1, `provider`, the
- * offer's signer. Read from the record alone: for a record that links (linkNonDelivery), the same on every node.
+ * offer's signer; for a /3, the pool of the pooled advert it carries, else `provider`, the claimant. Read from the
+ * record alone: for a record that links (linkNonDelivery), the same on every node.
  */
-export function nonDeliveryProvider(nd: Opened<NonDelivery>): string {
+export function nonDeliveryProvider(nd: Opened<AnyNonDelivery>): string {
   const n = nd.record;
-  if (nd.type !== T.nondelivery2 || n.proof.advert === undefined) return n.provider;
+  if ((nd.type !== T.nondelivery2 && nd.type !== T.nondelivery3) || n.proof.advert === undefined) return n.provider;
   let p = attributed.get(nd);
   if (p === undefined) {
     try {
@@ -157,17 +215,19 @@ const rosterLive = new WeakMap<object, boolean>();
  * Whether the pool a /2 counts against had a live roster when the offer was made: the offer's `issuedAt` before the
  * expiry of the roster its advert carries (docs/pools.md "Roster expiry"), the rule a pooled receipt is judged by
  * (derive.ts receiptCounts). Past it, the pool is not selected (eligibility ADVERT_ROSTER_EXPIRED) and neither its
- * receipts nor non-deliveries against it count. A /1 is not pooled: true.
+ * receipts nor non-deliveries against it count. A /3 carrying a pooled advert: the claim's `issuedAt`, by the same
+ * rule. A /1, or a /3 without an advert, is not pooled: true.
  */
-export function nonDeliveryRosterLive(nd: Opened<NonDelivery>): boolean {
+export function nonDeliveryRosterLive(nd: Opened<AnyNonDelivery>): boolean {
   const n = nd.record;
-  if (nd.type !== T.nondelivery2 || n.proof.advert === undefined) return true;
+  if ((nd.type !== T.nondelivery2 && nd.type !== T.nondelivery3) || n.proof.advert === undefined) return true;
   let live = rosterLive.get(nd);
   if (live === undefined) {
     try {
       const advert = open(n.proof.advert, T.advert) as Opened<Advert>;
-      const offer = open(n.proof.offer, T.offer) as Opened<Offer>;
-      live = offer.record.issuedAt < rosterExpiresAt(advert);
+      // when the provider committed: the offer's issuedAt (/2), the claim's (/3)
+      const committedAt = isClaimNonDelivery(nd) ? (open(nd.record.proof.claim, T.claim) as Opened<Claim>).record.issuedAt : (open((n as NonDelivery).proof.offer, T.offer) as Opened<Offer>).record.issuedAt;
+      live = committedAt < rosterExpiresAt(advert);
     } catch {
       live = false; // does not open: such a record does not link, and is counted nowhere
     }
@@ -220,6 +280,54 @@ export function signNonDelivery(i: NonDeliveryInput): Opened<NonDelivery> {
     }
   }
   const nd = seal(T.nondelivery, rec, i.signer) as Opened<NonDelivery>;
+  linkNonDelivery(nd);
+  return nd;
+}
+
+export interface ClaimNonDeliveryInput {
+  /** The open order (signed by `signer`). */
+  job: Opened<Job>;
+  /** The buyer's first-claim selection naming `claim`. */
+  selection: Opened<Selection>;
+  claim: Opened<Claim>;
+  /**
+   * The advert the claim cites, when the caller holds it: carried only when it is that advert, signed by the
+   * claimant, pooled and within the bounds (the record then counts against the pool, as a /2 does); otherwise the
+   * /3 counts against the claimant.
+   */
+  advert?: Opened<Advert>;
+  reason: NonDeliveryReason;
+  detail?: string;
+  signedAt: number;
+  signer: Signer;
+}
+
+/** Sign an open order's non-delivery (`c0mpute.nondelivery/3`) carrying its proof; checks that it links before returning it. */
+export function signClaimNonDelivery(i: ClaimNonDeliveryInput): Opened<ClaimNonDelivery> {
+  const detail = i.detail === undefined ? undefined : truncateText(i.detail.trim(), 256);
+  const rec: ClaimNonDelivery = {
+    job: i.job.address,
+    selection: i.selection.address,
+    claim: i.claim.address,
+    provider: i.claim.signer,
+    reason: i.reason,
+    ...(detail ? { detail } : {}),
+    signedAt: i.signedAt,
+    proof: { job: i.job.bytes, selection: i.selection.bytes, claim: i.claim.bytes },
+  };
+  for (const k of ['job', 'selection', 'claim'] as const) {
+    if (rec.proof[k].length > NONDELIVERY_PROOF_MAX[k]) throw new C0Error(ND_ERR.TOO_LARGE, `proof.${k}: ${rec.proof[k].length} bytes, more than a non-delivery carries (${NONDELIVERY_PROOF_MAX[k]})`, { field: `proof.${k}` });
+  }
+  const a = i.advert;
+  if (a && a.type === T.advert && a.record.pool && a.address === i.claim.record.advert && a.signer === i.claim.signer && a.bytes.length <= NONDELIVERY_PROOF_MAX.advert) {
+    const nd = seal(T.nondelivery3, { ...rec, proof: { ...rec.proof, advert: a.bytes } }, i.signer) as Opened<ClaimNonDelivery>;
+    // past the envelope bound with the advert, no node would open it: without it (it counts against the claimant)
+    if (nd.bytes.length <= MAX_ENVELOPE_BYTES) {
+      linkNonDelivery(nd);
+      return nd;
+    }
+  }
+  const nd = seal(T.nondelivery3, rec, i.signer) as Opened<ClaimNonDelivery>;
   linkNonDelivery(nd);
   return nd;
 }

@@ -22,7 +22,7 @@
  * replaces is deleted in the same batch, one that replaces nothing is dropped.
  */
 import { C0Error } from '../errors.js';
-import { T, type Acceptance, type NonDelivery, type Offer, type Receipt } from '../records/kinds.js';
+import { T, type Acceptance, type AnyNonDelivery, type Offer, type Receipt } from '../records/kinds.js';
 import { open as openEnvelope, openAny, type Opened } from '../records/envelope.js';
 import { sub, type Db, type Sub } from '../store/db.js';
 import { deriveReputation, evidenceTime, replacesVerdict, type DeriveOptions, type Evidence, type ReputationTable } from './derive.js';
@@ -32,8 +32,8 @@ import { DEFAULT_MAX_EVIDENCE_BYTES } from './bounds.js';
 /** Synced batch (classic-level honours `sync`; a sublevel passes its options to the root). */
 const SYNC = { sync: true } as object;
 
-/** Key prefix per content type (a /2 non-delivery under its own, so a previous version's open skips it: it cannot read it). */
-const KINDS: Record<string, string> = { [T.receipt]: 'receipt', [T.acceptance]: 'acceptance', [T.offer]: 'offer', [T.nondelivery]: 'nondelivery', [T.nondelivery2]: 'nondelivery2' };
+/** Key prefix per content type (a /2 or /3 non-delivery under its own, so a previous version's open skips it: it cannot read it). */
+const KINDS: Record<string, string> = { [T.receipt]: 'receipt', [T.acceptance]: 'acceptance', [T.offer]: 'offer', [T.nondelivery]: 'nondelivery', [T.nondelivery2]: 'nondelivery2', [T.nondelivery3]: 'nondelivery3' };
 
 export { DEFAULT_MAX_EVIDENCE, DEFAULT_MAX_EVIDENCE_BYTES } from './bounds.js';
 
@@ -126,7 +126,7 @@ export class EvidenceStore {
   readonly receipts = new Map<string, Opened<Receipt>>();
   readonly acceptances = new Map<string, Opened<Acceptance>>();
   readonly offers = new Map<string, Opened<Offer>>();
-  readonly nondeliveries = new Map<string, Opened<NonDelivery>>();
+  readonly nondeliveries = new Map<string, Opened<AnyNonDelivery>>();
   readonly #store: Sub | undefined;
   readonly #bound: EvidenceBound | undefined;
   readonly #maxBytes: number;
@@ -135,7 +135,7 @@ export class EvidenceStore {
   /** when each record arrived here (this run; records read at open arrive then) */
   readonly #arrived = new WeakMap<Opened, number>();
   /** Provider DID → the receipts and non-deliveries naming it (the evidence about one provider: evidenceFor). */
-  readonly #aboutProvider = new Map<string, Set<Opened<Receipt> | Opened<NonDelivery>>>();
+  readonly #aboutProvider = new Map<string, Set<Opened<Receipt> | Opened<AnyNonDelivery>>>();
   /** Receipt address → the acceptances of it held (its receipt may not be held yet). */
   readonly #acceptancesOf = new Map<string, Set<Opened<Acceptance>>>();
   /** Offer address → the receipts citing it (the offer may not be held yet: it gives their quote accuracy when it comes). */
@@ -147,7 +147,7 @@ export class EvidenceStore {
    * one outcome per (buyer, provider, job) anyway; a buyer with one real offer could otherwise sign any number of
    * distinct ones on it (varying `signedAt`) and have every one stored.
    */
-  readonly #nds = new OnePerKey((r) => (isNonDeliveryType(r.type) ? `${r.signer}|${nonDeliveryProvider(r as Opened<NonDelivery>)}|${(r.record as NonDelivery).job}` : undefined));
+  readonly #nds = new OnePerKey((r) => (isNonDeliveryType(r.type) ? `${r.signer}|${nonDeliveryProvider(r as Opened<AnyNonDelivery>)}|${(r.record as AnyNonDelivery).job}` : undefined));
   /**
    * The one acceptance (verdict) held per (signer, receipt), the one that counts: derivation counts only a signer's
    * latest verdict on a receipt (replacesVerdict), and a key re-signing its verdict (varying `signedAt`) had every one
@@ -155,7 +155,7 @@ export class EvidenceStore {
    */
   readonly #verdicts = new OnePerKey((r) => (r.type === T.acceptance ? verdictKey(r.signer, (r.record as Acceptance).receipt) : undefined));
   /** Buyer DID → the receipts naming it as buyer and the non-deliveries it signed (its outcomes: providersBoughtBy). */
-  readonly #ofBuyer = new Map<string, Set<Opened<Receipt> | Opened<NonDelivery>>>();
+  readonly #ofBuyer = new Map<string, Set<Opened<Receipt> | Opened<AnyNonDelivery>>>();
   /**
    * The records dated (evidenceTime) after the store's clock when they arrived, until the clock passes them: what
    * `derive({asOf: now})` leaves out, so the providers with evidence after `at` are found among these alone
@@ -233,7 +233,7 @@ export class EvidenceStore {
     if (r.type === T.receipt && r.signer !== (r.record as Receipt).provider && (r.record as Receipt).pool === undefined) {
       throw new C0Error('REPUTATION_RECEIPT_NOT_PROVIDER', `receipt ${r.address} is signed by ${r.signer}, not by the provider it names (${(r.record as Receipt).provider})`, { field: 'provider' });
     }
-    if (isNonDeliveryType(r.type)) linkNonDelivery(r as Opened<NonDelivery>); // NONDELIVERY_* when it does not link
+    if (isNonDeliveryType(r.type)) linkNonDelivery(r as Opened<AnyNonDelivery>); // NONDELIVERY_* when it does not link
   }
 
   #map(r: Opened): Map<string, Opened> {
@@ -301,8 +301,8 @@ export class EvidenceStore {
       file(this.#aboutProvider, (r.record as Receipt).provider, r as Opened<Receipt>);
       file(this.#ofBuyer, (r.record as Receipt).buyer, r as Opened<Receipt>);
     } else if (isNonDeliveryType(r.type)) {
-      file(this.#aboutProvider, nonDeliveryProvider(r as Opened<NonDelivery>), r as Opened<NonDelivery>);
-      file(this.#ofBuyer, r.signer, r as Opened<NonDelivery>);
+      file(this.#aboutProvider, nonDeliveryProvider(r as Opened<AnyNonDelivery>), r as Opened<AnyNonDelivery>);
+      file(this.#ofBuyer, r.signer, r as Opened<AnyNonDelivery>);
     }
     this.#nds.index(r, add);
     this.#verdicts.index(r, add);
@@ -323,9 +323,9 @@ export class EvidenceStore {
   }
 
   /** The non-deliveries counting against a provider (a /2 under its pool's DID: nonDeliveryProvider). */
-  nondeliveriesAbout(provider: string): Array<Opened<NonDelivery>> {
-    const out: Array<Opened<NonDelivery>> = [];
-    for (const r of this.#aboutProvider.get(provider) ?? []) if (isNonDeliveryType(r.type)) out.push(r as Opened<NonDelivery>);
+  nondeliveriesAbout(provider: string): Array<Opened<AnyNonDelivery>> {
+    const out: Array<Opened<AnyNonDelivery>> = [];
+    for (const r of this.#aboutProvider.get(provider) ?? []) if (isNonDeliveryType(r.type)) out.push(r as Opened<AnyNonDelivery>);
     return out;
   }
 
@@ -346,7 +346,7 @@ export class EvidenceStore {
     const out = new Set<string>();
     for (const r of records) {
       if (r.type === T.receipt) out.add((r.record as Receipt).provider);
-      else if (isNonDeliveryType(r.type)) out.add(nonDeliveryProvider(r as Opened<NonDelivery>)); // the pool, for a /2
+      else if (isNonDeliveryType(r.type)) out.add(nonDeliveryProvider(r as Opened<AnyNonDelivery>)); // the pool, for a /2
       else if (r.type === T.acceptance) {
         const receipt = this.receipts.get((r.record as Acceptance).receipt);
         if (receipt) out.add(receipt.record.provider);
@@ -364,13 +364,13 @@ export class EvidenceStore {
    */
   evidenceFor(providers: readonly string[] | ReadonlySet<string>, also: readonly string[] = []): Evidence {
     const receipts: Array<Opened<Receipt>> = [];
-    const nondeliveries: Array<Opened<NonDelivery>> = [];
+    const nondeliveries: Array<Opened<AnyNonDelivery>> = [];
     const acceptances: Array<Opened<Acceptance>> = [];
     const offers: Array<Opened<Offer>> = [];
     for (const p of new Set([...providers, ...also])) {
       for (const r of this.#aboutProvider.get(p) ?? []) {
         if (isNonDeliveryType(r.type)) {
-          nondeliveries.push(r as Opened<NonDelivery>);
+          nondeliveries.push(r as Opened<AnyNonDelivery>);
           continue;
         }
         receipts.push(r as Opened<Receipt>);
@@ -416,7 +416,7 @@ export class EvidenceStore {
     const out = new Set<string>();
     for (const r of this.#lateRecords(at)) {
       if (r.type === T.receipt) out.add((r.record as Receipt).provider);
-      else if (isNonDeliveryType(r.type)) out.add(nonDeliveryProvider(r as Opened<NonDelivery>));
+      else if (isNonDeliveryType(r.type)) out.add(nonDeliveryProvider(r as Opened<AnyNonDelivery>));
       else if (r.type === T.acceptance) {
         const receipt = this.receipts.get((r.record as Acceptance).receipt);
         if (receipt) out.add(receipt.record.provider);
@@ -442,7 +442,7 @@ export class EvidenceStore {
   providersBoughtBy(buyers: Iterable<string>): Set<string> {
     const out = new Set<string>();
     for (const b of buyers) {
-      for (const r of this.#ofBuyer.get(b) ?? []) out.add(isNonDeliveryType(r.type) ? nonDeliveryProvider(r as Opened<NonDelivery>) : (r as Opened<Receipt>).record.provider);
+      for (const r of this.#ofBuyer.get(b) ?? []) out.add(isNonDeliveryType(r.type) ? nonDeliveryProvider(r as Opened<AnyNonDelivery>) : (r as Opened<Receipt>).record.provider);
     }
     return out;
   }
