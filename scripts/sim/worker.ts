@@ -202,7 +202,7 @@ async function main(): Promise<void> {
       topics: TOPIC_KINDS.filter((k) => k !== 'offer'),
       // a job's outcome as built (outcomes 1): the evidence topics joined only by nodes that count second-hand evidence,
       // which no sim node does (network.outcomes auto, docs/network.md §14); outcomes 2: every node joins them
-      ...(o.outcomes === 1 ? { publishOnly: ['receipt', 'acceptance', 'nondelivery', 'nondelivery2'] as TopicKind[] } : {}),
+      ...(o.outcomes === 1 ? { publishOnly: ['receipt', 'acceptance', 'nondelivery', 'nondelivery2', 'nondelivery3'] as TopicKind[] } : {}),
       gossip: meshDegrees(o.meshDegree),
       ...(shardsOfNode(plan, node.index) ? { shards: shardsOfNode(plan, node.index)! } : {}),
       unreachable: (p) => {

@@ -88,6 +88,7 @@ export const FLOOD_DEFAULTS: FloodLimitOptions = {
     // its proof (up to some 60 KiB): until the 27th review not limited per signer at all
     nondelivery: { ratePerSec: 10, burst: 60 },
     nondelivery2: { ratePerSec: 10, burst: 60 },
+    nondelivery3: { ratePerSec: 10, burst: 60 },
     'pool-head': { ratePerSec: 50, burst: 200 },
     'pool-witness': { ratePerSec: 20, burst: 100 },
     'pool-evidence': { ratePerSec: 1, burst: 10 },

@@ -35,7 +35,7 @@ export const RECORD_CACHE_DEFAULTS = {
   maxPerKind: 4_096,
   /** envelope bytes per kind: 256 records of the 64 KiB maximum; 4 096 ordinary records (≤ 4 KiB) fit */
   maxBytesPerKind: 16 * 1024 * 1024,
-  /** envelope bytes over all kinds (twelve kinds at their own budget would be 192 MiB) */
+  /** envelope bytes over all kinds (thirteen kinds at their own budget would be 208 MiB) */
   maxBytes: 64 * 1024 * 1024,
   /** how long a record of a kind with no validity window is kept after it was added, ms */
   ttlMs: 3_600_000,

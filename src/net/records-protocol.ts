@@ -54,7 +54,7 @@ export const MAX_LIVE = 4_096;
 /** Job addresses in one `jobs` request. */
 export const MAX_JOBS = 256;
 /** The kinds a `jobs` request may ask for: those whose record names its job (`job`). */
-export const BY_JOB_KINDS: readonly TopicKind[] = ['offer', 'selection', 'receipt', 'nondelivery', 'nondelivery2'];
+export const BY_JOB_KINDS: readonly TopicKind[] = ['offer', 'selection', 'receipt', 'nondelivery', 'nondelivery2', 'nondelivery3'];
 
 export interface RecordsServeOptions {
   /** Bytes of records in one answer (default 1 MiB: a full advert sync of 1 024 adverts is about 750 KB). */

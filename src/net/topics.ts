@@ -3,7 +3,7 @@
  * carrying exactly one content type (the topic is the type check: a record of
  * any other type on it is rejected). The market kinds (advert, job, presence)
  * and a job's outcome (selection, receipt, acceptance, non-delivery of either
- * version: `nondelivery` carries /1, `nondelivery2` /2) are
+ * version: `nondelivery` carries /1, `nondelivery2` /2, `nondelivery3` /3) are
  * sharded by workload (issue #16, docs/network.md §14 "Markets: topics
  * sharded by workload"): `/c0mpute/1/<overlay>/<kind>/<shard>`, where the
  * shard is a hash of the workload into SHARD_COUNT markets.
@@ -31,6 +31,11 @@ export const TOPIC_TYPES = {
    * RECORD_WRONG_TYPE and score the relay down).
    */
   nondelivery2: T.nondelivery2,
+  /**
+   * An open order's non-delivery (c0mpute.nondelivery/3, proved by the winning claim) on a topic kind of its own, for
+   * the same reason as `nondelivery2`: a node of the previous version does not join it, so it is never sent one.
+   */
+  nondelivery3: T.nondelivery3,
   presence: T.presence,
   'pool-head': 'pool/1',
   'pool-witness': 'pool-witness/1',
@@ -57,7 +62,7 @@ const OVERLAY_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
  * outcome of a job (its selection, receipt, acceptance or non-delivery), which goes to the job's market, not to every
  * node of the network (docs/network.md §14, docs/scale.md §4 "Outcomes that stay in their market").
  */
-export const SHARDED_KINDS: readonly TopicKind[] = ['advert', 'job', 'presence', 'selection', 'receipt', 'acceptance', 'nondelivery', 'nondelivery2'];
+export const SHARDED_KINDS: readonly TopicKind[] = ['advert', 'job', 'presence', 'selection', 'receipt', 'acceptance', 'nondelivery', 'nondelivery2', 'nondelivery3'];
 /**
  * Sharded kinds whose record does not name its market: a selection cites its job and an acceptance its receipt, by
  * address. Their publisher names the job's workload (`Network.publish`'s `workload`), and a node that takes one on a
@@ -65,7 +70,7 @@ export const SHARDED_KINDS: readonly TopicKind[] = ['advert', 'job', 'presence',
  */
 export const MARKET_NAMED_BY_PUBLISHER: readonly TopicKind[] = ['selection', 'acceptance'];
 
-/** Whether a record of this kind names its market, so its placement on a shard can be checked (advert, presence, job, receipt, non-delivery /1 and /2). */
+/** Whether a record of this kind names its market, so its placement on a shard can be checked (advert, presence, job, receipt, non-delivery /1, /2 and /3). */
 export function placementCheckable(kind: TopicKind): boolean {
   return isSharded(kind) && !MARKET_NAMED_BY_PUBLISHER.includes(kind);
 }
@@ -117,7 +122,7 @@ export function shardsOf(workloads: readonly string[]): string[] {
 export function recordShards(kind: TopicKind, record: unknown): string[] {
   const r = record as { workloads?: unknown; workload?: unknown; proof?: { job?: unknown } };
   if (kind === 'job' || kind === 'receipt') return typeof r.workload === 'string' ? [shardOf(r.workload)] : [];
-  if (kind === 'nondelivery' || kind === 'nondelivery2') return r.proof?.job instanceof Uint8Array ? jobShards(r.proof.job) : [];
+  if (kind === 'nondelivery' || kind === 'nondelivery2' || kind === 'nondelivery3') return r.proof?.job instanceof Uint8Array ? jobShards(r.proof.job) : [];
   if (MARKET_NAMED_BY_PUBLISHER.includes(kind)) return [];
   if (!Array.isArray(r.workloads)) return [];
   return shardsOf(r.workloads.every((w) => typeof w === 'string') ? (r.workloads as string[]) : r.workloads.filter((w): w is string => typeof w === 'string'));

@@ -181,7 +181,7 @@ export class BuyerWiring {
             await this.o.records.put(sel);
             if (held.length) await this.o.records.putMany(held);
           }
-        } else if (rec.type === T.receipt || rec.type === T.acceptance || rec.type === T.nondelivery || rec.type === T.nondelivery2) await this.o.market.addEvidence(rec as never);
+        } else if (rec.type === T.receipt || rec.type === T.acceptance || rec.type === T.nondelivery || rec.type === T.nondelivery2 || rec.type === T.nondelivery3) await this.o.market.addEvidence(rec as never);
         else await this.o.records.put(rec);
         if (rec.type === T.job && rec.signer === this.o.did) this.o.market.noteOwnJob(rec as Opened<Job>);
       },

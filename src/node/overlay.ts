@@ -330,6 +330,7 @@ export class OverlayNode {
         receipt: receiptHook(base.receipt, () => this.#ownReceipts()),
         nondelivery: notFromTheFuture(nondeliveryHook, nc.clockSkewMs),
         nondelivery2: notFromTheFuture(nondeliveryHook, nc.clockSkewMs),
+        nondelivery3: notFromTheFuture(nondeliveryHook, nc.clockSkewMs),
         presence: presenceHook(liveAdvert, this.clock),
         ...(witnesses ? { 'pool-witness': witnesses } : {}),
         ...(evidence ? { 'pool-evidence': evidence } : {}),
@@ -405,8 +406,8 @@ export class OverlayNode {
       return undefined;
     });
     this.net.subscribe('acceptance', outcome);
-    // both versions: a /2 (a pooled offer's, counted against the pool) comes on its own topic kind
-    for (const kind of ['nondelivery', 'nondelivery2'] as const) this.net.subscribe(kind, outcome);
+    // every version: a /2 (a pooled offer's, counted against the pool) and a /3 (an open order's) each on its own topic kind
+    for (const kind of ['nondelivery', 'nondelivery2', 'nondelivery3'] as const) this.net.subscribe(kind, outcome);
     // Witness receipts (a bounded set per witness and steward: witness-keep.ts) and equivocation
     // evidence are kept by every node on the overlay, so any of them can grade a steward's
     // ledger (c0mpute ledger fetch); within witnessRecords (records.ts), since anyone can mint both.

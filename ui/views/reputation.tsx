@@ -53,7 +53,7 @@ const SORTS: Array<[RepSort, string]> = [
 ];
 
 export function Reputation() {
-  const v = useLiveVersion((e) => e.type === 'records' && (e.counts.receipt !== undefined || e.counts.acceptance !== undefined || e.counts.nondelivery !== undefined || e.counts.nondelivery2 !== undefined), 2000);
+  const v = useLiveVersion((e) => e.type === 'records' && (e.counts.receipt !== undefined || e.counts.acceptance !== undefined || e.counts.nondelivery !== undefined || e.counts.nondelivery2 !== undefined || e.counts.nondelivery3 !== undefined), 2000);
   const [text, setText] = useState('');
   // the search goes to the daemon once typing pauses
   const search = useDebounced(text);

@@ -344,10 +344,10 @@ test('abuse policy: P5 is minus the abuse score; past disconnectAt the peer is h
   assert.equal(policy.denied('bad'), false, 'the ban ends');
 });
 
-test('per signer: non-deliveries (/1 and /2) are limited like the other outcome records; another signer passes', () => {
+test('per signer: non-deliveries (/1, /2 and /3) are limited like the other outcome records; another signer passes', () => {
   const c = fakeClock(0);
   const g = new FloodGuard({}, c);
-  for (const kind of ['nondelivery', 'nondelivery2'] as const) {
+  for (const kind of ['nondelivery', 'nondelivery2', 'nondelivery3'] as const) {
     assert.deepEqual(floodOptions().signer[kind], floodOptions().signer.acceptance);
     let taken = 0;
     while (g.reserveSigner(kind, 'did:key:zflood') && taken < 1_000) taken++;

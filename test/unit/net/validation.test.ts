@@ -40,7 +40,8 @@ test('topics: names, parsing, type map', () => {
   assert.deepEqual(parseTopic('/c0mpute/1/acme/offer'), { overlay: 'acme', kind: 'offer' });
   assert.equal(parseTopic('/c0mpute/1/acme/nope'), undefined);
   assert.equal(kindForType('pool-witness/1'), 'pool-witness');
-  assert.equal(TOPIC_KINDS.length, 12); // nondelivery2: a pooled offer's non-delivery (c0mpute.nondelivery/2)
+  assert.equal(TOPIC_KINDS.length, 13); // nondelivery2: a pooled offer's non-delivery (c0mpute.nondelivery/2); nondelivery3: an open order's (/3)
+  assert.deepEqual(parseTopic('/c0mpute/1/acme/nondelivery3/03'), { overlay: 'acme', kind: 'nondelivery3', shard: '03' });
   assert.deepEqual(parseTopic('/c0mpute/1/acme/nondelivery2/03'), { overlay: 'acme', kind: 'nondelivery2', shard: '03' });
   assert.equal(kindForType('pool-evidence/1'), 'pool-evidence');
   assert.equal(expectedType('pool-head'), 'pool/1');
@@ -267,11 +268,15 @@ test('markets: a job’s outcome goes to the job’s market; a selection or an a
   assert.equal(expectedType('nondelivery'), T.nondelivery);
   assert.equal(expectedType('nondelivery2'), T.nondelivery2);
   assert.equal(kindForType(T.nondelivery2), 'nondelivery2');
+  // an open order's (/3) likewise, on its own topic kind, which carries only /3
+  assert.deepEqual(recordShards('nondelivery3', { proof: { job: job.bytes } }), [shardOf('builtin.sha256')]);
+  assert.equal(expectedType('nondelivery3'), T.nondelivery3);
+  assert.equal(kindForType(T.nondelivery3), 'nondelivery3');
   for (const k of ['selection', 'acceptance'] as const) {
     assert.deepEqual(recordShards(k, { job: job.address, receipt: job.address }), []);
     assert.equal(placementCheckable(k), false);
     assert.ok(isSharded(k));
   }
-  for (const k of ['advert', 'job', 'presence', 'receipt', 'nondelivery', 'nondelivery2'] as const) assert.equal(placementCheckable(k), true);
+  for (const k of ['advert', 'job', 'presence', 'receipt', 'nondelivery', 'nondelivery2', 'nondelivery3'] as const) assert.equal(placementCheckable(k), true);
   for (const k of ['offer', 'pool-head', 'pool-witness', 'pool-evidence'] as const) assert.equal(isSharded(k), false);
 });
