@@ -13,11 +13,17 @@
  * (the exec header carries the claim where an auction carries the offer; the
  * receipt's `offer` is the claim's address and its price the claim's).
  * No winner before the deadline: the run ends `unclaimed` (a designated order
- * its provider did not claim included; no fall-back to an auction).
+ * its provider did not claim included; no fall-back to an auction). A winner
+ * that does not deliver, for a reason an auction signs a non-delivery for
+ * (timeout, unreachable, refused, no-receipt, bad-receipt; never this node's
+ * own stop or freeze), gets a `c0mpute.nondelivery/3` proved by the order, the
+ * selection and its claim, kept and published on `nondelivery3`; the run ends
+ * `failed`, the order not re-opened.
  */
 import { C0Error } from '../errors.js';
 import { open, type Opened } from '../records/envelope.js';
-import { T, type Advert, type Claim, type ClaimRefusal, type Job, type Offer, type Selection } from '../records/kinds.js';
+import { T, type Advert, type Claim, type ClaimRefusal, type Job, type NonDeliveryReason, type Offer, type Selection } from '../records/kinds.js';
+import { signClaimNonDelivery } from '../reputation/nondelivery.js';
 import { decideClaims, listedInSelection, type ClaimAnswer, type ClaimDecision, type ReceivedClaim } from '../matching/claims.js';
 import { refusalCode, signClaimRefusal, signFirstClaimSelection } from '../matching/first-claim.js';
 import { BUYER_STALLED, type BuyerDeps, type BuyerEvent, type JobResult, type JobSpec, type RankedCandidate } from './buyer.js';
@@ -87,8 +93,8 @@ export interface WinnerAttempt {
   output?: Uint8Array;
   receipt?: JobResult['receipt'];
   acceptance?: JobResult['acceptance'];
-  /** Why the buyer would hold it against the provider (an auction signs a non-delivery for it; an order does not). */
-  nondelivery?: string;
+  /** Why the buyer holds it against the provider: an auction signs a /1 or /2 for it, an order a /3 (orderNonDelivery). */
+  nondelivery?: NonDeliveryReason;
   interrupted?: 'stopping' | 'stalled';
 }
 
@@ -305,7 +311,10 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     const cand: RankedCandidate = { provider: claim.signer, offer: claim as unknown as Opened<Offer>, total: Number.NaN, scores: {} };
     onEvent({ e: 'selection', selection, winner: cand, attempt: 1 });
     const attempt = await exec(job, cand, selection);
-    result.attempts.push({ provider: claim.signer, outcome: attempt.outcome });
+    // Not delivered, for a reason that is the claimant's (Buyer.attempt names none for this node's own stop or freeze,
+    // `interrupted`): a /3, as an auction signs a /1 (docs/matching.md "No winner by the deadline").
+    const nd = attempt.nondelivery && !attempt.interrupted ? await orderNonDelivery(d, job, selection, claim, cited, attempt.nondelivery, attempt.outcome, onEvent) : undefined;
+    result.attempts.push({ provider: claim.signer, outcome: attempt.outcome, ...(nd ? { nondelivery: nd } : {}) });
     if (attempt.receipt) {
       result.receipt = attempt.receipt;
       if (attempt.acceptance) result.acceptance = attempt.acceptance;
@@ -325,5 +334,26 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     untilDeadline?.clear();
     stop.abort();
     inbox.close(stopping?.aborted ? NODE_CLOSING_FRAME : undefined);
+  }
+}
+
+/**
+ * Sign, keep and publish an open order's non-delivery (`c0mpute.nondelivery/3`: the order, the first-claim selection
+ * and the winning claim, and the claim's advert when it is pooled); its address, or undefined when it cannot be signed
+ * (logged: the run's outcome is unchanged). On its own topic kind, `nondelivery3`.
+ */
+async function orderNonDelivery(d: BuyerDeps, job: Opened<Job>, selection: Opened<Selection>, claim: Opened<Claim>, cited: Opened<Advert> | undefined, reason: NonDeliveryReason, detail: string, onEvent: (e: BuyerEvent) => void): Promise<string | undefined> {
+  try {
+    // the advert the claim cites (carried only when it is that one, the claimant's, pooled: signClaimNonDelivery)
+    const advert = cited ?? d.advertAt?.(claim.record.advert) ?? d.adverts(claim.signer);
+    const nd = signClaimNonDelivery({ job, selection, claim, reason, detail, signedAt: Math.max(d.clock(), selection.record.decidedAt), signer: d.signer, ...(advert ? { advert } : {}) });
+    await d.store(nd);
+    await d.publish('nondelivery3', nd).catch(() => {});
+    onEvent({ e: 'nondelivery', provider: claim.signer, reason, address: nd.address });
+    d.log.info({ job: job.address, provider: claim.signer, reason, nondelivery: nd.address }, 'the winning claimant did not deliver: non-delivery signed');
+    return nd.address;
+  } catch (e) {
+    d.log.warn({ job: job.address, provider: claim.signer, reason, err: (e as Error).message }, 'could not record the non-delivery');
+    return undefined;
   }
 }

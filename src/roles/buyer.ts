@@ -440,8 +440,8 @@ export interface BuyerDeps {
   adverts: (did: string) => Opened<Advert> | undefined;
   /** An advert by address, when held (the one an offer cites: a pooled offer's non-delivery carries it). */
   advertAt?: (address: string) => Opened<Advert> | undefined;
-  /** `nondelivery2`: a pooled offer's non-delivery (c0mpute.nondelivery/2), on its own topic kind. */
-  publish: (kind: 'job' | 'selection' | 'receipt' | 'acceptance' | 'nondelivery' | 'nondelivery2', env: Opened) => Promise<void>;
+  /** `nondelivery2`: a pooled offer's non-delivery (c0mpute.nondelivery/2); `nondelivery3`: an open order's (/3); each on its own topic kind. */
+  publish: (kind: 'job' | 'selection' | 'receipt' | 'acceptance' | 'nondelivery' | 'nondelivery2' | 'nondelivery3', env: Opened) => Promise<void>;
   /**
    * Open `/c0mpute/exec/1` to a provider by DID, send the request, iterate the answer frames (output chunks assembled
    * into one before the receipt); `heard`, when given, is told of every frame as it arrives (`ready` too), each output
