@@ -77,7 +77,9 @@ export interface HeldAttempt {
  * The evidence store files a non-delivery under the provider it counts against (nonDeliveryProvider): a /2 on a pool
  * member's offer under the pool's DID, not the member's the selection names. So it is looked up under the member,
  * then under the pool the winning offer's advert stands for (receiptProviderFor). Before, only under the member: a
- * failed pooled attempt showed no non-delivery while `c0mpute reputation` counted it against the pool.
+ * failed pooled attempt showed no non-delivery while `c0mpute reputation` counted it against the pool. An open order's
+ * attempt is found the same way: its selection's winner is a claim, its non-delivery a /3 (under the pool its claim's
+ * pooled advert stands for, when it carries one).
  */
 export async function attemptsOf(records: RecordStore, ev: EvidenceStore, job: string): Promise<HeldAttempt[]> {
   const out: HeldAttempt[] = [];
@@ -96,12 +98,13 @@ export async function attemptsOf(records: RecordStore, ev: EvidenceStore, job: s
 }
 
 /**
- * The pool `provider`'s winning offer stood for: that of the advert the offer cites (held here), else of the provider's
- * current advert (the cited one replaced or evicted since); undefined when neither is a pooled advert of its own.
+ * The pool `provider`'s winning offer (or an open order's winning claim) stood for: that of the advert it cites (held
+ * here), else of the provider's current advert (the cited one replaced or evicted since); undefined when neither is a
+ * pooled advert of its own.
  */
 async function poolOfWinner(records: RecordStore, winner: string, provider: string): Promise<string | undefined> {
-  const offer = await records.get(winner, T.offer);
-  const cited = offer?.signer === provider ? await records.get(offer.record.advert, T.advert) : undefined;
+  const won = (await records.get(winner, T.offer)) ?? (await records.get(winner, T.claim));
+  const cited = won?.signer === provider ? await records.get(won.record.advert, T.advert) : undefined;
   for (const advert of [cited, records.advertOf(provider)]) {
     if (!advert?.record.pool) continue;
     try {

@@ -12,11 +12,12 @@ import { join } from 'node:path';
 import { EvidenceStore } from '../../../src/reputation/store.js';
 import { RecordStore } from '../../../src/store/records.js';
 import { closeDb, openDb } from '../../../src/store/db.js';
-import { attemptsOf, jobHistory, newest, parseJobsPage, providedReceipts, JOBS_PAGE_DEFAULT } from '../../../src/node/job-history.js';
+import { attemptsOf, historyOf, jobHistory, newest, parseJobsPage, providedReceipts, JOBS_PAGE_DEFAULT } from '../../../src/node/job-history.js';
 import { codeOf } from '../../../src/errors.js';
 import { NOW, P, acceptance, advert, job, offer, receipt } from '../market/fixtures.js';
-import { seal, T, type Advert, type Opened, type Selection } from '../../../src/records/index.js';
-import { signNonDelivery } from '../../../src/reputation/nondelivery.js';
+import { seal, T, type Advert, type Claim, type Opened, type Selection } from '../../../src/records/index.js';
+import { signClaimNonDelivery, signNonDelivery } from '../../../src/reputation/nondelivery.js';
+import { signFirstClaimSelection } from '../../../src/matching/first-claim.js';
 import '../../../src/pools/chain.js';
 import { MEMBERS, POOL, keyOf, pooledAdvert, proof, roster } from '../pools/helpers.js';
 
@@ -131,6 +132,45 @@ test('a failed attempt on a pool member’s offer shows the /2 non-delivery, fil
     assert.equal(ev.nondeliveriesAbout(POOL).length, 1, 'the store files it under the pool');
     const got = await attemptsOf(records, ev, j.address);
     assert.deepEqual(got.map((a) => [a.provider, a.selection.address, a.nondelivery?.address]), [[member, s.address, nd.address]]);
+  } finally {
+    await closeDb(db);
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('an open order whose winning claimant did not deliver: its attempt shows the /3, and the job reads failed with its reason (a pooled claim’s under the pool)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-history-'));
+  const db = await openDb(dir);
+  try {
+    const records = await RecordStore.open(db);
+    const ev = new EvidenceStore();
+    const order = (n: number, by: { did: string; signer: typeof PROV.signer }, ad: Opened<Advert>) => {
+      const j = job(BUYER, { nonce: new Uint8Array([9, n]), order: {} });
+      const c = seal(T.claim, { job: j.address, advert: ad.address, price: j.record.maxPrice, issuedAt: NOW }, by.signer) as Opened<Claim>;
+      const s = signFirstClaimSelection(j, { job: j.address, winner: { seq: 1, receivedAt: NOW, claim: c }, answers: [], considered: [{ seq: 1, provider: by.did, claim: c.address }] }, () => NOW, NOW + 1, BUYER.signer);
+      return { j, c, s };
+    };
+    const plain = order(34, PROV, advert(PROV));
+    for (const r of [plain.j, plain.c, plain.s]) await records.put(r);
+    const nd = signClaimNonDelivery({ job: plain.j, selection: plain.s, claim: plain.c, reason: 'unreachable', signedAt: NOW + 10, signer: BUYER.signer });
+    await ev.add(nd);
+    const h = await historyOf(records, ev, BUYER.did, plain.j);
+    assert.deepEqual(h.attempts.map((a) => [a.provider, a.selection.address, a.nondelivery?.address]), [[PROV.did, plain.s.address, nd.address]]);
+    assert.deepEqual(h.outcome, { status: 'failed', provider: PROV.did, nondelivery: nd.address, reason: 'unreachable', at: NOW + 10 });
+    // a pool member's claim on its pooled advert: the /3 is filed under the pool, found through the claim's advert
+    // (the member's current advert, seq 2, is no longer pooled)
+    const member = MEMBERS[0]!;
+    const party = { did: member, signer: keyOf(member) };
+    const pooled = seal(T.advert, { ...pooledAdvert(proof(roster(), party.signer)), workloads: ['infer.llm'], issuedAt: NOW - 1000 }, party.signer) as Opened<Advert>;
+    const later = advert(party as never, { seq: 2 });
+    const p = order(35, party, pooled);
+    for (const r of [p.j, p.c, p.s, pooled, later]) await records.put(r);
+    const pnd = signClaimNonDelivery({ job: p.j, selection: p.s, claim: p.c, advert: pooled, reason: 'refused', signedAt: NOW + 10, signer: BUYER.signer });
+    await ev.add(pnd);
+    assert.equal(ev.nondeliveriesAbout(POOL).length, 1, 'filed under the pool');
+    const ph = await historyOf(records, ev, BUYER.did, p.j);
+    assert.deepEqual(ph.attempts.map((a) => [a.provider, a.nondelivery?.address]), [[member, pnd.address]]);
+    assert.equal(ph.outcome.status, 'failed');
   } finally {
     await closeDb(db);
     rmSync(dir, { recursive: true, force: true });
