@@ -54,6 +54,13 @@ const RULES: Record<string, string[]> = {
     'Counts against the **pool** the advert stands for (the provider selection scored the offer as), by the weight of its signer; one per (buyer, pool, job). `provider` still names the member that quoted (the selection names it with the offer). The pool is read from the record alone, so every node charges the same provider.',
     'The buyer signs a `/2` when it holds the advert the offer cites and that advert is pooled, and the record stays within the envelope bound (64 KiB); otherwise a `/1`, which counts against the member.',
   ],
+  'c0mpute.nondelivery/3': [
+    'An **open order’s** non-delivery (docs/matching.md “Open orders, claims and leases”): the buyer’s `first-claim` selection took `claim` and its claimant sent no receipt. An order has no offer, so it proves by the claim: fields `claim` and `proof.claim` where `/1` has `offer` and `proof.offer`. A new version rather than new fields of `/1` (§3). It travels on its own topic kind, `nondelivery3` (sharded like `nondelivery`, by the job its proof carries: docs/network.md §2, §14), which previous-version nodes do not join, so none is ever sent one.',
+    '`provider` ≠ signer (`NONDELIVERY_SELF`); `detail`, when present, is not blank (`NONDELIVERY_DETAIL_EMPTY`).',
+    'It links, from the record alone (on gossip, rejected otherwise; the evidence store refuses it too): every `proof` envelope opens (`NONDELIVERY_PROOF_INVALID`); the job is the one cited (`NONDELIVERY_JOB_MISMATCH`), signed by this record’s signer (`NONDELIVERY_NOT_BUYER`) and an open order, with `order` (`NONDELIVERY_NOT_AN_ORDER`); the selection is the one cited, for that job, made for the signer, its winner the cited claim, its last arrival and `considered` naming `provider` with it (`NONDELIVERY_SELECTION_MISMATCH`), of policy `first-claim` and signed by the buyer itself (`NONDELIVERY_NOT_FIRST_CLAIM`: only the buyer’s node sees arrivals), decided no later than `signedAt` (`NONDELIVERY_BEFORE_SELECTION`); the claim is the one cited, signed by `provider`, for that job (`NONDELIVERY_CLAIM_MISMATCH`); `proof.advert`, when present, is the advert the claim cites, signed by `provider`, and pooled (`NONDELIVERY_ADVERT_MISMATCH`).',
+    'Counts against the claimant (with a pooled `proof.advert`: the pool it stands for, as a `/2`, while its roster had not expired when the claim was signed) by the weight of its signer; one per (buyer, provider, job). It gives way to a receipt of that provider for the job that the buyer countersigned: a winner that stalled and signed its own failure later (`EXEC_PROVIDER_STALLED`, countersigned when it arrives) is charged that failure, not a non-delivery (docs/market.md “Outcomes”).',
+    'The buyer signs it when the winner’s attempt ends for a reason it signs a `/1` for in an auction (`timeout`, `unreachable`, `refused`, `no-receipt`, `bad-receipt`), never for its own stop or freeze (`BUYER_STALLED`). It carries the claim’s advert only when the buyer holds it and it is pooled (and the record stays within 64 KiB).',
+  ],
   'c0mpute.pool-roster/1': [
     '`expiresAt` > `issuedAt` (`POOL_ROSTER_LIFETIME_INVALID`), lifetime ≤ 90 days (`POOL_ROSTER_LIFETIME_TOO_LONG`); the pool’s key is not a member (`POOL_ROSTER_SELF_MEMBER`).',
     'The signer’s DID is the pool’s DID. A higher `seq` replaces; a verifier that has seen a higher seq refuses records proved by an older roster (`POOL_ROSTER_STALE`), and an expired roster proves nothing (`POOL_ROSTER_EXPIRED`) (docs/pools.md).',
@@ -89,6 +96,7 @@ const SIGNERS: Record<string, string> = {
   'c0mpute.delegation/1': 'buyer',
   'c0mpute.nondelivery/1': 'buyer (the job’s signer)',
   'c0mpute.nondelivery/2': 'buyer (the job’s signer)',
+  'c0mpute.nondelivery/3': 'buyer (the order’s signer)',
   'c0mpute.pool-roster/1': 'the pool’s own key (it signs rosters only)',
   'c0mpute.pool-membership/1': 'the member',
   'c0mpute.pool-dispatch/1': 'the elected coordinator (a member)',
