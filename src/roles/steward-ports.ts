@@ -97,7 +97,12 @@ export interface StewardPorts {
    * connects: src/roles/steward-reclaim.ts); absent, the steward tries again on its backoff alone.
    */
   readonly net: Pick<Network, 'handle' | 'subscribe' | 'publish' | 'request'> & Partial<Pick<Network, 'syncFrom' | 'syncJobs' | 'drained' | 'fetchRecords' | 'peers' | 'libp2p'>>;
-  readonly records: Pick<RecordStore, 'get' | 'put'>;
+  /**
+   * The node's records. `witnessReceiptsFor` and `evidenceAbout` (absent in a stub: nothing known) tell what the node
+   * kept of this key's ledger: a ledger begun anew under a key with one is refused, and the evidence against it is
+   * shown after a restart (src/roles/steward-history.ts).
+   */
+  readonly records: Pick<RecordStore, 'get' | 'put'> & Partial<Pick<RecordStore, 'witnessReceiptsFor' | 'evidenceAbout'>>;
   /**
    * The market engine: a managed overlay's selections, the live adverts (the overlay's physical capacity), and the
    * offers and adverts held by address (a selection's winning offer and the advert it cites: steward-winners.ts).

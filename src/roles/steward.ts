@@ -63,7 +63,7 @@
  *   formed, would otherwise stay unwitnessed until the next append. Witness
  *   receipts heard on pool-witness are kept.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import { NET_ERR } from '../net/protocols.js';
@@ -91,6 +91,7 @@ import { reclaimed, select, serveLedgerRange, withdraw } from './steward-handler
 import { CATCH_UP_PEERS, LEDGER_PROTOCOL, STEWARD_PROTOCOL, WITHDRAW_ASK_MS, stewardInboundStreams, type StewardConfig, type StewardIdentity, type StewardPorts, type StewardStream } from './steward-ports.js';
 import type { TopicKind } from '../net/topics.js';
 import { setLongInterval, setLongTimeout, type LongTimer } from '../util/timers.js';
+import { knownHistory, refuseSecondLedger, shorterThanWitnessed } from './steward-history.js';
 
 export { STEWARD_PROTOCOL, LEDGER_PROTOCOL, PREEMPT_PROTOCOL, MAX_LEDGER_RANGE, REASK_GRACE_MS } from './steward-ports.js';
 export type { StewardConfig, StewardIdentity, StewardPorts } from './steward-ports.js';
@@ -137,8 +138,9 @@ export class Steward {
   readonly #knownWitnesses = new Set<string>();
   #othersContradicting: { receipts: number; at: number } | undefined;
   /**
-   * Equivocation evidence about this steward heard since start (pool-evidence/1, each pair verified): by the pair's
-   * two entry addresses, its seq, form and the witnesses that published it, at most MAX_CONTRADICTING pairs.
+   * Equivocation evidence about this steward (pool-evidence/1, each pair verified), held in the node's store at start
+   * (#loadEvidence) and heard since: by the pair's two entry addresses, its seq, form and the witnesses that published
+   * it, at most MAX_CONTRADICTING pairs.
    */
   readonly #evidence = new Map<string, { seq: number; form: string; witnesses: Set<string>; at: number }>();
   /** Each open claim's `Admitted` entry (envelope bytes): the proof of admission a buyer carries to its provider. */
@@ -194,9 +196,17 @@ export class Steward {
     }
     const tree = treeFromYaml(text, cfg.treeFile);
     const dir = join(dataDir, 'steward', o.name, 'ledger');
+    const createdMark = join(dataDir, 'steward', o.name, 'ledger.created');
+    // A key has one ledger (pool/1 §6.5, §6.7): what this node's store knows of this key's ledger (witness receipts,
+    // evidence) refuses a ledger begun anew under it, and warns of one shorter than what was cosigned
+    // (steward-history.ts). Read before anything is created.
+    const history = await knownHistory(o.records, identity.did, cfg.witnesses);
+    if (!existsSync(createdMark) && !existsSync(join(dir, 'CURRENT'))) refuseSecondLedger(history, identity.did, dir);
     // openDb makes the directory the first time only: with ledger.created there, a ledger directory moved aside or not
     // mounted is STORE_MISSING, not a new chain at length 0 (docs/pool.md)
-    const ledger = await Ledger.open(dir, { createdMark: join(dataDir, 'steward', o.name, 'ledger.created'), signer: identity.signer, now: o.clock, logger: o.log.child({ role: 'steward', overlay: o.name }), ...(cfg.witnesses ? { witnesses: cfg.witnesses } : {}), ...(cfg.maxWitnesses === undefined ? {} : { maxWitnesses: cfg.maxWitnesses }) });
+    const ledger = await Ledger.open(dir, { createdMark, signer: identity.signer, now: o.clock, logger: o.log.child({ role: 'steward', overlay: o.name }), ...(cfg.witnesses ? { witnesses: cfg.witnesses } : {}), ...(cfg.maxWitnesses === undefined ? {} : { maxWitnesses: cfg.maxWitnesses }) });
+    const shorter = shorterThanWitnessed(history, ledger.length);
+    if (shorter) o.log.warn({ overlay: o.name, ledger: dir, ...shorter.fields }, shorter.msg);
     const s = new Steward(o, ledger, tree, cfg, identity);
     const open = openEntitlements(tree);
     if (open.length) {
@@ -256,6 +266,7 @@ export class Steward {
     // Evidence that this steward signed two entries no single history holds: shown by status() (anyone holding it can
     // prove it, so the ledger's attestation is worth nothing to them until the operator deals with it)
     net.subscribe('pool-evidence', (rec) => this.#heardEvidence(rec as Opened<EquivocationEvidence>));
+    await this.#loadEvidence();
     if (!this.cfg.witnesses) for (const w of (await this.ledger.attestation()).witnesses) this.#knownWitnesses.add(w.witness);
     await this.#contradicting.load();
     net.subscribe('pool-witness', async (rec) => {
@@ -286,8 +297,26 @@ export class Steward {
     });
   }
 
-  /** A pool-evidence/1 record: kept for status() when it is about this steward and its pair verifies. */
-  #heardEvidence(rec: Opened<EquivocationEvidence>): void {
+  /**
+   * The evidence about this steward the node's store holds (the node keeps every pool-evidence/1 record about the
+   * steward it names, itself included: src/store/records.ts), at most MAX_CONTRADICTING records: the evidence is a
+   * lasting fact about the key, and a witness gossips what it kept again only at its own start and every hour, so
+   * without this a restarted steward showed a clean attestation while its witnesses held the pair (QA qaUp F2). One
+   * warning at start says how much is held.
+   */
+  async #loadEvidence(): Promise<void> {
+    const held = (await this.o.records.evidenceAbout?.(this.identity.did, MAX_CONTRADICTING)) ?? [];
+    for (const rec of held) this.#heardEvidence(rec, { stored: true });
+    if (!this.#evidence.size) return;
+    const seqs = [...new Set([...this.#evidence.values()].map((p) => p.seq))].sort((a, b) => a - b).slice(0, 16);
+    this.log.warn({ overlay: this.o.name, pairs: this.#evidence.size, seqs }, 'this node holds proof that this steward signed two entries no single history holds (equivocation evidence a witness published): its ledger is not to be trusted by anyone who has it (c0mpute steward status)');
+  }
+
+  /**
+   * A pool-evidence/1 record: kept for status() when it is about this steward and its pair verifies. `stored`: read
+   * back from the node's store at start (dated by the record; one warning for all of them, #loadEvidence).
+   */
+  #heardEvidence(rec: Opened<EquivocationEvidence>, o: { stored?: boolean } = {}): void {
     const e = rec.record;
     if (e?.steward !== this.identity.did) return;
     let v: ReturnType<typeof verifyEvidence>;
@@ -303,8 +332,9 @@ export class Steward {
       if (known.witnesses.size < MAX_CONTRADICTING) known.witnesses.add(rec.signer);
       return;
     }
-    this.#evidence.set(key, { seq: v.seq, form: e.form ?? 'same-seq', witnesses: new Set([rec.signer]), at: this.o.clock() });
+    this.#evidence.set(key, { seq: v.seq, form: e.form ?? 'same-seq', witnesses: new Set([rec.signer]), at: o.stored ? e.observedAt : this.o.clock() });
     if (this.#evidence.size > MAX_CONTRADICTING) this.#evidence.delete(this.#evidence.keys().next().value!);
+    if (o.stored) return;
     this.log.warn({ witness: rec.signer, seq: v.seq, form: e.form ?? 'same-seq', evidence: rec.address }, 'a witness holds proof that this steward signed two entries no single history holds: its ledger is not to be trusted by anyone who has it (c0mpute steward status)');
   }
 
@@ -666,7 +696,7 @@ export class Steward {
       ...(contradicting.length ? { contradictingWitnesses: contradicting } : {}),
       // without witnesses named: contradicting receipts from keys this ledger holds no receipt from (anyone's), counted
       ...(this.#othersContradicting ? { contradictingOthers: this.#othersContradicting } : {}),
-      // equivocation evidence about this steward heard since start: each pair proves two histories to anyone
+      // equivocation evidence about this steward held in the node's store or heard since: each pair proves two histories to anyone
       ...(this.#evidence.size ? { evidence: { pairs: this.#evidence.size, witnesses: new Set([...this.#evidence.values()].flatMap((p) => [...p.witnesses])).size, seqs: [...new Set([...this.#evidence.values()].map((p) => p.seq))].sort((a, b) => a - b).slice(0, 16) } } : {}),
     };
   }

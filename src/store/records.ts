@@ -778,6 +778,27 @@ export class RecordStore {
   }
 
   /**
+   * The equivocation evidence (pool-evidence/1) held about `steward`, in the order it arrived, at most `limit` records.
+   * Read from a named steward's own places (`n!e!<steward>!…`: this node's config names it, as a steward names itself);
+   * about a steward not named, it is found among the others' places (`o!e!…`, whose values name the steward), reading
+   * at most the `maxEvidence` such places.
+   */
+  async evidenceAbout(steward: string, limit: number): Promise<Array<Opened<EquivocationEvidence>>> {
+    const out: Array<Opened<EquivocationEvidence>> = [];
+    if (limit <= 0) return out;
+    const named = this.#named.has(steward);
+    const [gt, lt] = named ? [`n!e!${steward}!`, `n!e!${steward}!\xff`] : ['o!e!', 'o!e!\xff'];
+    for await (const v of this.#keep.values({ gt, lt })) {
+      const place = RecordStore.#parsePlace(v);
+      if (place.steward !== steward) continue;
+      const r = await this.get(place.address, EVIDENCE_TYPE);
+      if (r) out.push(r as Opened<EquivocationEvidence>);
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+
+  /**
    * Store verified records that are not adverts or witness receipts, in one synced batch; returns how many were new.
    * A job among them held in the quoted order (`putQuoted`) leaves it: it is kept as the job history keeps it.
    */

@@ -65,6 +65,8 @@ export interface StewardView {
   teams: TeamView[];
   queued: Array<{ claim: string; entitlement: string; reason: string; reasons: string[] }>;
   attestation: AttestationView;
+  /** equivocation evidence about this steward the node holds (absent: none) */
+  evidence?: { pairs: number; witnesses: number; seqs: number[] };
 }
 
 export interface WitnessView {

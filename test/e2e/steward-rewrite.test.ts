@@ -16,7 +16,8 @@
 import '../../src/polyfill.js';
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { eventOf, readLedgerDir, sealEntries, verifyEquivocation, writeLedgerDir, POOL_TYPE, type LedgerEntry } from '../../src/ledger/index.js';
 import type { EquivocationEvidence } from '../../src/ledger/evidence.js';
 import { open, type Opened } from '../../src/records/envelope.js';
@@ -141,5 +142,22 @@ test('a steward that rewrites its ledger and re-signs it is caught by the witnes
     const att = v.json.attestation as { grade: string; witnessedLength: number; receipts: ReceiptStatusView[] };
     assert.ok(att.witnessedLength <= 1);
     checkReceipts(att.receipts);
+
+    // Restarted, it still says so at once: the evidence is read back from the node's store (the witness gossips it
+    // again only at its own start and every hour; a records sync with a member it dials may bring it back later).
+    // Started dialling nobody, as a steward its members dial is (QA qaUp F2: its status showed no evidence at all).
+    const cfg = org.steward.config as { network: Record<string, unknown> };
+    org.steward = await org.c.start('steward', { ...cfg, network: { ...cfg.network, bootstrap: [] } });
+    const s2 = await stewardStatus(org.steward);
+    assert.equal(s2.evidence?.pairs, 1, 'the evidence pair is shown after a restart');
+    assert.deepEqual(s2.evidence?.seqs, [3]);
+
+    // "A new accounting window" begun under the same key (the ledger moved aside, ledger.created removed) would be a
+    // second chain at seqs the witness cosigned: the start is refused, nothing created (QA qaUp F1).
+    await org.c.stop(org.steward);
+    renameSync(org.ledgerDir, `${org.ledgerDir}.period1`);
+    rmSync(join(org.ledgerDir, '..', 'ledger.created'));
+    await assert.rejects(org.c.start('steward', org.steward.config), /steward exited \(3\)[\s\S]*STEWARD_KEY_HAS_LEDGER/);
+    assert.equal(existsSync(org.ledgerDir), false, 'no new ledger directory');
   });
 });

@@ -50,6 +50,8 @@ export interface StubOptions {
   abuseReports?: StewardPorts['abuseReports'];
   /** The steward's monotonic clock (its per-peer refusal buckets; default the real one). */
   monoClock?: () => number;
+  /** What the node's store knows of the steward's key (witness receipts, evidence): default nothing (a real RecordStore's, in steward-history.test.ts). */
+  history?: Pick<StewardPorts['records'], 'witnessReceiptsFor' | 'evidenceAbout'>;
 }
 
 export async function stewardOnStub(dir: string, db: Db, records: Map<string, Opened<Job>>, o: StubOptions = {}) {
@@ -84,6 +86,9 @@ export async function stewardOnStub(dir: string, db: Db, records: Map<string, Op
         await o.beforePut?.(j);
         records.set(j.address, j);
       },
+      // bound: a RecordStore's methods are on its prototype, which a spread would leave behind
+      ...(o.history?.witnessReceiptsFor ? { witnessReceiptsFor: o.history.witnessReceiptsFor.bind(o.history) } : {}),
+      ...(o.history?.evidenceAbout ? { evidenceAbout: o.history.evidenceAbout.bind(o.history) } : {}),
     },
     market: { decide: async () => ({}), signSelection: () => ({}), adverts: { latest: o.adverts ?? new Map() } },
     sub: (n: string) => sub(db, n),

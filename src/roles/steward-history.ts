@@ -1,0 +1,84 @@
+/**
+ * What this node already knows of its own key's ledger, checked before the steward opens one (pool/1 §6.4, §6.5,
+ * §6.7; docs/overlays.md "A new accounting window").
+ *
+ * In pool/1 a ledger has no identity of its own: every entry carries `steward`, `seq` and `prev` from one genesis
+ * sentinel, and a witness receipt names only the steward, a length and a head. A steward key therefore has one
+ * ledger. A second chain begun under the same key (its `ledger` directory moved aside and `ledger.created` removed,
+ * meant as a new accounting window) signs other entries at the seqs the first already used: every witness that
+ * cosigned the first keeps the two as equivocation evidence against the key, for good, and publishes it. So a steward
+ * about to begin a ledger while this node's store holds witness receipts for its key (or evidence against it) is
+ * refused STEWARD_KEY_HAS_LEDGER, nothing created; a new accounting window is a new steward key. A ledger that is
+ * there but shorter than what a witness cosigned (restored from an old copy, truncated) is warned about at start.
+ *
+ * The receipts counted: with `network.witnesses` named, only theirs (any other key can sign a receipt of any length);
+ * without, every key's the node kept (a bounded set: docs/overlays.md "What a node keeps of witness records"), said so.
+ */
+import { C0Error } from '../errors.js';
+import type { Opened } from '../records/envelope.js';
+import type { WitnessReceipt } from '../ledger/entry.js';
+import type { EquivocationEvidence } from '../ledger/evidence.js';
+import type { RecordStore } from '../store/records.js';
+
+export const STEWARD_KEY_HAS_LEDGER = 'STEWARD_KEY_HAS_LEDGER';
+
+/** The store's reads used here; either may be absent (a stub), then nothing is known. */
+export type HistoryRecords = Partial<Pick<RecordStore, 'witnessReceiptsFor' | 'evidenceAbout'>>;
+
+/** The longest length each counted witness cosigned of `steward`'s ledger, longest first. */
+export interface KnownHistory {
+  witnesses: Array<{ witness: string; length: number }>;
+  /** equivocation evidence records held against the key (at most 16 read) */
+  evidence: number;
+  /** whether the witnesses counted were named (`network.witnesses`) or every key held */
+  named: boolean;
+}
+
+export async function knownHistory(records: HistoryRecords, steward: string, witnesses: readonly string[] | undefined): Promise<KnownHistory> {
+  const receipts: Array<Opened<WitnessReceipt>> = (await records.witnessReceiptsFor?.(steward)) ?? [];
+  const named = witnesses ? new Set(witnesses) : undefined;
+  const longest = new Map<string, number>();
+  for (const r of receipts) {
+    if (r.record.steward !== steward || r.signer === steward || (named && !named.has(r.signer))) continue;
+    longest.set(r.signer, Math.max(longest.get(r.signer) ?? 0, r.record.length));
+  }
+  const evidence: Array<Opened<EquivocationEvidence>> = (await records.evidenceAbout?.(steward, 16)) ?? [];
+  return {
+    witnesses: [...longest].map(([witness, length]) => ({ witness, length })).sort((a, b) => b.length - a.length || (a.witness < b.witness ? -1 : 1)),
+    evidence: evidence.length,
+    named: named !== undefined,
+  };
+}
+
+function whom(h: KnownHistory): string {
+  const list = h.witnesses.slice(0, 4).map((w) => `${w.witness} to length ${w.length}`).join(', ');
+  const more = h.witnesses.length > 4 ? ` and ${h.witnesses.length - 4} more` : '';
+  return `${list}${more}${h.named ? '' : ' (network.witnesses names none: every key whose receipt this node kept is counted)'}`;
+}
+
+/**
+ * STEWARD_KEY_HAS_LEDGER when `ledgerDir` is about to be begun (no ledger there, no ledger.created) while the store
+ * shows the key has a ledger already; nothing is created.
+ */
+export function refuseSecondLedger(h: KnownHistory, steward: string, ledgerDir: string): void {
+  if (!h.witnesses.length && !h.evidence) return;
+  const seen = [
+    ...(h.witnesses.length ? [`witness receipts for its ledger: ${whom(h)}`] : []),
+    ...(h.evidence ? [`${h.evidence} equivocation evidence record${h.evidence === 1 ? '' : 's'} against it`] : []),
+  ].join('; and ');
+  throw new C0Error(
+    STEWARD_KEY_HAS_LEDGER,
+    `${ledgerDir} holds no ledger, but this node's key ${steward} already has one: its store holds ${seen}. A new ledger under the same key would sign other entries at the seqs the first one used, and every witness that cosigned the first keeps and publishes the two as equivocation evidence against this key, for good (pool/1 §6.5, §6.7: a ledger is its steward key's one chain). Put the ledger back (the directory as it was, and steward/<overlay>/ledger.created), or begin the new accounting window under a new steward key (docs/overlays.md "A new accounting window"). Nothing was created.`,
+    { field: 'steward', detail: { steward, witnesses: h.witnesses.slice(0, 16), evidence: h.evidence, named: h.named ? 'yes' : 'no' } },
+  );
+}
+
+/** The start warning for a ledger shorter than what a counted witness cosigned (undefined: none is). */
+export function shorterThanWitnessed(h: KnownHistory, length: number): { fields: Record<string, unknown>; msg: string } | undefined {
+  const beyond = h.witnesses.filter((w) => w.length > length);
+  if (!beyond.length) return undefined;
+  return {
+    fields: { length, witnesses: beyond.slice(0, 16), code: 'WITNESS_LENGTH_BEYOND' },
+    msg: `this ledger has ${length} entries, but this node holds receipts of witnesses that cosigned more of this key's ledger (${whom({ ...h, witnesses: beyond })}): it was restored from an older copy or truncated. Once it grows past their length it has signed other entries at seqs they cosigned, which they keep and publish as equivocation evidence against this key: stop the steward and put back the ledger they cosigned (docs/overlays.md "A steward whose ledger went back")`,
+  };
+}
