@@ -16,7 +16,48 @@ function isDir(p: string): boolean {
 
 /** A ledger directory (LevelDB, loaded only then) or an exported file. */
 async function readAny(p: string): Promise<RawLedger> {
-  return isDir(p) ? (await import('../../ledger/store.js')).readLedgerDir(p) : (await import('../../ledger/file.js')).readLedgerFile(p);
+  return isDir(p) ? readDir(p) : (await import('../../ledger/file.js')).readLedgerFile(p);
+}
+
+/**
+ * A ledger directory, read (`verify`, `show`, `export`). A running steward's own ledger (`<data-dir>/steward/<overlay>/ledger`,
+ * held by the daemon of that data directory) is STORE_LOCKED, as before, and the message then says how such a ledger
+ * is read: fetched from the daemon (`ledger fetch`, which reads its own store without a dial) into a file, then that
+ * file verified (QA qaUp F6: the refusal named the holder only).
+ */
+async function readDir(dir: string): Promise<RawLedger> {
+  try {
+    return await (await import('../../ledger/store.js')).readLedgerDir(dir);
+  } catch (e) {
+    if (!(e instanceof C0Error) || e.code !== 'STORE_LOCKED') throw e;
+    const how = await daemonLedgerPointer(dir, (e.detail as { holder?: { pid?: number } } | undefined)?.holder?.pid);
+    if (!how) throw e;
+    throw new C0Error(e.code, `${e.message}. ${how}`, { ...(e.field ? { field: e.field } : {}), ...(e.detail ? { detail: e.detail } : {}), cause: e });
+  }
+}
+
+/**
+ * How to read the ledger at `dir` when the daemon of its data directory holds it (pid `holder`): undefined when `dir`
+ * is not `<data-dir>/steward/<overlay>/ledger` of a running daemon with that pid.
+ */
+async function daemonLedgerPointer(dir: string, holder: number | undefined): Promise<string | undefined> {
+  const { basename, dirname, resolve } = await import('node:path');
+  const abs = resolve(dir);
+  const overlay = basename(dirname(abs));
+  const dataDir = dirname(dirname(dirname(abs)));
+  if (basename(abs) !== 'ledger' || basename(dirname(dirname(abs))) !== 'steward') return undefined;
+  const [{ readDaemonInfo }, { readRecordedDid }] = await Promise.all([import('../../node/daemon-info.js'), import('../../node/identity.js')]);
+  let info: { pid: number } | undefined;
+  let did: string | undefined;
+  try {
+    info = readDaemonInfo(dataDir);
+    did = readRecordedDid(dataDir);
+  } catch {
+    return undefined; // only a pointer: the refusal stands as it is
+  }
+  if (!info || (holder !== undefined && info.pid !== holder)) return undefined;
+  const q = (v: string) => (/^[\w@%+=:,./-]+$/.test(v) ? v : `'${v.replaceAll("'", "'\\''")}'`);
+  return `It is the ledger of the steward running on ${dataDir} (pid ${info.pid}): read it through that daemon, \`c0mpute --data-dir ${q(dataDir)} ledger fetch ${did ?? '<steward-did>'} FILE --overlay ${q(overlay)}\`, then \`c0mpute ledger verify FILE\` (or \`ledger show FILE\`)`;
 }
 
 let isDid: ((v: string) => boolean) | undefined;
@@ -122,8 +163,8 @@ export function register(program: Command): void {
     .option('--unverified', 'write a ledger that does not verify anyway (a rescue copy): the file keeps the stored head, so it fails verify as the directory does')
     .description('verify the ledger, then write it (entries, witness receipts and the stored head) to one file; one that does not verify is refused')
     .action(async (dir: string, file: string, opts: { unverified?: boolean }) => {
-      const [{ readLedgerDir }, { writeLedgerFile }, { assertVerified, verifyLedger }] = await Promise.all([import('../../ledger/store.js'), import('../../ledger/file.js'), import('../../ledger/verify.js')]);
-      const raw = await readLedgerDir(dir);
+      const [{ writeLedgerFile }, { assertVerified, verifyLedger }] = await Promise.all([import('../../ledger/file.js'), import('../../ledger/verify.js')]);
+      const raw = await readDir(dir);
       // A directory that does not verify is refused as import refuses such a file (exit 3, the same codes): exported
       // without a word, its stored head (the only proof of an acknowledged entry lost) was dropped from the file,
       // which then verified and imported clean (QA witness pass, finding 1).
