@@ -5,13 +5,25 @@
  * gossip and provider were printed as raw JSON.
  */
 
+/**
+ * The words a status field is said with where its key would mislead (`--json` keeps the key). `evidence` counts the
+ * outcome records reputation is derived from (receipts, acceptances, non-deliveries); beside a witness's `⚠ evidence
+ * 1 pair kept` (equivocation) on the same screen, "evidence 99" read as 99 proofs against stewards (QA qaUp F7).
+ */
+const LABELS: Readonly<Record<string, string>> = { evidence: 'outcomes held' };
+
+/** How a status field's key is said (LABELS), else the key itself. */
+export function statusLabel(key: string): string {
+  return Object.hasOwn(LABELS, key) ? LABELS[key]! : key;
+}
+
 /** A value on one line: a list's items joined, a mapping's `key value` pairs (a nested one in parentheses). */
 export function inline(v: unknown): string {
   if (Array.isArray(v)) return v.length === 0 ? 'none' : v.map(inline).join(', ');
   if (v !== null && typeof v === 'object') {
     const e = Object.entries(v).filter(([, x]) => x !== undefined);
     if (e.length === 0) return 'none';
-    return e.map(([k, x]) => `${k} ${x !== null && typeof x === 'object' && !Array.isArray(x) ? `(${inline(x)})` : inline(x)}`).join(', ');
+    return e.map(([k, x]) => `${statusLabel(k)} ${x !== null && typeof x === 'object' && !Array.isArray(x) ? `(${inline(x)})` : inline(x)}`).join(', ');
   }
   return String(v);
 }
@@ -21,7 +33,7 @@ const WIDE = 100;
 
 /** The lines for one field, its label padded to `pad`. */
 export function statusLines(key: string, v: unknown, pad = 15): string[] {
-  const label = key.padEnd(pad);
+  const label = statusLabel(key).padEnd(pad);
   const blank = ''.padEnd(pad);
   if (Array.isArray(v)) {
     const one = inline(v);

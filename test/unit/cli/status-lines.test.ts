@@ -24,6 +24,8 @@ const STATUS = {
   network: { state: 'alone', message: 'this node has no peers', code: 'NET_NO_PEERS' },
   gossip: { advert: { peers: 0, mesh: 0 }, job: { peers: 1, mesh: 1 } },
   provider: { advert: 'sha256:33b48d', running: 0 },
+  evidence: 99,
+  overlays: { acme: { peers: 2, evidence: 7 } },
   uptimeMs: 1234,
 };
 
@@ -34,6 +36,9 @@ test('lists and mappings are said for people, never as JSON', () => {
   assert.deepEqual(statusLines('gossip', STATUS.gossip), ['gossip          advert  peers 0, mesh 0', '                job     peers 1, mesh 1']);
   assert.deepEqual(statusLines('addrs', STATUS.addrs), [`addrs           ${STATUS.addrs[0]}`, `                ${STATUS.addrs[1]}`]);
   assert.equal(inline({ a: { b: 1 }, c: [1, 2] }), 'a (b 1), c 1, 2');
+  // the reputation records' count is not said "evidence", the word a witness's equivocation pairs are said with (QA qaUp F7)
+  assert.deepEqual(statusLines('evidence', 99), ['outcomes held   99']);
+  assert.deepEqual(statusLines('overlays', STATUS.overlays), ['overlays        acme  peers 2, outcomes held 7']);
 });
 
 const root = mkdtempSync(join(tmpdir(), 'c0-status-lines-'));
@@ -61,6 +66,8 @@ test('the status command prints them so; --json is the answer as it is', async (
   assert.match(human.stdout, /^gossip\s+advert\s+peers 0, mesh 0$/m);
   assert.match(human.stdout, /^provider\s+advert sha256:33b48d, running 0$/m);
   assert.doesNotMatch(human.stdout, /[[{]"/, 'no JSON');
+  assert.match(human.stdout, /^outcomes held\s+99$/m);
+  assert.doesNotMatch(human.stdout, /^evidence\b/m);
   const json = await runNode([bin, '--data-dir', d, 'status', '--json'], { env });
   assert.equal(json.status, 0, json.stderr);
   assert.deepEqual(JSON.parse(json.stdout), STATUS);
