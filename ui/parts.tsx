@@ -3,17 +3,20 @@ import type { ComponentChildren } from 'preact';
 import { peer, shortAddr, shortDid, overlayQuery, type ApiError } from './lib.js';
 import { verdictWord } from '../src/util/acceptance-text.js';
 
-const GOOD = new Set(['complete', 'completed', 'accepted', 'ok', 'live', 'witnessed', 'eligible', 'Admit', 'connected']);
+const GOOD = new Set(['complete', 'completed', 'accepted', 'ok', 'live', 'eligible', 'Admit', 'connected']);
 const BAD = new Set(['failed', 'disputed', 'no-offers', 'no-eligible-provider', 'denied', 'queue-expired', 'preempted', 'interrupted', 'expired', 'error', 'refused', 'ineligible', 'self-attested', 'contradicted', 'non-delivery', 'unclaimed']);
 
 /** Done, and neither good nor bad: a buyer's acknowledgement of a failed receipt (util/acceptance-text.ts). */
 const NEUTRAL = new Set(['acknowledged']);
 
+/** Not a failure, but to be looked at: a ledger only partly witnessed (its tail self-attested). Never a good mark. */
+const WARN = new Set(['partly witnessed']);
+
 /** A status as a word with a symbol; colour only repeats what the word says. */
 export function Status({ s }: { s: string | undefined }) {
   if (!s) return <span class="st st-none">— none</span>;
-  const kind = GOOD.has(s) ? 'good' : BAD.has(s) ? 'bad' : NEUTRAL.has(s) ? 'neutral' : 'mid';
-  const sym = kind === 'good' ? '✓' : kind === 'bad' ? '✗' : kind === 'neutral' ? '•' : '…';
+  const kind = GOOD.has(s) ? 'good' : BAD.has(s) ? 'bad' : NEUTRAL.has(s) ? 'neutral' : WARN.has(s) ? 'warn' : 'mid';
+  const sym = kind === 'good' ? '✓' : kind === 'bad' ? '✗' : kind === 'neutral' ? '•' : kind === 'warn' ? '⚠' : '…';
   return (
     <span class={`st st-${kind}`}>
       <span aria-hidden="true">{sym}</span> {s}

@@ -8,6 +8,7 @@
  */
 import { agoText } from '../src/util/ago-text.js';
 import { plural } from './format.js';
+import { selfAttestedTail } from '../src/util/attestation-text.js';
 
 export interface Contradiction {
   witness: string;
@@ -50,11 +51,30 @@ export function stewardWarnings(d: StewardTrust, short: (did: string) => string)
 
 /**
  * The word the witness coverage shows: `contradicted` (a failure) when any warning stands, whatever the grade;
- * `complete` when witnesses cosigned the whole of a non-empty ledger; else the attestation's grade.
+ * `complete` when witnesses cosigned the whole of a non-empty ledger; `partly witnessed` (a warning, never a good mark)
+ * when they cosigned only a part of it, the rest self-attested (QA qaCon F1: "witnessed to length 64 of 80 ✓
+ * witnessed" in green while the only witness was down); else the attestation's grade (`self-attested`, or an empty
+ * ledger's).
  */
 export function coverageStatus(d: StewardTrust): string {
   if (d.contradictingWitnesses?.length || d.evidence) return 'contradicted';
-  return d.attestation.witnessedLength === d.ledger.length && d.ledger.length > 0 ? 'complete' : d.attestation.grade;
+  const { length } = d.ledger;
+  const w = d.attestation.witnessedLength;
+  if (length > 0 && w >= length) return 'complete';
+  if (length > 0 && w > 0) return 'partly witnessed';
+  return d.attestation.grade;
+}
+
+/**
+ * What is and is not witnessed, as `c0mpute steward status` and `c0mpute ledger verify` say it: "witnessed to length
+ * 64 of 80 (the last 16 entries are self-attested)"; a ledger no witness cosigned, "no entry witnessed (the 80 entries
+ * are self-attested)".
+ */
+export function coverageText(d: StewardTrust): string {
+  const { length } = d.ledger;
+  const w = Math.min(d.attestation.witnessedLength, length);
+  if (length > 0 && w === 0) return `no entry witnessed (${length === 1 ? 'the 1 entry is' : `the ${length} entries are`} self-attested)`;
+  return `witnessed to length ${w} of ${length}${selfAttestedTail(length, w)}`;
 }
 
 /** The part of GET /v1/witness these read. */

@@ -11,7 +11,7 @@
 import { fmtJoules, overlayQuery, shortDid, useJson, useLiveVersion, useNow } from '../lib.js';
 import { Bar, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
 import { inTreeOrder, teamTotals, type TeamRow } from '../../src/util/team-tree.js';
-import { coverageStatus, rolledBackWarning, stewardWarnings, witnessStewardLine, witnessSummary, type StewardTrust, type WitnessView } from '../trust.js';
+import { coverageStatus, coverageText, rolledBackWarning, stewardWarnings, witnessStewardLine, witnessSummary, type StewardTrust, type WitnessView } from '../trust.js';
 
 interface OverviewData {
   primary: string;
@@ -62,7 +62,7 @@ export function Overlays() {
             <dt>Refused connections</dt>
             <dd>{Object.keys(o.refused).length ? Object.entries(o.refused).map(([k, n]) => `${n} (${k === 'allowlist' ? 'not on the allowlist' : k === 'handshake' ? 'failed handshake, e.g. wrong swarm key' : k})`).join(', ') : 'none'}</dd>
           </dl>
-          {o.roles.includes('steward') ? <StewardPanel overlay={o.name === r.data!.primary ? undefined : o.name} version={v} /> : null}
+          {o.roles.includes('steward') ? <StewardPanel overlay={o.name === r.data!.primary ? undefined : o.name} version={v} connected={new Set(o.peers.map((p) => p.did).filter((x): x is string => !!x))} /> : null}
           {o.roles.includes('witness') ? <WitnessPanel overlay={o.name === r.data!.primary ? undefined : o.name} version={v} /> : null}
         </Section>
       ))}
@@ -91,7 +91,7 @@ function BelowRow({ id, depth, below }: { id: string; depth: number; below: Team
   );
 }
 
-function StewardPanel({ overlay, version }: { overlay: string | undefined; version: number }) {
+function StewardPanel({ overlay, version, connected }: { overlay: string | undefined; version: number; connected: ReadonlySet<string> }) {
   const s = useJson<StewardData>(`/v1/steward${overlayQuery(overlay)}`, version);
   if (!s.data) return s.error ? <ErrorBox error={s.error} /> : <Loading what="the steward" />;
   const d = s.data;
@@ -205,7 +205,7 @@ function StewardPanel({ overlay, version }: { overlay: string | undefined; versi
         </dd>
         <dt>Witnesses</dt>
         <dd id="witness-coverage">
-          witnessed to length {d.attestation.witnessedLength} of {d.ledger.length} <Status s={coverageStatus(d)} />
+          {coverageText(d)} <Status s={coverageStatus(d)} />
         </dd>
         {d.attestation.witnesses.map((w) => (
           <>
@@ -214,6 +214,8 @@ function StewardPanel({ overlay, version }: { overlay: string | undefined; versi
             </dt>
             <dd key={`${w.witness}-d`}>
               countersigned to length {w.length} of {d.ledger.length}
+              {/* the two facts side by side: a witness behind the head that is not connected cannot catch up (QA qaCon F1) */}
+              {w.length < d.ledger.length && !connected.has(w.witness) ? '; not connected to this steward now' : ''}
             </dd>
           </>
         ))}

@@ -2,6 +2,7 @@
 import { statSync } from 'node:fs';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
+import { selfAttestedTail } from '../../util/attestation-text.js';
 import type { LedgerEntry } from '../../ledger/entry.js';
 import type { RawLedger } from '../../ledger/store.js';
 import { NegativeAnswer, out, outJson, UsageError, writingTo } from '../context.js';
@@ -126,10 +127,9 @@ export function register(program: Command): void {
       const rep = verifyLedger(raw, verifyOptions(opts));
       const r = rep.replay;
       const a = rep.attestation;
-      const tail = r.length - a.witnessedLength;
       const grade =
         a.grade === 'witnessed'
-          ? `witnessed by ${a.witnesses.map((w) => `${w.witness} up to length ${w.length}`).join(', ')}${tail > 0 ? ` (the last ${tail} entries are self-attested)` : ''}`
+          ? `witnessed by ${a.witnesses.map((w) => `${w.witness} up to length ${w.length}`).join(', ')}${selfAttestedTail(r.length, a.witnessedLength)}`
           : 'self-attested';
       if (opts.json) {
         outJson({ ok: rep.ok, length: r.length, head: r.ok ? r.head : null, steward: r.steward ?? null, attestation: a, problem: rep.problem ?? null });

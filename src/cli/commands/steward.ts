@@ -5,6 +5,7 @@ import { apiCall } from '../../node/api-client.js';
 import { codeOf } from '../../errors.js';
 import { out, outJson, requireDidArg, UsageError, writeOutput } from '../context.js';
 import { short } from '../short.js';
+import { selfAttestedTail } from '../../util/attestation-text.js';
 import { globals } from './index.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
 import { inTreeOrder, teamTotals, type TeamRow } from '../../util/team-tree.js';
@@ -27,7 +28,7 @@ export function register(program: Command): void {
         ledger: { length: number; head: string };
         teams: TeamRow[];
         queued: Array<{ claim: string; entitlement: string; reason: string; waitingMs: number; buyer?: 'waiting' | 'away' }>;
-        attestation: { grade: string; witnesses: Array<{ witness: string; length: number }> };
+        attestation: { grade: string; witnessedLength?: number; witnesses: Array<{ witness: string; length: number }> };
         contradictingWitnesses?: Array<{ witness: string; code: string; length: number; ours: number }>;
         evidence?: { pairs: number; witnesses: number; seqs: number[] };
         contradictingOthers?: { receipts: number; at: number };
@@ -35,7 +36,8 @@ export function register(program: Command): void {
       if (o.json) return outJson(r);
       out(`steward ${r.steward} on overlay ${r.overlay}`);
       out(`ledger  length ${r.ledger.length}, head ${r.ledger.head}`);
-      out(`attestation ${r.attestation.grade}${r.attestation.witnesses.length ? `: ${r.attestation.witnesses.map((w) => `${short(w.witness)} to length ${w.length}`).join(', ')}` : ''}`);
+      // the part no witness countersigned, as `ledger verify` and the console say it (QA qaCon F1)
+      out(`attestation ${r.attestation.grade}${r.attestation.witnesses.length ? `: ${r.attestation.witnesses.map((w) => `${short(w.witness)} to length ${w.length}`).join(', ')}` : ''}${r.attestation.witnessedLength !== undefined && r.attestation.witnessedLength > 0 ? selfAttestedTail(r.ledger.length, r.attestation.witnessedLength) : ''}`);
       for (const c of r.contradictingWitnesses ?? []) {
         out(
           c.code === 'WITNESS_LENGTH_BEYOND'

@@ -8,7 +8,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { coverageStatus, rolledBackWarning, stewardWarnings, witnessStewardLine, witnessSummary, type StewardTrust, type WitnessView } from '../../../ui/trust.js';
+import { coverageStatus, coverageText, rolledBackWarning, stewardWarnings, witnessStewardLine, witnessSummary, type StewardTrust, type WitnessView } from '../../../ui/trust.js';
 
 const STEWARD = 'did:key:z6MksteWard000000000000000000000000000000000000';
 const WITNESS = 'did:key:z6MkwitNess000000000000000000000000000000000000';
@@ -37,11 +37,19 @@ describe('steward trust', () => {
     assert.deepEqual(mismatch, ['witness z6Mkwi saw another head at length 3 (WITNESS_HEAD_MISMATCH: this history was rewritten)']);
   });
 
-  it('a ledger nobody contradicts: no warning, the grade (complete when wholly cosigned)', () => {
-    const clean: StewardTrust = { steward: STEWARD, ledger: { length: 6 }, attestation: { grade: 'witnessed', witnessedLength: 4 } };
+  it('a ledger nobody contradicts: no warning; complete when wholly cosigned, else what is and is not witnessed, never a good mark', () => {
+    // QA qaCon F1: the only witness down, 16 of 80 entries self-attested, read "witnessed to length 64 of 80 ✓ witnessed" in green
+    const clean: StewardTrust = { steward: STEWARD, ledger: { length: 80 }, attestation: { grade: 'witnessed', witnessedLength: 64 } };
     assert.deepEqual(stewardWarnings(clean, short), []);
-    assert.equal(coverageStatus(clean), 'witnessed');
-    assert.equal(coverageStatus({ ...clean, attestation: { grade: 'witnessed', witnessedLength: 6 } }), 'complete');
+    assert.equal(coverageStatus(clean), 'partly witnessed');
+    assert.equal(coverageText(clean), 'witnessed to length 64 of 80 (the last 16 entries are self-attested)');
+    assert.equal(coverageText({ ...clean, attestation: { grade: 'witnessed', witnessedLength: 79 } }), 'witnessed to length 79 of 80 (the last entry is self-attested)');
+    const whole = { ...clean, attestation: { grade: 'witnessed', witnessedLength: 80 } };
+    assert.equal(coverageStatus(whole), 'complete');
+    assert.equal(coverageText(whole), 'witnessed to length 80 of 80');
+    const none = { ...clean, attestation: { grade: 'self-attested', witnessedLength: 0 } };
+    assert.equal(coverageStatus(none), 'self-attested');
+    assert.equal(coverageText(none), 'no entry witnessed (the 80 entries are self-attested)');
     assert.equal(coverageStatus({ ...clean, ledger: { length: 0 }, attestation: { grade: 'self-attested', witnessedLength: 0 } }), 'self-attested');
   });
 });
