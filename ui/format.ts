@@ -50,3 +50,35 @@ export function energyUj(text: string): number {
   if (!Number.isSafeInteger(uj)) throw new ApiError('FORM_ENERGY_INVALID', `Energy estimate: expected a number of joules (e.g. 1000 or 2.5), got "${t.slice(0, 40)}"`, 0);
   return uj;
 }
+
+/** What each cause of a failed handshake means (src/net/refusals.ts handshakeFailure); only `garbled` is a wrong swarm key's doing. */
+const HANDSHAKE_CAUSES: Record<string, { text: string; warn: boolean }> = {
+  garbled: { text: 'garbled: a wrong swarm key?', warn: true },
+  timeout: { text: 'not finished in time: a slow or paused peer, or this node was paused', warn: false },
+  gone: { text: 'the peer went away mid-handshake: harmless (a restart, a dial that gave up, a port scan)', warn: false },
+  other: { text: 'failed otherwise: the node’s log says how', warn: true },
+};
+
+/**
+ * The refused connections as the Overview and the Overlays view say them, one phrase a reason (`warn`: one an operator
+ * should look into), the failed handshakes by cause (GET /v1/console/overview `handshakes`). QA qaCon F2: a peer that
+ * went away mid-handshake on a routine restart read "1 (failed handshake, e.g. wrong swarm key)", which the node's log
+ * had classed as harmless (`cause: gone`).
+ */
+export function refusedPhrases(refused: Record<string, number>, handshakes: Record<string, number> | undefined): Array<{ text: string; warn: boolean }> {
+  const out: Array<{ text: string; warn: boolean }> = [];
+  for (const [reason, n] of Object.entries(refused)) {
+    if (reason === 'handshake') {
+      const causes = Object.entries(handshakes ?? {}).filter(([, c]) => c > 0);
+      // a daemon from before the causes were counted: the number alone, and where to look
+      if (!causes.length) out.push({ text: `${n} failed ${n === 1 ? 'handshake' : 'handshakes'} (the node’s log says why)`, warn: false });
+      for (const [cause, c] of causes) {
+        const m = HANDSHAKE_CAUSES[cause] ?? HANDSHAKE_CAUSES.other!;
+        out.push({ text: `${c} failed ${c === 1 ? 'handshake' : 'handshakes'}, ${m.text}`, warn: m.warn });
+      }
+    } else if (reason === 'allowlist') out.push({ text: `${n} not on the allowlist: ${n === 1 ? 'it holds' : 'they hold'} the swarm key (has it leaked?)`, warn: true });
+    else if (reason === 'banned') out.push({ text: `${n} from ${n === 1 ? 'a peer' : 'peers'} banned for flooding`, warn: false });
+    else out.push({ text: `${n} ${reason}`, warn: false });
+  }
+  return out;
+}

@@ -2,6 +2,7 @@
 import type { ComponentChildren } from 'preact';
 import { peer, shortAddr, shortDid, overlayQuery, type ApiError } from './lib.js';
 import { verdictWord } from '../src/util/acceptance-text.js';
+import { refusedPhrases } from './format.js';
 
 const GOOD = new Set(['complete', 'completed', 'accepted', 'ok', 'live', 'eligible', 'Admit', 'connected']);
 const BAD = new Set(['failed', 'disputed', 'no-offers', 'no-eligible-provider', 'denied', 'queue-expired', 'preempted', 'interrupted', 'expired', 'error', 'refused', 'ineligible', 'self-attested', 'contradicted', 'non-delivery', 'unclaimed']);
@@ -147,5 +148,22 @@ export function Pager({ label, size, afters, next, go }: { label: string; size: 
         Next {size}
       </button>
     </nav>
+  );
+}
+
+/** Refused connections by reason, a handshake's by cause; a warning sign only on those that call for a look (refusedPhrases). */
+export function Refused({ refused, handshakes }: { refused: Record<string, number>; handshakes?: Record<string, number> | undefined }) {
+  const ps = refusedPhrases(refused, handshakes);
+  if (!ps.length) return <>none</>;
+  return (
+    <>
+      {ps.map((p, i) => (
+        <span key={i} class={p.warn ? 'st st-warn' : undefined}>
+          {i ? '; ' : ''}
+          {p.warn ? <span aria-hidden="true">⚠ </span> : null}
+          {p.text}
+        </span>
+      ))}
+    </>
   );
 }

@@ -119,7 +119,8 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     connections: () => ref.node?.getConnections() ?? [],
     gossip: () => ref.gh?.scores,
   });
-  const refusals = new RefusalLog({ log, count: (reason) => link.refused.inc({ reason }) });
+  // a handshake's cause too: only `garbled` is what a wrong swarm key does (the console says the hint for it alone)
+  const refusals = new RefusalLog({ log, count: (reason, cause) => link.refused.inc(cause ? { reason, cause } : { reason }) });
 
   // The topics this node joins (subscribed at start, for the whole run: a node does not change markets while it runs),
   // each with the content type it carries. Only these are taken: a message on any other is ignored (below).

@@ -15,7 +15,8 @@
  *    both INFO and without the hint; `other` a WARN naming the error.
  *  - `banned`: the peer is serving a ban for persistent flooding (peer-abuse.ts).
  *
- * Each refusal is counted (c0mpute_connections_refused_total{reason}); a WARN
+ * Each refusal is counted (c0mpute_connections_refused_total{reason}, with
+ * `cause` for a handshake: the console tells a wrong key from a peer gone); a WARN
  * line is written at most once per (reason, peer or remote IP) per `windowMs`,
  * carrying the number of refusals suppressed since the previous line.
  */
@@ -58,11 +59,11 @@ const HANDSHAKE_MESSAGES: Record<HandshakeFailure, { level: 'warn' | 'info'; msg
 /** Rate-limits its lines per window on the monotonic clock (default performance.now): a wall-clock step hides none. */
 export class RefusalLog {
   #last = new Map<string, { at: number; suppressed: number }>();
-  constructor(private d: { log: Logger; count: (reason: RefusalReason) => void; clock?: () => number; windowMs?: number; maxKeys?: number }) {}
+  constructor(private d: { log: Logger; count: (reason: RefusalReason, cause?: HandshakeFailure) => void; clock?: () => number; windowMs?: number; maxKeys?: number }) {}
 
   /** `detail.cause` (for `handshake`): why the handshake failed, which picks the message and level; each cause is rate-limited on its own. */
   refused(reason: RefusalReason, who: string, detail: Record<string, unknown> & { cause?: HandshakeFailure } = {}): void {
-    this.d.count(reason);
+    this.d.count(reason, detail.cause);
     const now = (this.d.clock ?? monotonicClock)();
     const key = `${reason}${detail.cause ? `/${detail.cause}` : ''} ${who}`;
     const prev = this.#last.get(key);

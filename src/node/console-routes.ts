@@ -321,6 +321,29 @@ export function consoleBuyerRow(h: HistoryJob, now: number): Record<string, unkn
   };
 }
 
+/**
+ * The refused connections the Overview and the Overlays view show, from c0mpute_connections_refused_total: per reason
+ * (`refused`, summed over causes, as before), and the failed handshakes per cause (`handshakes`: garbled, timeout,
+ * gone, other; src/net/refusals.ts). Only `garbled` is what a wrong swarm key does: a peer that went away mid-handshake
+ * on a routine restart (`gone`) read "failed handshake, e.g. wrong swarm key" (QA qaCon F2).
+ */
+export function refusedCounts(metrics: ReadonlyArray<{ name: string; values: ReadonlyArray<{ labels: Record<string, unknown>; value: number }> }>): { refused: Record<string, number>; handshakes: Record<string, number> } {
+  const refused: Record<string, number> = {};
+  const handshakes: Record<string, number> = {};
+  for (const m of metrics) {
+    if (m.name !== 'c0mpute_connections_refused_total') continue;
+    for (const v of m.values) {
+      const reason = String(v.labels.reason);
+      refused[reason] = (refused[reason] ?? 0) + v.value;
+      if (reason === 'handshake') {
+        const cause = v.labels.cause === undefined ? 'other' : String(v.labels.cause);
+        handshakes[cause] = (handshakes[cause] ?? 0) + v.value;
+      }
+    }
+  }
+  return { refused, handshakes };
+}
+
 export function consoleRoutes(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHub, run: (o: OverlayNode, spec: unknown, res: ApiResponse) => Promise<unknown>): Route[] {
   return [
     {
@@ -337,8 +360,7 @@ export function consoleRoutes(d: Daemon, sessions: ConsoleSessions, hub: Console
       handler: async () => {
         const overlays = await Promise.all(
           [...d.overlays.values()].map(async (o) => {
-            const refused: Record<string, number> = {};
-            for (const m of await o.registry.getMetricsAsJSON()) if (m.name === 'c0mpute_connections_refused_total') for (const v of m.values) refused[String(v.labels.reason)] = v.value;
+            const { refused, handshakes } = refusedCounts(await o.registry.getMetricsAsJSON());
             // each peer's gossip streams and prune backoff, as GET /v1/peers has them: a peer connected with no
             // outbound gossip stream, or backed off, is connected yet hears nothing from this node
             const { peerLink } = o.net.gossip();
@@ -346,7 +368,7 @@ export function consoleRoutes(d: Daemon, sessions: ConsoleSessions, hub: Console
               const l = peerLink.get(p.peerId);
               return l ? { ...p, streams: { out: l.out, in: l.in }, backoffMs: Math.round(l.backoffMs) } : p;
             });
-            return { name: o.name, roles: o.roles, peerId: o.net.peerId.toString(), addrs: o.net.addrs(), peers, refused, steward: o.d.network.steward, health: o.networkHealth() };
+            return { name: o.name, roles: o.roles, peerId: o.net.peerId.toString(), addrs: o.net.addrs(), peers, refused, handshakes, steward: o.d.network.steward, health: o.networkHealth() };
           }),
         );
         return { did: d.did, api: d.apiAddress, uptimeMs: d.clock() - d.startedAt, primary: d.primary.name, overlays, samples: hub.samples };

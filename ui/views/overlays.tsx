@@ -9,13 +9,13 @@
  * steward, with a steward whose ledger went back flagged.
  */
 import { fmtJoules, overlayQuery, shortDid, useJson, useLiveVersion, useNow } from '../lib.js';
-import { Bar, Did, ErrorBox, Loading, Section, Status } from '../parts.js';
+import { Bar, Did, ErrorBox, Loading, Refused, Section, Status } from '../parts.js';
 import { inTreeOrder, teamTotals, type TeamRow } from '../../src/util/team-tree.js';
 import { coverageStatus, coverageText, rolledBackWarning, stewardWarnings, witnessStewardLine, witnessSummary, type StewardTrust, type WitnessView } from '../trust.js';
 
 interface OverviewData {
   primary: string;
-  overlays: Array<{ name: string; roles: string[]; peers: Array<{ peerId: string; did?: string }>; refused: Record<string, number>; steward?: string }>;
+  overlays: Array<{ name: string; roles: string[]; peers: Array<{ peerId: string; did?: string }>; refused: Record<string, number>; handshakes?: Record<string, number>; steward?: string }>;
 }
 
 interface Team extends TeamRow {
@@ -60,7 +60,9 @@ export function Overlays() {
               ))}
             </dd>
             <dt>Refused connections</dt>
-            <dd>{Object.keys(o.refused).length ? Object.entries(o.refused).map(([k, n]) => `${n} (${k === 'allowlist' ? 'not on the allowlist' : k === 'handshake' ? 'failed handshake, e.g. wrong swarm key' : k})`).join(', ') : 'none'}</dd>
+            <dd class="refused">
+              <Refused refused={o.refused} handshakes={o.handshakes} />
+            </dd>
           </dl>
           {o.roles.includes('steward') ? <StewardPanel overlay={o.name === r.data!.primary ? undefined : o.name} version={v} connected={new Set(o.peers.map((p) => p.did).filter((x): x is string => !!x))} /> : null}
           {o.roles.includes('witness') ? <WitnessPanel overlay={o.name === r.data!.primary ? undefined : o.name} version={v} /> : null}

@@ -1,14 +1,14 @@
 /** Overview: identity, roles, overlays, peers, and health charts (event-loop lag, queues, records per kind and verdict). */
 import { useState } from 'preact/hooks';
 import { fmtDuration, useFeed, useJson, useLiveVersion, type HealthSample } from '../lib.js';
-import { Did, ErrorBox, Loading, Section, Spark, Status } from '../parts.js';
+import { Did, ErrorBox, Loading, Refused, Section, Spark, Status } from '../parts.js';
 
 interface OverviewData {
   did: string;
   api: string;
   uptimeMs: number;
   primary: string;
-  overlays: Array<{ name: string; roles: string[]; peerId: string; addrs: string[]; peers: Array<{ peerId: string; did?: string; addrs: string[]; streams?: { out: boolean; in: boolean }; backoffMs?: number }>; refused: Record<string, number>; steward?: string; health: { state: string; code?: string; message?: string; warnings?: Array<{ code: string; message: string }> } }>;
+  overlays: Array<{ name: string; roles: string[]; peerId: string; addrs: string[]; peers: Array<{ peerId: string; did?: string; addrs: string[]; streams?: { out: boolean; in: boolean }; backoffMs?: number }>; refused: Record<string, number>; handshakes?: Record<string, number>; steward?: string; health: { state: string; code?: string; message?: string; warnings?: Array<{ code: string; message: string }> } }>;
   samples: HealthSample[];
 }
 
@@ -77,7 +77,9 @@ export function Overview() {
               </>
             ) : null}
             <dt>Refused connections</dt>
-            <dd>{Object.keys(o.refused).length ? Object.entries(o.refused).map(([k, n]) => `${k}: ${n}`).join(', ') : 'none'}</dd>
+            <dd class="refused">
+              <Refused refused={o.refused} handshakes={o.handshakes} />
+            </dd>
           </dl>
           <table>
             <caption>Peers ({o.peers.length})</caption>

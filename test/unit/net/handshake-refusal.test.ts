@@ -44,7 +44,8 @@ function rig() {
   const lines: Array<{ level: string; o: Record<string, unknown>; msg: string }> = [];
   const log = { ...silentLogger(), warn: (o: Record<string, unknown>, msg: string) => void lines.push({ level: 'warn', o, msg }), info: (o: Record<string, unknown>, msg: string) => void lines.push({ level: 'info', o, msg }) } as unknown as Logger;
   const counts: string[] = [];
-  const refusals = new RefusalLog({ log, count: (r) => counts.push(r), windowMs: 60_000 });
+  const causes: Array<string | undefined> = [];
+  const refusals = new RefusalLog({ log, count: (r, cause) => void (counts.push(r), causes.push(cause)), windowMs: 60_000 });
   const gater = overlayGater({ refusals, watchHandshakes: true });
   let port = 40_000;
   /** An inbound connection that closes before its handshake, with `error` on its close event (as libp2p's abort does). */
@@ -53,7 +54,7 @@ function rig() {
     assert.equal(await gater.denyInboundConnection!(conn), false);
     conn.dispatchEvent(Object.assign(new Event('close'), error === undefined ? {} : { error }));
   };
-  return { lines, counts, closeWith };
+  return { lines, counts, causes, closeWith };
 }
 
 test('a handshake that timed out (a node resumed after SIGSTOP) is counted but not blamed on a swarm key', async () => {
@@ -62,6 +63,8 @@ test('a handshake that timed out (a node resumed after SIGSTOP) is counted but n
   await r.closeWith(undefined, '127.0.0.2');
   await r.closeWith(RESET, '127.0.0.3');
   assert.deepEqual(r.counts, ['handshake', 'handshake', 'handshake']);
+  // counted with their cause (c0mpute_connections_refused_total{reason,cause}): the console tells them from a wrong key (QA qaCon F2)
+  assert.deepEqual(r.causes, ['timeout', 'gone', 'gone']);
   assert.equal(r.lines.length, 3);
   for (const l of r.lines) {
     assert.doesNotMatch(l.msg, /swarm key\?/);
