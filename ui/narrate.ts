@@ -31,8 +31,11 @@ export function narrate(e: Ev): string {
       return `offer ${s(e.count)} from ${did((e.offer as { signer?: string })?.signer)}`;
     case 'collected':
       return `collected ${typeof e.offers === 'number' ? plural(e.offers, 'offer') : `${s(e.offers)} offers`} in ${fmtDuration(Number(e.waitedMs))}${windowEndText(e.ended)}`;
-    case 'decision':
-      return `decided by policy ${s(e.policy)}`;
+    case 'decision': {
+      // nothing is decided when no provider is eligible (QA qaCon F3: "decided by policy balanced" over no offers)
+      const ok = (e.decision as { result?: { ok?: boolean } } | undefined)?.result?.ok;
+      return ok === false ? 'no provider is eligible: nothing to decide' : `decided by policy ${s(e.policy)}`;
+    }
     case 'selection':
       return `selected ${did((e.winner as { provider?: string })?.provider)} (attempt ${s(e.attempt)})`;
     case 'accepted':

@@ -7,6 +7,7 @@ import { plural, printable } from '../util/text.js';
 import { windowEndText } from '../util/window-end.js';
 import { verdictLine } from '../util/verdict-text.js';
 import { verdictWord } from '../util/acceptance-text.js';
+import { explanationLines } from '../util/run-failure.js';
 
 // Light, for commands that print names without rendering events.
 export { short, shortAddr };
@@ -160,9 +161,6 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
 }
 
 export function renderExplanation(x: Explanation, names: (did: string) => string = short, write: (s: string) => void = out, opts: RenderOptions = {}): void {
-  const limit = opts.limit ?? DEFAULT_LIST_LIMIT;
-  const print = (s: string) => write(printable(s));
-  print(`✘ no eligible provider: ${x.summary}`);
-  for (const r of x.relaxations) print(`  · ${r.text}`);
-  if (x.expired.length) print(`  · expired adverts: ${x.expired.slice(0, limit).map(names).join(', ')}${x.expired.length > limit ? ` and ${num(x.expired.length - limit)} more` : ''}`);
+  // worded once, for the console's Run page too (src/util/run-failure.ts)
+  for (const l of explanationLines(x, names, opts.limit ?? DEFAULT_LIST_LIMIT)) write(l);
 }

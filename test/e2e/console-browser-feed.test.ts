@@ -243,6 +243,39 @@ test("a steward whose witness contradicts its ledger is warned about, whatever i
   await ctx.close();
 });
 
+/** Run `yaml` from the Run page's job-file box and wait for its result; the page's text after. */
+async function runYaml(p: Page, yaml: string): Promise<string> {
+  await p.evaluate(() => (window.location.hash = '#/run'));
+  await shows(p, 'Run a job');
+  await p.evaluate(() => [...document.querySelectorAll('fieldset.mode input')][1].click());
+  await p.waitForSelector('textarea[name=yaml]');
+  await p.$eval('textarea[name=yaml]', (e: HTMLElement) => {
+    e.value = '';
+    e.dispatchEvent(new Event('input', { bubbles: true }));
+  });
+  await p.type('textarea[name=yaml]', yaml);
+  await p.click('#run-submit');
+  await p.waitForSelector('#run-failure', { timeout: 30_000 });
+  return p.$eval('main', (e) => (e as HTMLElement).innerText as string);
+}
+
+test('the Run page ends a run that did not complete as `c0mpute run` does: codes, each ineligible provider, what would widen the market', { skip }, async () => {
+  const ctx = await browser.createBrowserContext();
+  const p = await loggedIn(ctx);
+  // no provider eligible (QA qaCon F3: "decided by policy balanced", then "Result: ✗ no-eligible-provider" alone)
+  const none = await runYaml(p, 'workload: builtin.sha256\nmaxPrice: 0.01 USD\nrequirements:\n  cpuCores: 64\n');
+  assert.doesNotMatch(none, /decided by policy/);
+  assert.match(none, /no provider is eligible: nothing to decide/);
+  const failure = await p.$eval('#run-failure', (e) => (e as HTMLElement).innerText as string);
+  assert.match(failure, /✘ no eligible provider: No provider is eligible among 2 known: no provider has 64 CPU cores\./);
+  assert.match(failure, /To widen the market: ask for ≤ 8 CPU cores/);
+  assert.match(failure, /✘ \S+…\S+: has 4 CPU cores; the job needs 64 \[CPU_CORES_TOO_FEW\]; no offer for this job \[OFFER_MISSING\]/);
+  // its provider vanished: the attempt with its code
+  await runYaml(p, 'workload: builtin.sleep\nmaxPrice: 0.01 USD\ninput: vanish\n');
+  assert.match(await p.$eval('#run-failure', (e) => (e as HTMLElement).innerText as string), /^✘ the job failed: \S+…\S+ provider unreachable or gone: EXEC_PROVIDER_SILENT/);
+  await ctx.close();
+});
+
 test('a stalled node: the feed and the Run page say so, and it is live again once the node is; killed mid-run, the Run page says the connection was lost', { skip }, async () => {
   const ctx = await browser.createBrowserContext();
   const p = await loggedIn(ctx);

@@ -86,6 +86,24 @@ const witness = {
   stewards: { [STEWARD]: { held: { length: 6, head: `sha256:${'f'.repeat(64)}` }, evidence: 1, last: { refused: 'WITNESS_LEDGER_ROLLED_BACK', at: now }, rolledBack: { held: 6, heard: 5, served: 5, at: now } } },
 };
 
+// the decision of a run no provider was eligible for (src/roles/buyer.ts): every provider's verdict, the summary and what would widen the market
+const NO_ELIGIBLE = {
+  result: {
+    ok: false,
+    ranked: [],
+    ineligible: [{ provider: PROVIDERS[1], eligible: false, failures: [{ code: 'CPU_CORES_TOO_FEW', message: 'has 8 CPU cores; the job needs 64' }] }],
+    explanation: {
+      summary: 'No provider is eligible among 2 known: no provider has 64 CPU cores.',
+      relaxations: [{ text: 'To widen the market: ask for ≤ 8 CPU cores → 1 provider eligible' }],
+      providers: [
+        { provider: PROVIDERS[0], eligible: false, failures: [{ code: 'CPU_CORES_TOO_FEW', message: 'has 4 CPU cores; the job needs 64' }, { code: 'OFFER_MISSING', message: 'no offer for this job' }] },
+        { provider: PROVIDERS[1], eligible: false, failures: [{ code: 'CPU_CORES_TOO_FEW', message: 'has 8 CPU cores; the job needs 64' }] },
+      ],
+      expired: [],
+    },
+  },
+};
+
 const routes: Route[] = [
   { method: 'GET', path: '/v1/console/overview', handler: async () => overview },
   { method: 'GET', path: '/v1/steward', handler: async () => steward },
@@ -117,9 +135,22 @@ const routes: Route[] = [
   {
     method: 'POST',
     path: '/v1/console/run',
-    handler: async (_req, res) => {
+    handler: async ({ body }, res) => {
+      const yaml = String((body as { yaml?: unknown }).yaml ?? '');
+      const s = res.stream();
+      s.send({ e: 'job', job: { address: JOB } });
+      // a job no provider can take (`cpuCores: 64`): the run ends no-eligible-provider, as Buyer.run words it
+      if (/cpuCores: 64/.test(yaml)) {
+        s.send({ e: 'collected', offers: 1, waitedMs: 3000 });
+        s.send({ e: 'decision', policy: 'balanced', decision: NO_ELIGIBLE });
+        return { status: 'no-eligible-provider', job: { address: JOB }, attempts: [], decision: NO_ELIGIBLE };
+      }
+      // its only provider vanished after it was selected
+      if (/vanish/.test(yaml)) {
+        s.send({ e: 'nondelivery', provider: PROVIDERS[0], reason: 'unreachable' });
+        return { status: 'failed', job: { address: JOB }, attempts: [{ provider: PROVIDERS[0], outcome: 'provider unreachable or gone: EXEC_PROVIDER_SILENT' }] };
+      }
       // the run begins, then nothing more: a job that takes its time (or a node that stopped)
-      res.stream().send({ e: 'job', job: { address: JOB } });
       return new Promise(() => undefined);
     },
   },

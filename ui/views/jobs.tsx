@@ -394,7 +394,7 @@ function Decision({ d }: { d: DecisionView }) {
 }
 
 /** The providers that failed a gate, each with every failure, as `c0mpute run` prints them. */
-function Ineligible({ x }: { x: IneligibleLines }) {
+export function Ineligible({ x }: { x: IneligibleLines }) {
   if (!x.lines.length) return null;
   return (
     <ul aria-label="Ineligible providers" class="ineligible">

@@ -4,9 +4,11 @@
  * the same checks as `c0mpute run job.yaml`, then streams the narration here.
  */
 import { useState } from 'preact/hooks';
-import { ApiError, CONNECTION_LOST, plural, postStream, useFeedState, useJson, useLiveVersion, useRunEvents } from '../lib.js';
+import { ApiError, CONNECTION_LOST, peer, plural, postStream, useFeedState, useJson, useLiveVersion, useRunEvents } from '../lib.js';
 import { AddrLink, ErrorBox, Status } from '../parts.js';
-import { Narration } from './jobs.js';
+import { Ineligible, Narration } from './jobs.js';
+import { decisionView } from '../job-walk.js';
+import { runFailureLines } from '../../src/util/run-failure.js';
 import { RUN_LOG_EVENTS } from '../../src/util/run-log.js';
 import { energyUj } from '../format.js';
 
@@ -246,8 +248,31 @@ export function RunJob() {
               ) : null}
             </p>
           ) : null}
+          {result && result.status !== 'completed' ? <RunFailure result={result} events={events.log.events} /> : null}
         </section>
       ) : null}
     </>
+  );
+}
+
+/**
+ * Why a run did not complete, as `c0mpute run` ends it (src/util/run-failure.ts, shared): the attempts with their codes,
+ * or why no provider was eligible with what would widen the market, each provider that failed a gate with its codes
+ * (the run's decision event, as a job's page lists them), a steward's refusal, a run broken off. QA qaCon F3: the page
+ * ended with "Result: ✗ failed" or "✗ no-offers" alone.
+ */
+function RunFailure({ result, events }: { result: Record<string, unknown>; events: readonly Ev[] }) {
+  // a steward's verdict the narration said already (its admission event) is not said twice, as in the CLI
+  const lines = runFailureLines(result, { verdictSaid: events.some((e) => e.e === 'admission' || e.e === 'queued') });
+  const decision = decisionView(events, 'ended', { summary: '', providers: [] });
+  return (
+    <div class="run-failure" id="run-failure">
+      <ul>
+        {lines.map((l, i) => (
+          <li key={i}>{peer(l)}</li>
+        ))}
+      </ul>
+      {decision.kind === 'none' ? <Ineligible x={decision.ineligible} /> : null}
+    </div>
   );
 }

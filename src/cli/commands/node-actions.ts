@@ -25,7 +25,8 @@ import { passphraseFrom, warnUnencrypted } from '../passphrase.js';
 import { loadNodeIdentity } from '../signer.js';
 import { readJobFile } from '../jobfile.js';
 import { brokenOff, ctrlCAnswer, goesOnHere, watchCtrlC, type RunHeard } from '../run-interrupt.js';
-import { renderEvent, renderExplanation, short } from '../render.js';
+import { renderEvent, short } from '../render.js';
+import { runFailureLines } from '../../util/run-failure.js';
 import { listLimit } from '../summary.js';
 import { globals } from './index.js';
 import { daemonClient, overlayQuery as q } from '../daemon-client.js';
@@ -617,33 +618,8 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
   );
 }
 
-/**
- * The final lines of a run that did not complete (`result`: the run's result on the wire), before those the events
- * said already are left out. A steward's Deny or a claim still queued at its deadline is its own answer: said once,
- * from the admission event when it came (`verdictSaid`), and never followed by the generic "the job failed: no
- * attempt could be made before the deadline" (QA witness pass, finding 4: that line followed every Deny).
- */
-export function runFailureLines(result: Record<string, unknown>, o: { verdictSaid: boolean; limit?: number }): string[] {
-  const status = result.status as string;
-  const lines: string[] = [];
-  if (status === 'denied' || status === 'queue-expired') {
-    if (o.verdictSaid) return lines;
-    const a = result.admission as { reason?: string; reasons?: string[] } | undefined;
-    lines.push(`✘ ${status === 'denied' ? 'the steward denied the claim' : 'the claim was still queued at its deadline'}: ${a?.reason ?? '?'}${a?.reasons && a.reasons.length > 1 ? ` (${a.reasons.join(', ')})` : ''}`);
-  } else if (status === 'no-eligible-provider' || status === 'no-offers') {
-    const network = result.network as { code: string; message: string } | undefined;
-    if (network) lines.push(`✘ ${network.message} [${network.code}]`);
-    const decision = result.decision as { result: { explanation?: Parameters<typeof renderExplanation>[0] } } | undefined;
-    if (status === 'no-offers' && !decision?.result.explanation) lines.push('✘ no provider answered: no offers arrived in the collection window');
-    if (decision?.result.explanation) renderExplanation(decision.result.explanation, short, (s) => lines.push(s), { limit: o.limit });
-  } else if (status === 'unclaimed') {
-    const err = result.error as { code: string; message: string } | undefined;
-    lines.push(`✘ ${err?.message ?? 'no valid claim arrived before the deadline'} [${err?.code ?? 'ORDER_NOT_CLAIMED'}]`);
-  } else {
-    lines.push(`✘ the job failed: ${(result.attempts as Array<{ provider: string; outcome: string; detail?: string }>).map((a) => `${short(a.provider)} ${a.outcome}${a.detail ? ` (${a.detail})` : ''}`).join('; ') || 'no attempt could be made before the deadline'}`);
-  }
-  return lines;
-}
+// shared with the console's Run page (src/util/run-failure.ts)
+export { runFailureLines } from '../../util/run-failure.js';
 
 /** The checks Buyer.check makes, for the overlay the run would use, without a node (Buyer.checkSpec). */
 async function checkSpecOffline(spec: JobSpec, config: NodeConfig, overlay: string | undefined): Promise<void> {

@@ -13,6 +13,10 @@ describe('narration', () => {
     assert.equal(narrate({ e: 'admission', admission: { verdict: 'Expire', reason: 'DEVICES_HELD' } }), '✘ the steward let the queued claim expire: DEVICES_HELD');
     assert.equal(narrate({ e: 'admission', admission: { verdict: 'Admit', reserved: { uj: 5_000_000, grade: 'Estimator' } } }), 'admitted by the steward: 5000000 µJ reserved (Estimator)');
   });
+  it('a decision over no eligible provider decided nothing (QA qaCon F3)', () => {
+    assert.equal(narrate({ e: 'decision', policy: 'balanced', decision: { result: { ok: false, ranked: [], ineligible: [] } } }), 'no provider is eligible: nothing to decide');
+    assert.equal(narrate({ e: 'decision', policy: 'balanced', decision: { result: { ok: true, ranked: [], ineligible: [] } } }), 'decided by policy balanced');
+  });
   it('a queued claim carries its reasons', () => {
     assert.equal(narrate({ e: 'queued', reason: 'DEVICES_HELD', reasons: ['DEVICES_HELD', 'OVER_GUARANTEE'] }), 'the steward queued the claim: DEVICES_HELD (also OVER_GUARANTEE); waiting for capacity');
   });
