@@ -82,3 +82,13 @@ export function refusedPhrases(refused: Record<string, number>, handshakes: Reco
   }
   return out;
 }
+
+/**
+ * A provider's receipt's run time, as the "Took" column and a job's receipt say it. A receipt signed for work a crash
+ * orphaned (EXEC_PROVIDER_CRASHED) is signed at the provider's restart: started → signed is its downtime, not how long
+ * the work ran (docs/node.md "Orphaned work after a crash"), so it is said as such (QA qaCon F6: "79 s" for ~8 s of work).
+ */
+export function tookText(r: { startedAt: number; completedAt: number; failure?: string | undefined }): string {
+  if (r.failure === 'EXEC_PROVIDER_CRASHED') return `crashed; signed at restart, ${fmtDuration(r.completedAt - r.startedAt)} after it started`;
+  return fmtDuration(r.completedAt - r.startedAt);
+}

@@ -66,12 +66,28 @@ export function jobState(w: WalkFacts, events: ReadonlyArray<{ e: string }>, now
   return 'not-held';
 }
 
-/** What step 5 says besides its events: nothing while running; why nothing ran, or that nothing runs it here now. */
-export function executionNote(state: JobState, w: WalkFacts): string | undefined {
+/** What step 5 says besides its events: nothing while running; why nothing ran, that the run was broken off, or that nothing runs it here now. */
+export function executionNote(state: JobState, w: WalkFacts, outcome?: RunOutcome): string | undefined {
   if (state === 'running') return undefined;
+  // QA qaCon F10: after a buyer SIGKILL, step 5 was an empty heading
+  if (outcome?.code === 'JOB_INTERRUPTED') return 'broken off: this node stopped or crashed during the run (JOB_INTERRUPTED), so nothing was signed about its provider; a receipt it sends later shows as late';
   if (state === 'not-held') return 'not running: this node holds no run of this job (the daemon restarted since it started), so nothing here runs it now';
   if (!w.selections.length && !w.receipts.length && !w.nondeliveries.length) return 'nothing ran: no provider was selected';
   return undefined;
+}
+
+/**
+ * What an empty step of an ended job says (QA qaCon F4: steps 4, 6 and 7 of a job that ended with no eligible provider
+ * were bare headings): why there is no selection, receipt or acceptance. Undefined while running, or when the step has
+ * something to show.
+ */
+export function emptyStepNote(step: 'selection' | 'receipt' | 'acceptance', state: JobState, w: WalkFacts): string | undefined {
+  if (state === 'running') return undefined;
+  const selected = w.selections.length > 0;
+  if (step === 'selection') return selected ? undefined : 'none: no provider was selected';
+  if (step === 'receipt') return w.receipts.length ? undefined : selected ? 'none held: no receipt came from the provider' : 'none: no provider ran it';
+  if (w.acceptances.length) return undefined;
+  return w.receipts.length ? 'none signed: no receipt came within the run (a late one gets no verdict)' : 'none: no receipt to accept';
 }
 
 /** The lines naming each provider that failed a gate, as `c0mpute run` prints them, at most `limit` and a count of the rest. */
@@ -128,8 +144,10 @@ export interface RunOutcome {
   failure?: string;
   reason?: string;
   at?: number;
-  /** ORDER_NOT_CLAIMED: an order of this node's whose deadline passed with no claim taken (src/node/job-history.ts outcomeNow) */
+  /** ORDER_NOT_CLAIMED: an order of this node's whose deadline passed with no claim taken; JOB_INTERRUPTED: the run broken off by this node's stop or crash (src/node/job-history.ts outcomeNow) */
   code?: string;
+  /** How a job with no outcome held stands (src/node/console-routes.ts endedAs): running, no-eligible-provider, interrupted… */
+  ending?: { status: string; code?: string; note: string };
 }
 
 /**
@@ -138,12 +156,24 @@ export interface RunOutcome {
  * and how the attempt that decided it ended. A receipt that came after
  * the run ended is never the status (it is shown as late beside it).
  */
-export function outcomeView(o: RunOutcome): { status?: 'completed' | 'failed' | 'unclaimed'; text: string } {
+export function outcomeView(o: RunOutcome): { status?: string; text: string } {
   if (o.status === 'completed') return { status: 'completed', text: 'run completed: its receipt accepted' };
   if (o.status === 'failed') {
     const how = o.reason ? `non-delivery signed (${o.reason})` : o.verdict === 'disputed' ? 'its receipt disputed' : `the provider reported failed${o.failure ? ` (${o.failure})` : ''}`;
     return { status: 'failed', text: `run failed: ${how}` };
   }
   if (o.code === 'ORDER_NOT_CLAIMED') return { status: 'unclaimed', text: 'the order’s deadline passed with no claim taken (ORDER_NOT_CLAIMED)' };
+  const e = o.ending;
+  if (e && e.status !== 'running') return { status: e.status, text: `${e.note}${e.code ? ` (${e.code})` : ''}` };
   return { text: 'no outcome held' };
+}
+
+/**
+ * A receipt that came after this node's run ended: a completed one's output never reached this node; a failed one has
+ * no output, and no verdict was signed on it (QA qaCon F10: "late failed: output not received").
+ */
+export function lateText(status: string | undefined): string {
+  if (status === 'completed') return 'late completed: output not received';
+  if (status === 'failed') return 'late failed: no verdict signed';
+  return 'late: no verdict signed';
 }

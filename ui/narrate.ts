@@ -82,3 +82,47 @@ export function admissionText(a: Admission | undefined): string {
   const what = a.verdict === 'Deny' ? 'denied' : a.verdict === 'Queue' ? 'queued the claim' : 'let the queued claim expire';
   return `✘ the steward ${what}: ${s(a.reason ?? '?')}${others}`;
 }
+
+/**
+ * Where a run in progress stands, in words (the Jobs view's "Running now"), from its latest events: "collecting
+ * offers", "running on uk62pUeG…RJ6t", "waiting for the receipt"… Never a verdict word: QA qaCon F5 read the raw event
+ * name "✓ accepted" (the provider took the work), in green, beside the Acceptance column's verdicts.
+ */
+export function runningPhrase(events: ReadonlyArray<Ev>): string {
+  const last = events.at(-1);
+  if (!last) return 'starting';
+  const did = (v: unknown) => (looksLikeDid(v) ? shortDid(v) : peer(v));
+  // the provider the run is with: the latest selection's winner, or the latest event naming one
+  const withWhom = [...events].reverse().map((e) => (e.e === 'selection' ? (e.winner as { provider?: unknown } | undefined)?.provider : e.e === 'accepted' || e.e === 'progress' ? e.provider : undefined)).find((p) => p !== undefined);
+  const who = withWhom === undefined ? 'the provider' : did(withWhom);
+  switch (last.e) {
+    case 'job':
+    case 'offer':
+      return 'collecting offers';
+    case 'admission':
+    case 'queued':
+      return last.e === 'queued' ? 'queued at the steward, waiting for capacity' : 'admitted by the steward; collecting offers';
+    case 'collected':
+    case 'decision':
+      return 'choosing a provider';
+    case 'selection':
+      return `selected ${who}; sending it the job`;
+    case 'accepted':
+    case 'progress':
+      return `running on ${who}`;
+    case 'receipt':
+    case 'verified':
+      return `checking ${who}’s receipt and output`;
+    case 'acceptance':
+      return 'countersigning the receipt';
+    case 'failover':
+    case 'nondelivery':
+      return `${did(last.e === 'failover' ? last.from : last.provider)} did not deliver; moving on`;
+    case 'network':
+      return `network: ${peer(last.state)}`;
+    case 'done':
+      return 'ending';
+    default:
+      return peer(last.e);
+  }
+}

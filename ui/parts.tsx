@@ -5,10 +5,10 @@ import { verdictWord } from '../src/util/acceptance-text.js';
 import { refusedPhrases } from './format.js';
 
 const GOOD = new Set(['complete', 'completed', 'accepted', 'ok', 'live', 'eligible', 'Admit', 'connected']);
-const BAD = new Set(['failed', 'disputed', 'no-offers', 'no-eligible-provider', 'denied', 'queue-expired', 'preempted', 'interrupted', 'expired', 'error', 'refused', 'ineligible', 'self-attested', 'contradicted', 'non-delivery', 'unclaimed']);
+const BAD = new Set(['failed', 'disputed', 'no-offers', 'no-eligible-provider', 'denied', 'queue-expired', 'preempted', 'interrupted', 'expired', 'error', 'refused', 'ineligible', 'self-attested', 'contradicted', 'non-delivery', 'unclaimed', 'no provider selected']);
 
 /** Done, and neither good nor bad: a buyer's acknowledgement of a failed receipt (util/acceptance-text.ts). */
-const NEUTRAL = new Set(['acknowledged']);
+const NEUTRAL = new Set(['acknowledged', 'announced']);
 
 /** Not a failure, but to be looked at: a ledger only partly witnessed (its tail self-attested). Never a good mark. */
 const WARN = new Set(['partly witnessed']);

@@ -52,6 +52,8 @@ export interface RunLog {
   job?: string;
   startedAt: number;
   done: boolean;
+  /** How the run ended (its result's status: no-offers, no-eligible-provider, denied…), once it has; the Jobs list says it (console-routes.ts). */
+  status?: string;
   events: WireEvent[];
   /** Events left out of `events` to keep the log within runEvents and runBytes. */
   omitted: number;
@@ -142,7 +144,7 @@ export class ConsoleHub {
   }
 
   /** A run begins: returns the function its buyer events go through. */
-  beginRun(overlay: string): { event(ev: WireEvent): void; end(): void } {
+  beginRun(overlay: string): { event(ev: WireEvent): void; end(status?: string): void } {
     const log: RunLog = { run: this.#nextRun++, overlay, startedAt: this.d.clock(), done: false, events: [], omitted: 0 };
     this.runs.push(log);
     while (this.runs.length > this.#o.keepRuns) this.runs.shift();
@@ -156,8 +158,9 @@ export class ConsoleHub {
         log.omitted = bounded.omitted;
         this.#emit({ type: 'job', overlay, run: log.run, ...(log.job ? { job: log.job } : {}), ev });
       },
-      end: () => {
+      end: (status) => {
         log.done = true;
+        if (status !== undefined) log.status = status;
         this.#emit({ type: 'job', overlay, run: log.run, ...(log.job ? { job: log.job } : {}), ev: { e: 'done' } });
       },
     };

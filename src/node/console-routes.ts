@@ -284,8 +284,11 @@ export async function jobWalk(o: OverlayNode, hub: ConsoleHub, address: string):
   const offerers = new Set(offers.map((x) => x.signer).filter((s): s is string => typeof s === 'string'));
   // this node's own job: how its run ended, and a receipt that came after (what the Jobs list and `c0mpute jobs` say)
   const own = job.signer === o.did ? await historyOf(o.records, o.market.evidence, o.did, job) : undefined;
+  const ctx = runContext(o, hub, address);
+  const outcome = own ? outcomeNow(own, now, ctx) : undefined;
+  const ending = own && outcome ? endedAs(own, outcome, now, ctx) : undefined;
   return {
-    ...(own ? { outcome: outcomeNow(own, now), ...(own.late ? { late: own.late } : {}) } : {}),
+    ...(own && outcome ? { outcome: { ...outcome, ...(ending ? { ending } : {}) }, ...(own.late ? { late: own.late } : {}) } : {}),
     job: wireRecord(job),
     offers,
     selections: selections.map(wireRecord),
@@ -297,6 +300,13 @@ export async function jobWalk(o: OverlayNode, hub: ConsoleHub, address: string):
   };
 }
 
+/** What this process knows of `job`'s run (RunContext). */
+function runContext(o: OverlayNode, hub: ConsoleHub, job: string): RunContext {
+  const run = [...hub.runs].reverse().find((r) => r.job === job);
+  const earlier = o.market.earlierJobs.some((j) => j.address === job);
+  return { ...(earlier ? { earlier } : {}), ...(run ? { run: { done: run.done, ...(run.status !== undefined ? { status: run.status } : {}) } } : {}) };
+}
+
 /**
  * One of this node's jobs on the console's Jobs page (As buyer), as `c0mpute jobs` says it: the status is how this
  * node's run ended (job-history.ts JobOutcome: `completed`, `failed`, or none held), never a late receipt's; the
@@ -304,9 +314,10 @@ export async function jobWalk(o: OverlayNode, hub: ConsoleHub, address: string):
  * that came after the run ended is `late` beside it (its note, and its own status). Before, the row showed the last
  * receipt held: a run that failed (a non-delivery signed) and then got its provider's receipt late read `completed`.
  */
-export function consoleBuyerRow(h: HistoryJob, now: number): Record<string, unknown> {
+export function consoleBuyerRow(h: HistoryJob, now: number, ctx: RunContext = {}): Record<string, unknown> {
   const { job: j, receipts, attempts, late } = h;
-  const outcome = outcomeNow(h, now);
+  const outcome = outcomeNow(h, now, ctx);
+  const ending = endedAs(h, outcome, now, ctx);
   return {
     address: j.address,
     workload: j.record.workload,
@@ -314,7 +325,7 @@ export function consoleBuyerRow(h: HistoryJob, now: number): Record<string, unkn
     // the selections held (each an attempt); a job from before selections were kept: its receipts
     attempts: attempts.length || receipts.length,
     // an order whose deadline passed with no claim taken: `unclaimed`, as `c0mpute jobs` says (outcomeNow)
-    ...(outcome.status !== 'none' ? { status: outcome.status } : outcome.code === 'ORDER_NOT_CLAIMED' ? { status: 'unclaimed' } : {}),
+    ...(outcome.status !== 'none' ? { status: outcome.status } : ending ? { status: ending.status, ...(ending.code ? { code: ending.code } : {}), note: ending.note } : {}),
     ...(outcome.provider ? { provider: outcome.provider } : attempts.length ? { provider: attempts.at(-1)!.provider } : {}),
     ...(outcome.verdict ? { verdict: outcome.verdict } : outcome.nondelivery ? { verdict: 'non-delivery' } : {}),
     ...(late ? { late: late.note, lateStatus: late.status } : {}),
@@ -342,6 +353,40 @@ export function refusedCounts(metrics: ReadonlyArray<{ name: string; values: Rea
     }
   }
   return { refused, handshakes };
+}
+
+/** What this process knows of a job's run besides its records: whether it was live as the process started, and the run its hub holds. */
+export interface RunContext {
+  /** The job was live when this process opened its market (MarketService.earlierJobs): an earlier process ran it. */
+  earlier?: boolean;
+  /** This process's run of it (the console hub's, the last 50): still going, or how it ended. */
+  run?: { done: boolean; status?: string };
+}
+
+/**
+ * How a job with no outcome held (nothing this node signed decides it) stands, for the Jobs list and a job's page:
+ * `unclaimed` (ORDER_NOT_CLAIMED), `interrupted` (JOB_INTERRUPTED: a provider selected, the run broken off by this
+ * node's stop or crash), `running`, how this process's run ended without a provider (`no-offers`,
+ * `no-eligible-provider`, `denied`, `queue-expired`), or `no provider selected` once the deadline passed with none (a
+ * run before a restart: the hub no longer holds why). Undefined: nothing says it ended. QA qaCon F4: a job that ended
+ * with no eligible provider read "0 — none — none" in the list, like a job two seconds into its offer window.
+ */
+export function endedAs(h: Pick<HistoryJob, 'job' | 'attempts'>, outcome: ReturnType<typeof outcomeNow>, now: number, ctx: RunContext = {}): { status: string; code?: string; note: string } | undefined {
+  if (outcome.status !== 'none') return undefined;
+  if (outcome.code === 'ORDER_NOT_CLAIMED') return { status: 'unclaimed', code: outcome.code, note: 'the order’s deadline passed with no claim taken' };
+  const run = ctx.run;
+  if (run && !run.done) return { status: 'running', note: 'this node is running it now' };
+  if (outcome.code === 'JOB_INTERRUPTED' || run?.status === 'interrupted') return { status: 'interrupted', code: 'JOB_INTERRUPTED', note: 'this node’s run of it was broken off: the node stopped or crashed during it, so nothing was signed about its provider' };
+  const said: Record<string, string> = {
+    'no-offers': 'no provider offered before the offer window closed',
+    'no-eligible-provider': 'no offer came from an eligible provider (the job’s page lists why)',
+    denied: 'the steward denied the claim',
+    'queue-expired': 'the claim was still queued at the steward at its deadline',
+    preempted: 'the steward preempted the claim',
+  };
+  if (run?.status !== undefined && said[run.status]) return { status: run.status, note: said[run.status]! };
+  if (h.attempts.length === 0 && (h.job.record.deadline <= now || ctx.earlier)) return { status: 'no provider selected', note: 'no provider was selected (no offers, none eligible, or the steward refused: why is no longer held here, after a restart)' };
+  return undefined;
 }
 
 export function consoleRoutes(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHub, run: (o: OverlayNode, spec: unknown, res: ApiResponse) => Promise<unknown>): Route[] {
@@ -383,9 +428,9 @@ export function consoleRoutes(d: Daemon, sessions: ConsoleSessions, hub: Console
         const mine = await jobHistory(o.records, o.market.evidence, d.did, { limit: CONSOLE_JOBS });
         const provided = providedReceipts(o.market.evidence, d.did, CONSOLE_JOBS);
         return {
-          buyer: mine.jobs.map((h) => consoleBuyerRow(h, o.clock())),
+          buyer: mine.jobs.map((h) => consoleBuyerRow(h, o.clock(), runContext(o, hub, h.job.address))),
           buyerMore: mine.next !== undefined,
-          provider: provided.receipts.map(({ receipt: r, acceptance: a }) => ({ address: r.address, job: r.record.job, buyer: r.record.buyer, workload: r.record.workload, status: r.record.status, startedAt: r.record.startedAt, completedAt: r.record.completedAt, verdict: a?.record.verdict })),
+          provider: provided.receipts.map(({ receipt: r, acceptance: a }) => ({ address: r.address, job: r.record.job, buyer: r.record.buyer, workload: r.record.workload, status: r.record.status, ...(r.record.failure ? { failure: r.record.failure.code } : {}), startedAt: r.record.startedAt, completedAt: r.record.completedAt, verdict: a?.record.verdict })),
           providerTotal: provided.total,
           running: hub.runs.filter((r) => !r.done && r.overlay === o.name).map((r) => ({ run: r.run, job: r.job, startedAt: r.startedAt, events: r.events.slice(-5) })),
           providerRunning: o.provider?.running ?? 0,

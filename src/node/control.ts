@@ -47,6 +47,7 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
     if (await res.clientGone()) throw new C0Error(API_CLIENT_GONE, 'the client left before the run started; nothing was published');
     const s = res.stream();
     const live = hub.beginRun(o.name);
+    let status: string | undefined;
     try {
       // a client that goes away before the run committed has its job withdrawn (Buyer.run, which logs it); after, the
       // run goes on to its end, said here: its output reaches no one, its records are held (`c0mpute jobs`)
@@ -66,9 +67,10 @@ export async function startControlApi(d: Daemon): Promise<ApiServer> {
           'run client went away after a provider was selected: the job ran to its end; its output was not kept (c0mpute jobs shows how it ended)',
         );
       }
+      status = r.status;
       return resultToWire(r);
     } finally {
-      live.end();
+      live.end(status);
     }
   };
   const routes: Route[] = [

@@ -231,9 +231,14 @@ export interface HistoryJob {
  * ORDER_NOT_CLAIMED and `at` its deadline. No claim was taken, and none can be now; the status stays `none`, since
  * nothing this node signed decided it. Before (QA qaMatch F7), it read as a run still waiting for a claim.
  */
-export function outcomeNow({ job, attempts, outcome }: Pick<HistoryJob, 'job' | 'attempts' | 'outcome'>, now: number): JobOutcome & { code?: 'ORDER_NOT_CLAIMED' } {
+export function outcomeNow({ job, attempts, outcome }: Pick<HistoryJob, 'job' | 'attempts' | 'outcome'>, now: number, o: { earlier?: boolean } = {}): JobOutcome & { code?: 'ORDER_NOT_CLAIMED' | 'JOB_INTERRUPTED' } {
   const unclaimed = job.record.order !== undefined && outcome.status === 'none' && attempts.length === 0 && job.record.deadline <= now;
-  return unclaimed ? { ...outcome, code: 'ORDER_NOT_CLAIMED', at: job.record.deadline } : outcome;
+  if (unclaimed) return { ...outcome, code: 'ORDER_NOT_CLAIMED', at: job.record.deadline };
+  // A provider selected and nothing signed about how it went (no verdict, no non-delivery): the run was broken off by
+  // this node's stop or crash (a run that gives up on its provider signs a non-delivery), once its deadline passed or,
+  // before it, when the job was live as this process started (`earlier`: MarketService.earlierJobs). QA qaCon F10.
+  const broken = outcome.status === 'none' && attempts.length > 0 && (job.record.deadline <= now || o.earlier === true);
+  return broken ? { ...outcome, code: 'JOB_INTERRUPTED' } : outcome;
 }
 
 /** `job` (one of `did`'s own) as its history shows it (HistoryJob). */

@@ -7,17 +7,17 @@
 import { Component } from 'preact';
 import { ago, fmtDuration, fmtJoules, money, overlayQuery, peer, useFeed, useJson, useLiveVersion, useNow, useRunEvents } from '../lib.js';
 import { RUN_LOG_EVENTS } from '../../src/util/run-log.js';
-import { narrate } from '../narrate.js';
-import { whenText } from '../format.js';
+import { narrate, runningPhrase } from '../narrate.js';
+import { tookText, whenText } from '../format.js';
 import { AddrLink, Did, ErrorBox, Loading, Section, Status, Verdict } from '../parts.js';
-import { decisionView, executionNote, jobState, outcomeView, type DecisionView, type Explanation, type IneligibleLines, type RunOutcome } from '../job-walk.js';
+import { decisionView, emptyStepNote, executionNote, jobState, lateText, outcomeView, type DecisionView, type Explanation, type IneligibleLines, type RunOutcome } from '../job-walk.js';
 
 interface JobsData {
   /** `status`: how this node's run ended (never a late receipt's); `verdict`: accepted, disputed or non-delivery; `late`: a receipt that came after the run ended (its note and status). */
-  buyer: Array<{ address: string; workload: string; announcedAt: number; attempts: number; status?: string; provider?: string; verdict?: string; late?: string; lateStatus?: string }>;
+  buyer: Array<{ address: string; workload: string; announcedAt: number; attempts: number; status?: string; code?: string; note?: string; provider?: string; verdict?: string; late?: string; lateStatus?: string }>;
   /** Older jobs exist than the newest shown (`c0mpute jobs --all` lists them). */
   buyerMore?: boolean;
-  provider: Array<{ address: string; job: string; buyer: string; workload: string; status: string; startedAt: number; completedAt: number; verdict?: string }>;
+  provider: Array<{ address: string; job: string; buyer: string; workload: string; status: string; failure?: string; startedAt: number; completedAt: number; verdict?: string }>;
   /** Receipts this node signed, all held (the list shows the newest). */
   providerTotal?: number;
   running: Array<{ run: number; job?: string; startedAt: number; events: Array<Record<string, unknown> & { e: string }> }>;
@@ -43,7 +43,10 @@ export function Jobs() {
           <ul class="running">
             {d.running.map((x) => (
               <li key={x.run}>
-                {x.job ? <a href={`#/jobs/${encodeURIComponent(x.job)}`}>job {x.job.slice(7, 15)}…</a> : `run ${x.run}`} started {ago(x.startedAt, now)}: <Status s={String(x.events.at(-1)?.e ?? 'starting')} />
+                {x.job ? <a href={`#/jobs/${encodeURIComponent(x.job)}`}>job {x.job.slice(7, 15)}…</a> : `run ${x.run}`} started {ago(x.startedAt, now)}:{' '}
+                <span class="st st-mid">
+                  <span aria-hidden="true">…</span> {runningPhrase(x.events)}
+                </span>
               </li>
             ))}
           </ul>
@@ -81,8 +84,9 @@ export function Jobs() {
                   <td>{j.workload}</td>
                   <td>{ago(j.announcedAt, now)}</td>
                   <td>{j.attempts}</td>
-                  <td>
+                  <td title={j.note}>
                     <Status s={j.status} />
+                    {j.code ? <small> ({j.code})</small> : null}
                   </td>
                   <td>
                     {j.verdict || !j.late ? <Verdict v={j.verdict} receiptStatus={j.status} /> : null}
@@ -90,7 +94,7 @@ export function Jobs() {
                       <>
                         {j.verdict ? ' ' : null}
                         <span class="st st-mid" title={j.late}>
-                          <span aria-hidden="true">…</span> late{j.lateStatus ? ` ${j.lateStatus}` : ''}: output not received
+                          <span aria-hidden="true">…</span> {lateText(j.lateStatus)}
                         </span>
                       </>
                     ) : null}
@@ -143,7 +147,7 @@ export function Jobs() {
                   <td>
                     <Verdict v={r.verdict} receiptStatus={r.status} />
                   </td>
-                  <td>{fmtDuration(r.completedAt - r.startedAt)}</td>
+                  <td>{tookText(r)}</td>
                 </tr>
               ))
             )}
@@ -211,7 +215,7 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
   const state = jobState(w, events, now);
   const done = state !== 'running';
   const decision = decisionView(events, state, w.explanation);
-  const note = executionNote(state, w);
+  const note = executionNote(state, w, w.outcome);
   const outcome = w.outcome ? outcomeView(w.outcome) : undefined;
   const ov = overlay;
   return (
@@ -277,6 +281,7 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
               </li>
             ))}
           </ol>
+          {emptyStepNote('selection', state, w) ? <p class="none">{emptyStepNote('selection', state, w)}</p> : null}
           {events
             .filter((e) => e.e === 'failover')
             .map((e, i) => (
@@ -307,10 +312,11 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
           <h2>
             <span class="step">6</span> Receipt
           </h2>
+          {emptyStepNote('receipt', state, w) ? <p class="none">{emptyStepNote('receipt', state, w)}</p> : null}
           <ul>
             {w.receipts.map((x) => (
               <li key={x.address}>
-                <AddrLink a={x.address} overlay={ov} /> <Status s={x.record.status} /> by <Did d={x.record.provider} /> for offer <AddrLink a={x.record.offer} overlay={ov} />, {fmtDuration(x.record.completedAt - x.record.startedAt)}
+                <AddrLink a={x.address} overlay={ov} /> <Status s={x.record.status} /> by <Did d={x.record.provider} /> for offer <AddrLink a={x.record.offer} overlay={ov} />, {tookText({ ...x.record, failure: x.record.failure?.code })}
                 {x.record.energy ? `, ${fmtJoules(x.record.energy.uj)} (${peer(x.record.energy.grade)})` : ''}
                 {x.record.failure ? `: ${peer(x.record.failure.code)}` : ''}
                 {x.address === w.late?.receipt ? ' (came after the run ended: no verdict signed)' : ''}
@@ -322,6 +328,7 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
           <h2>
             <span class="step">7</span> Acceptance
           </h2>
+          {emptyStepNote('acceptance', state, w) ? <p class="none">{emptyStepNote('acceptance', state, w)}</p> : null}
           <ul>
             {w.acceptances.map((a) => (
               <li key={a.address}>

@@ -35,6 +35,7 @@ const node = {
     offersFor: () => offs,
     explain: (jj: typeof j, now: number) => explainMarket({ job: jj, adverts: index, offers: offs, now }),
     evidence: { receiptsOf: () => [], acceptancesOf: () => [], nondeliveries: new Map() },
+    earlierJobs: [],
   },
 } as unknown as OverlayNode;
 

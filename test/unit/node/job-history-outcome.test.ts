@@ -106,6 +106,20 @@ test('a run that failed and then got its provider’s receipt late reads failed,
     assert.deepEqual(of(inFlight!).outcome, { status: 'none' });
     assert.deepEqual(jobsBody(of(inFlight!)), ['no outcome held', `attempt 1: ${short(PROV.did)} no receipt, no non-delivery`]);
     assert.equal(row(inFlight!).status, undefined);
+    // QA qaCon F4, F10: what this process knows of the run says how a job with no outcome held stands
+    const at = (j: { address: string }, now: number, ctx: Parameters<typeof consoleBuyerRow>[2]) => consoleBuyerRow(h.find((x) => x.job.address === j.address)!, now, ctx);
+    assert.equal(at(inFlight!, NOW, { run: { done: false } }).status, 'running');
+    // selected, then the node stopped or crashed: broken off, once the deadline passed, or before it when an earlier process ran it
+    assert.deepEqual([at(inFlight!, NOW, { earlier: true }).status, at(inFlight!, NOW, { earlier: true }).code], ['interrupted', 'JOB_INTERRUPTED']);
+    assert.equal(at(inFlight!, inFlight!.record.deadline + 1, {}).status, 'interrupted');
+    assert.equal(outcomeNow(h.find((x) => x.job.address === inFlight!.address)!, inFlight!.record.deadline + 1).code, 'JOB_INTERRUPTED');
+    // no provider selected: how this process's run ended, else (after a restart) that nobody was selected
+    assert.equal(at(noOffers!, NOW, { run: { done: true, status: 'no-eligible-provider' } }).status, 'no-eligible-provider');
+    assert.equal(at(noOffers!, NOW, { run: { done: true, status: 'no-offers' } }).status, 'no-offers');
+    assert.equal(at(noOffers!, NOW, {}).status, undefined, 'before its deadline, with no run held: nothing says it ended');
+    assert.match(String(at(noOffers!, noOffers!.record.deadline + 1, {}).note), /no provider was selected/);
+    // a job whose outcome is held keeps it, whatever the run context
+    assert.equal(at(failedAck!, NOW, { earlier: true, run: { done: true, status: 'failed' } }).status, 'failed');
     // nobody selected
     assert.deepEqual(jobsBody(of(noOffers!)), ['no outcome held (no provider was selected)']);
     assert.equal(row(noOffers!).attempts, 0);
@@ -151,7 +165,8 @@ test('an order whose deadline passed with no claim taken reads unclaimed (ORDER_
     // the console says the same: its Jobs list's status and a job page's outcome
     const mine = await jobHistory(records, ev, BUYER.did, { limit: 10 });
     const row = (j: { address: string }) => consoleBuyerRow(mine.jobs.find((h) => h.job.address === j.address)!, NOW + 120_000);
-    assert.deepEqual([row(expired).status, row(open).status, row(auction).status], ['unclaimed', undefined, undefined]);
+    // an auction whose deadline passed with nobody selected: said so, not a blank like a job seconds into collecting (QA qaCon F4)
+    assert.deepEqual([row(expired).status, row(open).status, row(auction).status], ['unclaimed', undefined, 'no provider selected']);
     const walkOutcome = (j: { address: string }) => outcomeNow(mine.jobs.find((h) => h.job.address === j.address)!, NOW + 120_000);
     assert.deepEqual(outcomeView(walkOutcome(expired)), { status: 'unclaimed', text: 'the order’s deadline passed with no claim taken (ORDER_NOT_CLAIMED)' });
     assert.deepEqual(outcomeView(walkOutcome(open)), { text: 'no outcome held' });

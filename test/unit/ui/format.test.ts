@@ -4,7 +4,7 @@
  */
 import { describe, it, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { dateTime, energyUj, isTimeField, whenText } from '../../../ui/format.js';
+import { dateTime, energyUj, isTimeField, tookText, whenText } from '../../../ui/format.js';
 
 describe('console times', () => {
   it('a date and a time, ISO-like', () => {
@@ -33,4 +33,9 @@ test('the Run form’s energy estimate is a number of joules, or FORM_ENERGY_INV
       bad,
     );
   }
+});
+
+test('a receipt signed at the restart after a crash does not claim its downtime as run time (QA qaCon F6)', () => {
+  assert.equal(tookText({ startedAt: 0, completedAt: 8_000 }), '8.0 s');
+  assert.equal(tookText({ startedAt: 0, completedAt: 79_000, failure: 'EXEC_PROVIDER_CRASHED' }), 'crashed; signed at restart, 79 s after it started');
 });

@@ -6,7 +6,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { decisionView, executionNote, ineligibleLines, jobState, type DecisionEvent, type WalkFacts } from '../../../ui/job-walk.js';
+import { decisionView, emptyStepNote, executionNote, ineligibleLines, jobState, lateText, outcomeView, type DecisionEvent, type WalkFacts } from '../../../ui/job-walk.js';
 
 const NOW = 1_800_000_000_000;
 const A = `did:key:z6MkrupSqGVQ${'a'.repeat(32)}xemA`;
@@ -67,5 +67,29 @@ describe('a job page: the decision', () => {
     const x = ineligibleLines({ result: { ok: false, ranked: [], ineligible: [] }, market: { summary: '', providers } }, 20);
     assert.equal(x.lines.length, 20);
     assert.equal(x.more, 5);
+  });
+});
+
+describe('an ended job’s empty steps and how it ended (QA qaCon F4, F10)', () => {
+  const ended = { job: { record: { deadline: 0 } }, selections: [] as unknown[], receipts: [] as unknown[], acceptances: [] as unknown[], nondeliveries: [] as unknown[] };
+  it('a job no provider was selected for says so at selection, receipt and acceptance', () => {
+    assert.equal(emptyStepNote('selection', 'ended', ended), 'none: no provider was selected');
+    assert.equal(emptyStepNote('receipt', 'ended', ended), 'none: no provider ran it');
+    assert.equal(emptyStepNote('acceptance', 'ended', ended), 'none: no receipt to accept');
+    assert.equal(emptyStepNote('selection', 'running', ended), undefined, 'nothing while the run goes on');
+    const selected = { ...ended, selections: [{}] };
+    assert.equal(emptyStepNote('selection', 'ended', selected), undefined);
+    assert.equal(emptyStepNote('receipt', 'ended', selected), 'none held: no receipt came from the provider');
+  });
+  it('a run broken off by the node’s stop or crash says so in its execution step and outcome', () => {
+    const o = { status: 'none' as const, code: 'JOB_INTERRUPTED', ending: { status: 'interrupted', code: 'JOB_INTERRUPTED', note: 'this node’s run of it was broken off' } };
+    assert.match(executionNote('ended', { ...ended, selections: [{}] }, o)!, /^broken off: .*JOB_INTERRUPTED/);
+    assert.deepEqual(outcomeView(o), { status: 'interrupted', text: 'this node’s run of it was broken off (JOB_INTERRUPTED)' });
+    assert.deepEqual(outcomeView({ status: 'none', ending: { status: 'no-eligible-provider', note: 'no offer came from an eligible provider' } }), { status: 'no-eligible-provider', text: 'no offer came from an eligible provider' });
+    assert.deepEqual(outcomeView({ status: 'none', ending: { status: 'running', note: 'running' } }), { text: 'no outcome held' });
+  });
+  it('a late failed receipt has no output to miss', () => {
+    assert.equal(lateText('failed'), 'late failed: no verdict signed');
+    assert.equal(lateText('completed'), 'late completed: output not received');
   });
 });

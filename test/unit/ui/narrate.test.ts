@@ -4,7 +4,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { narrate } from '../../../ui/narrate.js';
+import { narrate, runningPhrase } from '../../../ui/narrate.js';
 
 describe('narration', () => {
   it("a steward's denial carries its reason, and the others", () => {
@@ -16,6 +16,17 @@ describe('narration', () => {
   it('a decision over no eligible provider decided nothing (QA qaCon F3)', () => {
     assert.equal(narrate({ e: 'decision', policy: 'balanced', decision: { result: { ok: false, ranked: [], ineligible: [] } } }), 'no provider is eligible: nothing to decide');
     assert.equal(narrate({ e: 'decision', policy: 'balanced', decision: { result: { ok: true, ranked: [], ineligible: [] } } }), 'decided by policy balanced');
+  });
+  it('a run in progress in words, never an event name nor a verdict word (QA qaCon F5)', () => {
+    const P = 'did:key:z6Mkuk62pUeGaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaRJ6t';
+    assert.equal(runningPhrase([]), 'starting');
+    assert.equal(runningPhrase([{ e: 'job' }, { e: 'offer' }]), 'collecting offers');
+    const selected = [{ e: 'selection', winner: { provider: P } }];
+    assert.equal(runningPhrase(selected), 'selected uk62pUeG…RJ6t; sending it the job');
+    // the provider took the work: not "✓ accepted"
+    assert.equal(runningPhrase([...selected, { e: 'accepted', provider: P }]), 'running on uk62pUeG…RJ6t');
+    assert.equal(runningPhrase([...selected, { e: 'receipt' }]), 'checking uk62pUeG…RJ6t’s receipt and output');
+    assert.equal(runningPhrase([{ e: 'nondelivery', provider: P }]), 'uk62pUeG…RJ6t did not deliver; moving on');
   });
   it('a queued claim carries its reasons', () => {
     assert.equal(narrate({ e: 'queued', reason: 'DEVICES_HELD', reasons: ['DEVICES_HELD', 'OVER_GUARANTEE'] }), 'the steward queued the claim: DEVICES_HELD (also OVER_GUARANTEE); waiting for capacity');
