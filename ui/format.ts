@@ -92,3 +92,13 @@ export function tookText(r: { startedAt: number; completedAt: number; failure?: 
   if (r.failure === 'EXEC_PROVIDER_CRASHED') return `crashed; signed at restart, ${fmtDuration(r.completedAt - r.startedAt)} after it started`;
   return fmtDuration(r.completedAt - r.startedAt);
 }
+
+/**
+ * The daemon's "This job has ended: its deadline passed at 2026-12-07T10:29:13.127Z …" (GET /v1/offers `ended`, the
+ * same text `c0mpute offers` prints) with its time in the console's one format, `2026-12-07 10:29:13 (4 min ago)`
+ * (dateTime: local, ISO-like; QA qaCon F8 found three formats on one page).
+ */
+export function endedSummary(summary: string, ended: { at: number } | undefined, now = Date.now()): string {
+  if (!ended) return summary;
+  return summary.replace(new Date(ended.at).toISOString(), whenText(ended.at, now));
+}

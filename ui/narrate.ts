@@ -8,6 +8,7 @@ import { printable } from '../src/util/text.js';
 import { windowEndText } from '../src/util/window-end.js';
 import { verdictWord } from '../src/util/acceptance-text.js';
 import { fmtDuration, plural } from './format.js';
+import { joulesText } from '../src/util/joules.js';
 
 type Ev = Record<string, unknown> & { e: string };
 
@@ -77,7 +78,9 @@ interface Admission {
 export function admissionText(a: Admission | undefined): string {
   const s = (v: unknown) => printable(String(v ?? ''));
   if (!a) return "the steward's admission";
-  if (a.verdict === 'Admit') return `admitted by the steward${a.reserved ? `: ${s(a.reserved.uj)} µJ reserved (${s(a.reserved.grade)})` : ''}${a.borrowed_uj ? `, ${s(a.borrowed_uj)} µJ borrowed` : ''}`;
+  // in joules, as every other energy on the console (src/util/joules.ts; QA qaCon F8: "1000000 µJ reserved")
+  const j = (uj: unknown) => (typeof uj === 'number' ? joulesText(uj) : `${s(uj)} µJ`);
+  if (a.verdict === 'Admit') return `admitted by the steward${a.reserved ? `: ${j(a.reserved.uj)} reserved (${s(a.reserved.grade)})` : ''}${a.borrowed_uj ? `, ${j(a.borrowed_uj)} borrowed` : ''}`;
   const others = a.reasons && a.reasons.length > 1 ? ` (${a.reasons.map(s).join(', ')})` : '';
   const what = a.verdict === 'Deny' ? 'denied' : a.verdict === 'Queue' ? 'queued the claim' : 'let the queued claim expire';
   return `✘ the steward ${what}: ${s(a.reason ?? '?')}${others}`;

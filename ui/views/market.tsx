@@ -13,6 +13,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { fmtMiB, money, peer, plural, useDebounced, useJson, useLiveVersion, overlayQuery } from '../lib.js';
 import { AddrLink, Did, ErrorBox, Loading, Pager, Status } from '../parts.js';
 import { compactAmount } from '../amount.js';
+import { dateTime, endedSummary, whenText } from '../format.js';
 
 export interface AdvertRow {
   type: string;
@@ -140,7 +141,7 @@ export function Market() {
   const [job, setJob] = useState('');
   const rows = m.data?.adverts ?? [];
   // the verdicts of the page's providers only (the daemon's explanation of every provider was ~3 MB at the advert cap)
-  const ex = useJson<{ explanation?: { providers: Verdict[]; summary: string } }>(job ? offersQuery(job, rows, overlay) : null, v, true);
+  const ex = useJson<{ explanation?: { providers: Verdict[]; summary: string }; ended?: { at: number } }>(job ? offersQuery(job, rows, overlay) : null, v, true);
   const [chosen, setChosen] = useState<string | undefined>(undefined);
 
   const verdicts = useMemo(() => new Map((ex.data?.explanation?.providers ?? []).map((p) => [p.provider, p])), [ex.data]);
@@ -205,13 +206,13 @@ export function Market() {
             <option value="">(none chosen)</option>
             {(jobs.data?.buyer ?? []).map((j) => (
               <option key={j.address} value={j.address}>
-                {j.workload} {j.address.slice(7, 15)} · {new Date(j.announcedAt).toLocaleTimeString()}
+                {j.workload} {j.address.slice(7, 15)} · {dateTime(j.announcedAt)}
               </option>
             ))}
           </select>
         </label>
       </div>
-      {job && ex.data?.explanation ? <p class="explain">{ex.data.explanation.summary}</p> : null}
+      {job && ex.data?.explanation ? <p class="explain">{endedSummary(ex.data.explanation.summary, ex.data.ended)}</p> : null}
       <div class="grid-wrap" tabIndex={0} role="region" aria-label="Providers (scrolls sideways on a narrow window)">
       <div class={m.error ? 'grid stale' : 'grid'} role="table" aria-label="Providers" aria-rowcount={m.data.matched + 1}>
         <div role="rowgroup">
@@ -306,7 +307,7 @@ export function Market() {
             ) : null}
             <dt>Advert</dt>
             <dd>
-              <AddrLink a={sel.address} overlay={overlay} /> seq {sel.record.seq}, expires {new Date(sel.record.expiresAt).toLocaleTimeString()}
+              <AddrLink a={sel.address} overlay={overlay} /> seq {sel.record.seq}, expires {whenText(sel.record.expiresAt)}
             </dd>
             <dt>Workloads</dt>
             <dd>{peer(sel.record.workloads.join(', '))}</dd>

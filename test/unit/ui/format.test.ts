@@ -4,7 +4,7 @@
  */
 import { describe, it, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { dateTime, energyUj, isTimeField, tookText, whenText } from '../../../ui/format.js';
+import { dateTime, endedSummary, energyUj, isTimeField, tookText, whenText } from '../../../ui/format.js';
 
 describe('console times', () => {
   it('a date and a time, ISO-like', () => {
@@ -38,4 +38,11 @@ test('the Run form’s energy estimate is a number of joules, or FORM_ENERGY_INV
 test('a receipt signed at the restart after a crash does not claim its downtime as run time (QA qaCon F6)', () => {
   assert.equal(tookText({ startedAt: 0, completedAt: 8_000 }), '8.0 s');
   assert.equal(tookText({ startedAt: 0, completedAt: 79_000, failure: 'EXEC_PROVIDER_CRASHED' }), 'crashed; signed at restart, 79 s after it started');
+});
+
+test("an ended job's summary shows its time in the console's one format, not ISO (QA qaCon F8)", () => {
+  const at = new Date(2026, 11, 7, 10, 29, 13, 127).getTime();
+  const said = `This job has ended: its deadline passed at ${new Date(at).toISOString()} with no provider selected.`;
+  assert.equal(endedSummary(said, { at }, at + 4 * 60_000), 'This job has ended: its deadline passed at 2026-12-07 10:29:13 (4 min ago) with no provider selected.');
+  assert.equal(endedSummary('no end', undefined), 'no end');
 });

@@ -11,7 +11,7 @@ describe('narration', () => {
     assert.equal(narrate({ e: 'admission', admission: { verdict: 'Deny', reason: 'UNOBSERVED_EXCEEDS_GUARANTEE', reasons: ['UNOBSERVED_EXCEEDS_GUARANTEE'] } }), '✘ the steward denied: UNOBSERVED_EXCEEDS_GUARANTEE');
     assert.equal(narrate({ e: 'admission', admission: { verdict: 'Deny', reason: 'A', reasons: ['A', 'B'] } }), '✘ the steward denied: A (A, B)');
     assert.equal(narrate({ e: 'admission', admission: { verdict: 'Expire', reason: 'DEVICES_HELD' } }), '✘ the steward let the queued claim expire: DEVICES_HELD');
-    assert.equal(narrate({ e: 'admission', admission: { verdict: 'Admit', reserved: { uj: 5_000_000, grade: 'Estimator' } } }), 'admitted by the steward: 5000000 µJ reserved (Estimator)');
+    assert.equal(narrate({ e: 'admission', admission: { verdict: 'Admit', reserved: { uj: 5_000_000, grade: 'Estimator' } } }), 'admitted by the steward: 5.0 J reserved (Estimator)');
   });
   it('a decision over no eligible provider decided nothing (QA qaCon F3)', () => {
     assert.equal(narrate({ e: 'decision', policy: 'balanced', decision: { result: { ok: false, ranked: [], ineligible: [] } } }), 'no provider is eligible: nothing to decide');
