@@ -1,6 +1,7 @@
 /** Small pieces every view uses: status words with symbols (never colour alone), record links, bars, sparklines, errors. */
 import type { ComponentChildren } from 'preact';
-import { peer, shortAddr, shortDid, overlayQuery, type ApiError } from './lib.js';
+import { useEffect, useState } from 'preact/hooks';
+import { peer, shortAddr, shortDid, overlayQuery, useFeedState, type ApiError } from './lib.js';
 import { verdictWord } from '../src/util/acceptance-text.js';
 import { refusedPhrases } from './format.js';
 
@@ -51,10 +52,25 @@ export function Did({ d, names }: { d: string | undefined; names?: Map<string, s
   );
 }
 
+/** How long a view waits for the node before it says the node has not answered (the header's "not answering" waits twice the stream's ping). */
+export const SLOW_ANSWER_MS = 10_000;
+
+/**
+ * A view waiting for its data; after SLOW_ANSWER_MS, or at once while the live feed finds the node silent, it says
+ * the node is not answering and that the view loads once it does (QA qaCon F7: "Loading reputation…" for as long as a
+ * SIGSTOPped daemon stayed stopped). The request is not given up: a node that resumes answers it.
+ */
 export function Loading({ what }: { what: string }) {
+  const feed = useFeedState();
+  const [slow, setSlow] = useState(false);
+  useEffect(() => {
+    const t = window.setTimeout(() => setSlow(true), SLOW_ANSWER_MS);
+    return () => clearTimeout(t);
+  }, []);
+  const note = feed === 'stale' ? 'the node is not answering (the live feed is reconnecting); this view loads once it answers' : slow ? `the node has not answered for ${SLOW_ANSWER_MS / 1000} s: it may be stalled or very busy; this view loads once it answers` : undefined;
   return (
-    <p class="loading" role="status">
-      Loading {what}…
+    <p class={note ? 'loading error' : 'loading'} role="status">
+      Loading {what}…{note ? ` ${note}` : ''}
     </p>
   );
 }

@@ -276,9 +276,32 @@ test('the Run page ends a run that did not complete as `c0mpute run` does: codes
   await ctx.close();
 });
 
+test('a node without the buyer role offers no run: the Run page says so up front, with no form (QA qaCon F9)', { skip }, async () => {
+  await call('POST', '/v1/harness/roles?roles=provider');
+  const ctx = await browser.createBrowserContext();
+  try {
+    const p = await loggedIn(ctx);
+    await p.evaluate(() => (window.location.hash = '#/run'));
+    await shows(p, 'Run a job');
+    await p.waitForSelector('#run-no-buyer', { timeout: 30_000 });
+    assert.match(await p.$eval('#run-no-buyer', (e) => (e as HTMLElement).innerText as string), /not a buyer on any overlay \(its roles: provider\)/);
+    assert.equal(await p.$('#run-submit'), null, 'no form that can only end ROLE_NOT_ENABLED');
+    await p.evaluate(() => (window.location.hash = '#/jobs'));
+    await shows(p, 'Jobs');
+    await p.waitForFunction(() => /not a buyer/.test(document.querySelector('#jobs-run')?.textContent ?? ''), { timeout: 30_000 });
+    assert.equal(await p.$('#jobs-run a[href="#/run"]'), null, 'no "Run a job" link');
+  } finally {
+    await call('POST', '/v1/harness/roles?roles=buyer,steward,witness');
+    await ctx.close();
+  }
+});
+
 test('a stalled node: the feed and the Run page say so, and it is live again once the node is; killed mid-run, the Run page says the connection was lost', { skip }, async () => {
   const ctx = await browser.createBrowserContext();
   const p = await loggedIn(ctx);
+  // another session's tab, where a view is opened during the stall
+  const ctx2 = await browser.createBrowserContext();
+  const other = await loggedIn(ctx2);
   await feedSays(p, /live/);
   await p.evaluate(() => (window.location.hash = '#/run'));
   await shows(p, 'Run a job');
@@ -287,6 +310,11 @@ test('a stalled node: the feed and the Run page say so, and it is live again onc
   await p.waitForFunction(() => document.querySelectorAll('ol.narration li').length >= 1, { timeout: 30_000 });
   node.kill('SIGSTOP');
   try {
+    // a view opened meanwhile does not load for ever in silence: it says the node has not answered (QA qaCon F7)
+    await other.bringToFront();
+    await other.evaluate(() => (window.location.hash = '#/reputation'));
+    await other.waitForFunction(() => /Loading .*(has not answered|not answering)/.test(document.querySelector('main .loading')?.textContent ?? ''), { timeout: 30_000, polling: 200 });
+    await p.bringToFront();
     await feedSays(p, /not answering/);
     await p.waitForSelector('#run-stale', { timeout: 30_000 });
   } finally {
@@ -301,4 +329,5 @@ test('a stalled node: the feed and the Run page say so, and it is live again onc
   assert.match(await p.$eval('main .error[role=alert]', (e) => (e as HTMLElement).innerText), /^CONNECTION_LOST: the connection to the node was lost/);
   assert.equal(await p.$eval('#run-lost a', (a) => (a as HTMLElement).getAttribute('href')), `#/jobs/${encodeURIComponent(h.job)}`);
   await ctx.close();
+  await ctx2.close();
 });

@@ -163,6 +163,15 @@ const routes: Route[] = [
       return { runs };
     },
   },
+  {
+    // the node's roles on its overlay (`?roles=provider`: a provider-only node)
+    method: 'POST',
+    path: '/v1/harness/roles',
+    handler: async ({ query }) => {
+      overview.overlays[0]!.roles = (query.get('roles') ?? '').split(',').filter(Boolean);
+      return { roles: overview.overlays[0]!.roles };
+    },
+  },
   { method: 'GET', path: '/v1/harness/state', handler: async () => ({ streams: listeners.size, offers: offersAsked }) },
 ];
 

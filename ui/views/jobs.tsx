@@ -27,6 +27,9 @@ interface JobsData {
 export function Jobs() {
   const v = useLiveVersion((e) => e.type === 'job' || (e.type === 'records' && (e.counts.receipt !== undefined || e.counts.acceptance !== undefined)) || (e.type === 'health' && Object.values(e.sample.overlays).some((o) => o.running > 0)));
   const r = useJson<JobsData>('/v1/console/jobs', v);
+  // the node's roles: a node that is no buyer is not offered to run a job (QA qaCon F9)
+  const ovs = useJson<{ overlays: Array<{ roles: string[] }> }>('/v1/console/overview');
+  const buyer = !ovs.data || ovs.data.overlays.some((o) => o.roles.includes('buyer'));
   // "started 15 s ago" and "Announced" age between the feed's events (redrawn, not refetched)
   const now = useNow(1000);
   const d = r.data;
@@ -35,9 +38,7 @@ export function Jobs() {
     <>
       <h1 tabIndex={-1}>Jobs</h1>
       <ErrorBox error={r.error} />
-      <p>
-        <a href="#/run">Run a job</a>
-      </p>
+      <p id="jobs-run">{buyer ? <a href="#/run">Run a job</a> : 'This node is not a buyer on any overlay: it runs no jobs of its own (add buyer to its roles to run some).'}</p>
       {d.running.length ? (
         <Section title="Running now">
           <ul class="running">
@@ -70,7 +71,7 @@ export function Jobs() {
             {d.buyer.length === 0 ? (
               <tr>
                 <td colSpan={7}>
-                  none yet: <a href="#/run">run one</a>
+                  none yet{buyer ? <>: <a href="#/run">run one</a></> : null}
                 </td>
               </tr>
             ) : (

@@ -139,7 +139,14 @@ export function RunJob() {
           . <a href="#/jobs">Jobs</a> lists them under Running now.
         </p>
       ) : null}
-      {buyerOverlays.length === 0 && ovs.data ? <p class="error">This node is not a buyer on any overlay: add `buyer` to its roles to run jobs here.</p> : null}
+      {/* a node without the buyer role gets no form that can only end ROLE_NOT_ENABLED (QA qaCon F9) */}
+      {buyerOverlays.length === 0 && ovs.data ? (
+        <p class="error" id="run-no-buyer">
+          This node is not a buyer on any overlay (its roles: {(ovs.data.overlays.flatMap((o) => o.roles).filter((r, i, a) => a.indexOf(r) === i).join(', ')) || 'none'}), so it cannot run jobs: add <code>buyer</code> to its roles
+          (the node's config) and restart it to run jobs here.
+        </p>
+      ) : null}
+      {buyerOverlays.length === 0 && ovs.data ? null : (
       <form onSubmit={submit} aria-describedby="run-help">
         <p id="run-help">The same checks as <code>c0mpute run job.yaml</code>: the daemon reads what you send as a job file.</p>
         <fieldset class="mode">
@@ -206,11 +213,12 @@ export function RunJob() {
           </label>
         )}
         <p>
-          <button type="submit" id="run-submit" class="primary" disabled={busy}>
+          <button type="submit" id="run-submit" class="primary" disabled={busy || !ovs.data}>
             {busy ? 'Running…' : 'Run the job'}
           </button>
         </p>
       </form>
+      )}
       {busy && feed === 'stale' ? (
         <p class="error" role="status" id="run-stale">
           The node has sent nothing for a while (the live feed is reconnecting): it may be stalled or gone. A job it started goes on there as long as
