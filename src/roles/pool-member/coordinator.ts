@@ -97,7 +97,7 @@ export function code(e: unknown): string {
  */
 export const MEMBER_REPLY_CODES: ReadonlySet<string> = new Set<string>([
   ...REMOTE_LABEL_CODES,
-  ...['POOL_NOT_MEMBER', 'POOL_MEMBER_LEFT', 'POOL_NOT_CHOSEN', 'POOL_MEMBER_BUSY', 'POOL_BAD_REQUEST', 'POOL_ALREADY_RUN', 'POOL_ALREADY_DISPATCHED', 'POOL_DISPATCH_MISMATCH', 'POOL_DISPATCH_NOT_CALLERS', 'POOL_TRAIL_FULL', 'POOL_CLOSE_NOT_ENTITLED', 'POOL_OUTCOME_MISMATCH', 'POOL_SETTLEMENT_INVALID', 'POOL_STILL_RUNNING', 'POOL_WRONG_POOL', 'POOL_ROSTER_STALE', 'POOL_INTERNAL'],
+  ...['POOL_NOT_MEMBER', 'POOL_MEMBER_LEFT', 'POOL_NOT_CHOSEN', 'POOL_MEMBER_BUSY', 'POOL_BAD_REQUEST', 'POOL_ALREADY_RUN', 'POOL_ALREADY_DISPATCHED', 'POOL_DISPATCH_MISMATCH', 'POOL_DISPATCH_NOT_CALLERS', 'POOL_TRAIL_FULL', 'POOL_CLOSE_NOT_ENTITLED', 'POOL_OUTCOME_MISMATCH', 'POOL_SETTLEMENT_INVALID', 'POOL_STILL_RUNNING', 'POOL_WRONG_POOL', 'POOL_ROSTER_STALE', 'POOL_RESULT_UNKNOWN', 'POOL_INTERNAL'],
   ...['EXEC_INPUT_MISMATCH', 'EXEC_TIMEOUT', 'EXEC_ABORTED', 'EXEC_FAILED', 'EXEC_CRASHED', 'EXEC_EMPTY_OUTPUT', 'EXEC_OUTPUT_TOO_LARGE', 'EXEC_SPAWN_FAILED', 'EXEC_HTTP_STATUS', 'EXEC_HTTP_UNREACHABLE', 'EXEC_BAD_PARAMS', 'EXEC_WORKLOAD_UNKNOWN'],
 ]);
 
@@ -730,8 +730,10 @@ export class PoolCoordinator {
       const c = code(e);
       if (ctx.signal.aborted) throw ctx.signal.reason;
       if (/TIMEOUT|DEADLINE/.test(c)) throw new C0Error('POOL_MEMBER_TIMEOUT', `member ${member} did not answer in ${budget} ms`);
-      // a dial that failed, or a stream that broke once the member was reached (a link too slow for the request phase, a reset)
-      throw new C0Error('POOL_MEMBER_UNREACHABLE', `member ${member} ${/DIAL/.test(c) ? 'could not be reached' : 'was reached, but the stream to it failed'}: ${c}`);
+      if (/DIAL/.test(c)) throw new C0Error('POOL_MEMBER_UNREACHABLE', `member ${member} could not be reached: ${c}`);
+      // Reached, but the stream broke before its answer was read (this process paused past the member's linger, a reset,
+      // the connection dropped): the member keeps its run's answer, so it is asked for again within the budget.
+      r = await this.#again(member, dispatch, job, ctx, end, c);
     }
     if (r.code === 'STORE_WRITE_FAILED') {
       // Its database took no write between its last ping and this dispatch: no more dispatches to it until it says so.
@@ -740,6 +742,32 @@ export class PoolCoordinator {
     }
     if (r.ok !== 'yes') throw new C0Error(typeof r.code === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(r.code) ? r.code : 'POOL_MEMBER_REFUSED', `member ${member}: ${String(r.message ?? 'refused')}`, { detail: { remote: true } });
     return r.output instanceof Uint8Array ? r.output : new Uint8Array(0);
+  }
+
+  /**
+   * The answer of `member`'s run of `dispatch`, asked for again after the stream of the `run` broke (`broke`: its code)
+   * while the budget still runs: `op: result`, on the open connection or a new dial, never a second run (docs/pools.md
+   * "A stream that breaks after the work"). A member that cannot be dialled again went away; one that holds no answer
+   * (its run ended with the stream, it restarted, or a build before `result`: POOL_BAD_REQUEST) has none to give.
+   */
+  async #again(member: string, dispatch: Opened<PoolDispatch>, job: Opened<Job>, ctx: ExecContext, end: number, broke: string): Promise<PoolReply> {
+    const left = end - this.d.clock();
+    if (left <= 0) throw new C0Error('POOL_MEMBER_TIMEOUT', `member ${member}'s stream broke (${broke}) and the dispatch's budget (${end - dispatch.record.issuedAt} ms) is spent`);
+    let a: PoolReply;
+    try {
+      a = await this.d.call(member, { op: 'result', dispatch: dispatch.address }, left, ctx.signal);
+    } catch (e) {
+      const c = code(e);
+      if (ctx.signal.aborted) throw ctx.signal.reason;
+      if (/TIMEOUT|DEADLINE/.test(c)) throw new C0Error('POOL_MEMBER_TIMEOUT', `member ${member}'s stream broke (${broke}), and asked again for its result it did not answer within the dispatch's budget`);
+      if (/DIAL/.test(c)) throw new C0Error('POOL_MEMBER_UNREACHABLE', `member ${member} went away: the stream to it broke (${broke}) and it could not be reached again (${c}): stopped, crashed or cut off`);
+      throw new C0Error('POOL_MEMBER_UNREACHABLE', `member ${member} was reached, but the stream to it broke (${broke}), and so did the one asking it again for its result (${c})`);
+    }
+    if (a.code === 'POOL_RESULT_UNKNOWN' || a.code === 'POOL_BAD_REQUEST') {
+      throw new C0Error('POOL_MEMBER_UNREACHABLE', `member ${member} was reached, but the stream to it broke (${broke}), and asked again it holds no result of this dispatch (${a.code}: ${String(a.message ?? '')})`);
+    }
+    this.d.log.info({ job: job.address, member, broke, answer: a.ok === 'yes' ? 'output' : a.code }, 'pool: the stream to the member broke before its answer was read; asked again, it handed over its run’s answer (the work was not run again)');
+    return a;
   }
 
   /** After the receipt of won work is stored: settle a completed job, close the trail, tell the members. */

@@ -31,6 +31,7 @@ import { RosterState } from './roster-state.js';
 import { code, PoolCoordinator, type PoolMetrics } from './coordinator.js';
 import { setLongTimeout, type LongTimer } from '../../util/timers.js';
 import { TrailSync } from './sync.js';
+import { RunResults } from './results.js';
 import { duration, isoTime } from '../../market/say.js';
 
 export { POOL_PROTOCOL, type PoolReply } from './protocol.js';
@@ -190,6 +191,8 @@ export class PoolMember {
   #expiryNoted: 'soon' | 'expired' | undefined;
   /** Jobs this member runs now as the member a dispatch chose (`op: status` says so: recovery leaves their dispatch alone). */
   #runningHere = new Set<string>();
+  /** The answers of the runs done here for other coordinators, kept for them to ask again (`op: result`). */
+  #results: RunResults;
 
   #rs: RosterState;
   #co: PoolCoordinator;
@@ -198,6 +201,7 @@ export class PoolMember {
 
   constructor(private d: PoolMemberDeps) {
     this.#rs = new RosterState(d.did, d.roster, d.membership);
+    this.#results = new RunResults(d.monoClock ?? monotonicClock);
     this.pool = this.#rs.pool;
     for (const x of d.membersLeft ?? []) {
       try {
@@ -626,6 +630,7 @@ export class PoolMember {
         running: (job) => this.#co.inFlight.has(job),
         runsHere: (job) => this.#runningHere.has(job),
         synced: () => this.#syncGate ?? this.#sync.started,
+        results: this.#results,
       },
       frame,
       from,

@@ -6,6 +6,7 @@
  *   {op:'closed', job, coordinator, receipt, settlement?} · {op:'status', job, coordinator?} · {op:'roster', roster}
  *   {op:'left', roster, membership} (the caller's own `left` record: "A member leaves a running pool")
  *   {op:'sync', after?} · {op:'fetch', keys} (anti-entropy: "Catching up on the trail"; sync.ts)
+ *   {op:'result', dispatch} (the answer of the caller's `run` of that dispatch, kept: "A stream that breaks after the work"; results.ts)
  * Answers: {ok:'yes', output?, seq?, roster?, workloads?, storeFailing?} | {state, receipt?, settlement?, running, runs?} | {keys, next?} | {entries} |
  * {code, message}; a member that left answers a ping {code:'POOL_MEMBER_LEFT', roster, membership} and refuses `run`
  * (POOL_MEMBER_LEFT); a member answers a ping from a member it holds as left with the same code and the caller's own

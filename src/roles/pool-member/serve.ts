@@ -4,7 +4,8 @@
  * caller on an older one), `roster` and `left` (a newer roster, a member that
  * left), `trail` (a coordinator's dispatch, kept before the work starts),
  * `run` (dispatched work, at most once whoever asks, inside one of this
- * member's provider slots), `closed` (how the work ended: kept only when it
+ * member's provider slots), `result` (the answer of such a run, again, to the
+ * coordinator whose stream broke before it read it: results.ts), `closed` (how the work ended: kept only when it
  * checks out, src/pools/outcome.ts), `status` (the outcome held here, and
  * whether this member still runs the job as its coordinator, or as its chosen member), and `sync`/`fetch` (this
  * member's trail, to a member catching up on what it missed: sync.ts). The caller is authenticated by the connection's
@@ -23,6 +24,7 @@ import { givesWay, verifyOutcome } from '../../pools/outcome.js';
 import { checkDispatch, type PoolReply } from './protocol.js';
 import { fetchTrail, listTrail, mayFailLost, ranHere } from './sync.js';
 import type { RosterState } from './roster-state.js';
+import type { RunResults } from './results.js';
 import { code } from './coordinator.js';
 import { TRAIL_HORIZON_MS, trailKeep, type PoolMemberDeps } from './member.js';
 import type { SlotRun } from '../provider/provider.js';
@@ -53,6 +55,19 @@ export interface MemberServePorts {
   runsHere(job: string): boolean;
   /** Settles once the catch-up at this member's start is over (sync.ts); undefined: nothing to wait for. */
   synced?(): Promise<unknown> | undefined;
+  /** The answers of the runs done here, kept for the coordinator that asked (`op: result`: results.ts). */
+  results?: RunResults;
+}
+
+/** The answer a run cut by the end of its stream leaves: no output is kept for the coordinator to ask for again. */
+const CUT: PoolReply = { code: 'POOL_RESULT_UNKNOWN', message: 'the run of this dispatch ended with the stream it came on: no result is kept' };
+
+function whenAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_, reject) => {
+    const fail = () => reject(new C0Error('NET_STREAM_FAILED', 'the stream ended while the run it asks about went on'));
+    if (signal.aborted) fail();
+    else signal.addEventListener('abort', fail, { once: true });
+  });
 }
 
 const notMember = (): C0Error => new C0Error('POOL_NOT_MEMBER', 'only the pool’s members may call this protocol');
@@ -146,14 +161,29 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
         // memberTimeoutMs has no upper bound (nor timeoutMs, and a deadline may be 90 days out): the timer is cleared with
         // the run, not left (past Node's longest timer, a chain holding the run's AbortController) until the budget passes
         const timeout = clearableTimeoutSignal(budget);
+        // Its answer is kept for this caller (a first run of the dispatch only): a coordinator whose stream breaks before
+        // it reads the answer (it was paused, its connection dropped) asks for it again within its budget (`op: result`).
+        const keep = p.results?.begin(dispatch.address, from, job.address, budget);
         try {
           const ends = [timeout.signal, ...(signal ? [signal] : []), ...(slot ? [slot.signal] : [])];
           const output = await p.runHere(dispatch, job, input, { ...slot, signal: AbortSignal.any(ends) });
-          return { ok: 'yes', output };
+          const reply: PoolReply = { ok: 'yes', output };
+          keep?.(reply);
+          return reply;
+        } catch (e) {
+          keep?.(signal?.aborted && !timeout.signal.aborted ? CUT : { code: code(e), message: truncateText((e as Error).message, 500) });
+          throw e;
         } finally {
           timeout.clear();
           p.d.slots?.give(job.address);
         }
+      }
+      case 'result': {
+        // The answer of a run of this dispatch the caller asked for before (kept, or still to come): never a second run.
+        if (typeof f.dispatch !== 'string') throw new C0Error('POOL_BAD_REQUEST', 'result: the dispatch address is required');
+        const kept = p.results?.get(f.dispatch, from);
+        if (!kept) throw new C0Error('POOL_RESULT_UNKNOWN', 'no run of this dispatch for the calling member is held here (not run here, ended with its stream, or this member restarted since)');
+        return await (signal ? Promise.race([kept, whenAborted(signal)]) : kept);
       }
       case 'closed': {
         if (typeof f.job !== 'string' || !(f.receipt instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'closed: job and receipt required');

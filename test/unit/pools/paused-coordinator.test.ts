@@ -16,7 +16,7 @@ const rig = new Rig();
 const [A, B, C] = MEMBERS as [string, string, string];
 
 /** A world where A can be paused and B's runs wait for `release` (B is still running the job). */
-async function pausable(name: string) {
+async function pausable(name: string, o: { breaks?: boolean } = {}) {
   const paused = { on: false };
   let resume!: () => void;
   const resumed = new Promise<void>((res) => (resume = res));
@@ -37,6 +37,8 @@ async function pausable(name: string) {
       if (from === A && frame.op === 'run') {
         const reply = await w.members.get(to)!.serve(frame, from);
         await resumed; // a paused process reads the reply only once it runs again
+        // …or finds its stream reset meanwhile (the member's answer linger ran out, its connection dropped)
+        if (o.breaks) throw new C0Error('NET_STREAM_FAILED', 'the stream was reset');
         return reply;
       }
       return undefined;
@@ -79,6 +81,23 @@ describe('a paused coordinator is not a crashed one', () => {
     assert.equal(rec.record.status, 'completed');
     const receipts = [...w.published.map((p) => p.rec), ...[...w.kept.values()].flatMap((k) => [...k.values()])].filter((x) => x.record.job === j.address);
     assert.equal(receipts.length, 1, 'the pool signed one receipt for the job');
+    const failures = await agree(w, { completed: 1, failed: 0, sum: 0.009 });
+    assert.deepEqual(failures, [{}, {}, {}]);
+  });
+
+  test('paused within its budget, and its stream to the member broke meanwhile: asked again, the member hands over its answer (not run again); it completes, one receipt, nobody failed', async () => {
+    const { w, paused, resume, release, running, job: j, input } = await pausable('paused-broken', { breaks: true });
+    const a = w.members.get(A)!;
+    const o = offer(j, A);
+    const run = a.run(j, o, ctx(input));
+    await running;
+    paused.on = true;
+    clock.advance(20_000);
+    release();
+    paused.on = false;
+    resume();
+    const rec = await finish(w, a, j, o, A, run);
+    assert.equal(rec.record.status, 'completed', JSON.stringify(rec.record.failure));
     const failures = await agree(w, { completed: 1, failed: 0, sum: 0.009 });
     assert.deepEqual(failures, [{}, {}, {}]);
   });
