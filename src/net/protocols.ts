@@ -128,6 +128,8 @@ export interface ServeContext {
   signal: AbortSignal;
   /** Send one response frame (bounded by maxFrameBytes). */
   send(frame: CborValue): Promise<void>;
+  /** How the caller ended the stream (StreamContext.callerEnded; a collecting handler's ctx is that same context). */
+  callerEnded?(): Promise<CallerEnd>;
 }
 
 /** What a streaming handler (`serveStream`) gets. */

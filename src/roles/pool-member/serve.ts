@@ -90,6 +90,8 @@ export function admitMembers(members: () => readonly string[]): (peer: PeerId) =
 /** Answer one request from `from` (authenticated by the connection's key); `signal` is the stream's (a `run` ends with it). */
 export async function serveMember(p: MemberServePorts, frame: unknown, from: string, signal?: AbortSignal): Promise<PoolReply> {
   const f = frame as Record<string, unknown>;
+  // a `run` whose work started here (its end is logged with it; a refusal before it, below)
+  let started = false;
   try {
     if (!p.members().includes(from)) throw notMember();
     if (f?.op !== 'ping' || f.seq === p.rs.seq) p.seen(from);
@@ -164,14 +166,21 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
         // Its answer is kept for this caller (a first run of the dispatch only): a coordinator whose stream breaks before
         // it reads the answer (it was paused, its connection dropped) asks for it again within its budget (`op: result`).
         const keep = p.results?.begin(dispatch.address, from, job.address, budget);
+        // The member's side of the story (docs/pools.md "Operating a pool"): what it ran, for whom, and how it ended.
+        const t0 = performance.now();
+        started = true;
+        p.d.log.info({ job: job.address, coordinator: from, dispatch: dispatch.address, workload: job.record.workload, budgetMs: budget }, 'pool: work received from the coordinator');
         try {
           const ends = [timeout.signal, ...(signal ? [signal] : []), ...(slot ? [slot.signal] : [])];
           const output = await p.runHere(dispatch, job, input, { ...slot, signal: AbortSignal.any(ends) });
           const reply: PoolReply = { ok: 'yes', output };
           keep?.(reply);
+          p.d.log.info({ job: job.address, coordinator: from, ms: Math.round(performance.now() - t0), bytes: output.length }, 'pool: work done here; answering the coordinator');
           return reply;
         } catch (e) {
-          keep?.(signal?.aborted && !timeout.signal.aborted ? CUT : { code: code(e), message: truncateText((e as Error).message, 500) });
+          const cut = signal?.aborted && !timeout.signal.aborted;
+          keep?.(cut ? CUT : { code: code(e), message: truncateText((e as Error).message, 500) });
+          p.d.log.info({ job: job.address, coordinator: from, ms: Math.round(performance.now() - t0), failure: code(e), ...(cut ? { cut: 'the stream it came on ended' } : {}) }, 'pool: work failed here; answering the coordinator with the code');
           throw e;
         } finally {
           timeout.clear();
@@ -231,6 +240,7 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
   } catch (e) {
     const c = code(e);
     if (c === 'POOL_INTERNAL') p.d.log.warn({ err: (e as Error).message }, 'pool: request failed');
+    else if (f?.op === 'run' && !started) p.d.log.info({ coordinator: from, ...(f.job instanceof Uint8Array ? { job: hashHex(f.job) } : {}), code: c }, 'pool: work from the coordinator refused here');
     return { code: c, message: truncateText((e as Error).message, 500) };
   }
 }

@@ -31,6 +31,7 @@ import { verifyPoolProof } from '../../pools/chain.js';
 import { RECEIPT_ASK_FRAMES, RECEIPT_ASK_MS } from './coordinator.js';
 import { PROTOCOLS, REQUEST_BASE_MS } from '../../net/protocols.js';
 import { encodeRecordsRequest } from '../../net/records-protocol.js';
+import { hashHex } from '../../records/address.js';
 
 export interface PoolWiringDeps {
   config: NonNullable<NodeConfig['pool']>;
@@ -52,7 +53,7 @@ export interface PoolWiringDeps {
     request(peer: string, protocol: string, frames: CborValue[], opts?: { signal?: AbortSignal; limits?: { deadlineMs?: number; maxFrameBytes?: number; maxResponseFrames?: number } }): Promise<CborValue[]>;
     handle(
       protocol: string,
-      handler: (frames: CborValue[], ctx: { peer: PeerId; signal: AbortSignal; send(f: CborValue): Promise<void> }) => Promise<void>,
+      handler: (frames: CborValue[], ctx: { peer: PeerId; signal: AbortSignal; send(f: CborValue): Promise<void>; callerEnded?(): Promise<'closed' | 'reset' | 'lost'> }) => Promise<void>,
       limits?: { maxFrameBytes?: number; deadlineMs?: number; maxRequestFrames?: number; requestMs?: number },
       opts?: { admit?: (peer: PeerId) => C0Error | undefined },
     ): Promise<void>;
@@ -210,7 +211,19 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
   await d.net.handle(
     POOL_PROTOCOL,
     async (frames, ctx) => {
-      await ctx.send((await member.serve(frames[0], didFromPeerId(ctx.peer), ctx.signal)) as CborValue);
+      const from = didFromPeerId(ctx.peer);
+      const reply = await member.serve(frames[0], from, ctx.signal);
+      await ctx.send(reply as CborValue);
+      // The answer to dispatched work: whether the coordinator read it (closed its side) or the stream ended first
+      // (reset: its process paused past the answer's linger, its connection dropped), when that is known.
+      const f = frames[0] as { op?: unknown; job?: unknown; dispatch?: unknown } | undefined;
+      if ((f?.op === 'run' || f?.op === 'result') && ctx.callerEnded) {
+        const what = { coordinator: from, op: f.op, ...(f.job instanceof Uint8Array ? { job: hashHex(f.job) } : typeof f.dispatch === 'string' ? { dispatch: f.dispatch } : {}), answer: reply.ok === 'yes' ? 'output' : reply.code };
+        void ctx.callerEnded().then((end) => {
+          if (end === 'closed') d.log.info(what, 'pool: answer delivered to the coordinator');
+          else d.log.info({ ...what, stream: end }, 'pool: answer not read by the coordinator (the stream ended first); kept for it to ask again within its budget (op: result)');
+        });
+      }
     },
     poolServeLimits(d.config.memberTimeoutMs),
     // a key outside the roster in use is refused POOL_NOT_MEMBER before its request is read

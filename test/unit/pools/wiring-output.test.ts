@@ -21,7 +21,8 @@ import { hashHex } from '../../../src/records/address.js';
 import { T, type Job, type Offer } from '../../../src/records/kinds.js';
 import { closeDb, openDb, sub, type Db } from '../../../src/store/db.js';
 import { fakeClock } from '../../../src/util/clock.js';
-import { silentLogger } from '../../../src/util/log.js';
+import { pino } from 'pino';
+import type { Logger } from '../../../src/util/log.js';
 import { createNetwork, type Network } from '../../../src/net/node.js';
 import { selectMember } from '../../../src/pools/choice.js';
 import { createExecutor } from '../../../src/roles/provider/executors.js';
@@ -81,11 +82,22 @@ async function outcome(p: Promise<Uint8Array>): Promise<string | number> {
   }
 }
 
+async function waitFor<T>(find: () => T | undefined, ms = 5000): Promise<T> {
+  for (const end = Date.now() + ms; ; ) {
+    const v = find();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error('not logged');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 describe('pool member output over the member protocol (real network, wiring.ts)', () => {
   let dir: string;
   const nets: Network[] = [];
   const dbs: Db[] = [];
   const members: PoolMember[] = [];
+  /** Each member's log lines (info and up): the member's side of dispatched work (QA qaPnet F3). */
+  const logs: Array<Array<Record<string, unknown>>> = [];
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'c0-pool-out-'));
@@ -97,6 +109,9 @@ describe('pool member output over the member protocol (real network, wiring.ts)'
       await net.start();
       nets.push(net);
       const db = await openDb(join(dir, `db-${name}`));
+      const lines: Array<Record<string, unknown>> = [];
+      logs.push(lines);
+      const log = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) }) as unknown as Logger;
       dbs.push(db);
       members.push(
         await startPoolMember({
@@ -104,7 +119,7 @@ describe('pool member output over the member protocol (real network, wiring.ts)'
           did,
           signer: keyOf(did),
           clock,
-          log: silentLogger(),
+          log,
           sub: (n) => sub(db, n),
           registry: new Registry(),
           executor: () => executor,
@@ -132,12 +147,18 @@ describe('pool member output over the member protocol (real network, wiring.ts)'
     const a = two[0]!;
     const { job: j, input } = jobFor(POOL_MAX_OUTPUT_BYTES, a, false);
     assert.equal(await outcome(members[0]!.run(j, offer(j, a), ctx(input))), POOL_MAX_OUTPUT_BYTES);
+    // the member that ran it says so at info: received (from whom), done, and its answer read by the coordinator
+    const said = async (msg: string) => waitFor(() => logs[1]!.find((l) => l.msg === msg && l.job === j.address));
+    assert.equal((await said('pool: work received from the coordinator')).coordinator, a);
+    assert.equal((await said('pool: work done here; answering the coordinator')).bytes, POOL_MAX_OUTPUT_BYTES);
+    assert.equal((await said('pool: answer delivered to the coordinator')).answer, 'output');
   });
 
   test('a 5 MiB output fails EXEC_OUTPUT_TOO_LARGE, on the other member and on the coordinator itself alike', async () => {
     const a = two[0]!;
     const other = jobFor(5 * 1024 * 1024, a, false);
     assert.equal(await outcome(members[0]!.run(other.job, offer(other.job, a), ctx(other.input))), 'EXEC_OUTPUT_TOO_LARGE');
+    assert.equal((await waitFor(() => logs[1]!.find((l) => l.msg === 'pool: work failed here; answering the coordinator with the code' && l.job === other.job.address))).failure, 'EXEC_OUTPUT_TOO_LARGE');
     const self = jobFor(5 * 1024 * 1024, a, true);
     assert.equal(await outcome(members[0]!.run(self.job, offer(self.job, a), ctx(self.input))), 'EXEC_OUTPUT_TOO_LARGE');
     // One byte over the limit too (it would fit in the frame, but the limit is the same for every member).
