@@ -90,7 +90,7 @@ async function epochOf(who: string, live: string[]): Promise<void> {
 }
 
 const attempts = (r: RunOutcome) => r.result.attempts as Array<{ provider: string; outcome: string }>;
-const receipts = (r: RunOutcome) => r.events.filter((e) => e.e === 'receipt').map((e) => e.receipt as { signer: string; record: { provider: string; status: string; failure?: { code: string } } });
+const receipts = (r: RunOutcome) => r.events.filter((e) => e.e === 'receipt').map((e) => e.receipt as { signer: string; record: { provider: string; status: string; failure?: { code: string; message: string }; energy: { uj: number; grade: string } } });
 
 /** The buyer tried the pool once (failed, with `code`), then completed on the independent provider. */
 function failedOverFromPool(run: RunOutcome, code: string): void {
@@ -131,6 +131,8 @@ test('a member whose work outlasts pool.memberTimeoutMs: POOL_MEMBER_TIMEOUT, no
     const run = await runJob(buyer, spec('builtin.sleep', '4000'));
     failedOverFromPool(run, 'POOL_MEMBER_TIMEOUT');
     assert.equal(receipts(run).find((r) => r.record.provider === pool)!.signer, m.m1!.did, 'm1 coordinated');
+    // the work did not run at m1 and the member reports no figure: no energy billed for m1's wait (QA qaPnet F6)
+    assert.deepEqual(receipts(run).find((r) => r.record.provider === pool)!.record.energy, { uj: 0, grade: 'Estimator' });
     await waitFor('the trail to close', async () => (await view(m.m1!)).pending === 0);
     assert.equal((await view(m.m1!)).failures.POOL_MEMBER_TIMEOUT, 1);
     assert.equal(await earned(m.m1!), before, 'no settlement for a failed job');

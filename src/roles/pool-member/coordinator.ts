@@ -12,7 +12,7 @@
 import type { Counter } from 'prom-client';
 import { C0Error } from '../../errors.js';
 import { open, seal, type Opened } from '../../records/envelope.js';
-import { T, type Job, type Offer, type PoolDispatch, type PoolRoster, type Receipt } from '../../records/kinds.js';
+import { T, type Energy, type Job, type Offer, type PoolDispatch, type PoolRoster, type Receipt } from '../../records/kinds.js';
 import type { Money } from '../../records/money.js';
 import type { CborValue } from '../../records/cbor.js';
 import { coordinatorRanking, selectMember } from '../../pools/choice.js';
@@ -151,6 +151,8 @@ export class PoolCoordinator {
    * the provider stores the receipt and streams the output. Recovery leaves them alone.
    */
   readonly inFlight = new Set<string>();
+  /** Won jobs in flight whose work was dispatched to another member (its energy is not this node's to measure). */
+  readonly #elsewhere = new Set<string>();
   /** Per coordinator, the last job a recovery tick asked about: the next tick starts after it. */
   #cursor = new Map<string, string>();
   /**
@@ -693,6 +695,7 @@ export class PoolCoordinator {
       if (refused.length) this.d.log.warn({ job: job.address, refused: refused.map((x) => ({ member: x.member, code: x.answer!.code })) }, 'pool: members refused to keep this dispatch in their trail (no copy there for recovery)');
       this.d.failpoint?.('pool.after-dispatch');
       const end = dispatchEnd(dispatch.record, job.record, this.d.options.memberTimeoutMs);
+      if (member !== this.d.did) this.#elsewhere.add(job.address);
       const output = await this.#call(member, dispatch, job, offer, ctx, end);
       // Output that came back after the dispatch's budget (this process was paused, or its timers late) is work not
       // done: past it the other members may have failed the dispatch as lost, and the pool must not also complete it.
@@ -770,12 +773,26 @@ export class PoolCoordinator {
     return a;
   }
 
+  /**
+   * The energy the receipt of won work states (docs/pools.md "Energy on a pooled receipt"). This node's meter ran over
+   * the whole wait: for work another member ran, an estimator's figure is its watts × the wait, as if this machine
+   * had done the work at full load (QA qaPnet F6: 3 kJ for a member stopped 30 s), and a counter's is this machine's
+   * draw. A failed run elsewhere states {0, Estimator}, as a POOL_COORDINATOR_LOST receipt does: the member reports
+   * no figure, and a steward charging releases by receipts' energy must not charge work not done at the coordinator's
+   * full rate. A completed one keeps the measured figure (the stand-in for the member's work it always was).
+   */
+  energy(job: string, measured: Energy, failed: boolean): Energy {
+    const elsewhere = this.#elsewhere.delete(job);
+    return elsewhere && failed ? { uj: 0, grade: 'Estimator' } : measured;
+  }
+
   /** After the receipt of won work is stored: settle a completed job, close the trail, tell the members. */
   async closed(r: Opened<Receipt>): Promise<void> {
     try {
       await this.#settleAndClose(r);
     } finally {
       this.inFlight.delete(r.record.job);
+      this.#elsewhere.delete(r.record.job);
     }
   }
 
@@ -801,5 +818,6 @@ export class PoolCoordinator {
   /** The receipt of won work could not be stored, so no `closed` follows: the dispatch is recovery's to close. */
   abandoned(job: string): void {
     this.inFlight.delete(job);
+    this.#elsewhere.delete(job);
   }
 }

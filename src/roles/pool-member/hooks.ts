@@ -6,7 +6,7 @@
  * settle completed jobs.
  */
 import type { Opened } from '../../records/envelope.js';
-import type { Advert, Job, Offer, Receipt } from '../../records/kinds.js';
+import type { Advert, Energy, Job, Offer, Receipt } from '../../records/kinds.js';
 import type { Money } from '../../records/money.js';
 import type { ExecContext } from '../provider/executors.js';
 
@@ -24,6 +24,12 @@ export interface ProviderPoolHooks {
   mayQuoteAt?(job: Opened<Job>, price: Money): boolean;
   /** Run the won work through the pool: gates, member choice, durable dispatch, the call, the output guard. */
   run(job: Opened<Job>, offer: Opened<Offer>, ctx: ExecContext): Promise<Uint8Array>;
+  /**
+   * The energy the receipt of won work states, given what this node's meter measured over the run (`measured`) and
+   * whether it failed: a failed run dispatched to another member is {0, Estimator} (docs/pools.md "Energy on a
+   * pooled receipt"); otherwise `measured`.
+   */
+  energy?(job: string, measured: Energy, failed: boolean): Energy;
   /** After the receipt is stored: settle (completed) and close the dispatch trail. Until then the job is in flight (recovery leaves it alone). */
   closed(r: Opened<Receipt>): Promise<void>;
   /** The receipt could not be stored, so `closed` will not follow: the job is no longer in flight (recovery closes its dispatch). */

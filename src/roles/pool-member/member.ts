@@ -507,6 +507,7 @@ export class PoolMember {
       run: (job, offer, ctx) => this.run(job, offer, ctx),
       closed: (r) => this.closed(r),
       abandoned: (job) => this.#co.abandoned(job),
+      energy: (job, measured, failed) => this.#co.energy(job, measured, failed),
     };
   }
 

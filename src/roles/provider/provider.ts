@@ -864,7 +864,9 @@ export class Provider {
     let env: Opened<Receipt> | undefined;
     let stored = false;
     try {
-      receipt = this.#shape(receiptFor(job, offer, { startedAt, completedAt, energy, ...(failure ? { failure } : {}), ...(output ? { output } : {}) }));
+      // A pool's failed work that ran on another member: this node's meter measured only its wait (pool hooks).
+      const billed = this.d.pool?.energy ? this.d.pool.energy(job.address, energy, failure !== undefined) : energy;
+      receipt = this.#shape(receiptFor(job, offer, { startedAt, completedAt, energy: billed, ...(failure ? { failure } : {}), ...(output ? { output } : {}) }));
       try {
         env = seal(T.receipt, receipt, this.d.signer);
       } catch (e) {
