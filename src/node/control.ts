@@ -289,22 +289,49 @@ export function market(d: OverlayNode, limit?: number): Record<string, unknown> 
   // Presence (docs/matching.md "Presence"): who is live now, with free slots; `limit` bounds the list, not the counts.
   const present = d.presence.live(now);
   const byDid = new Map(present.map((p) => [p.did, p]));
+  const pools = poolPresence(idx, present);
   const presence = {
-    live: present.length,
-    freeSlots: present.reduce((n, p) => n + p.freeSlots, 0),
+    ...presenceCounts(present, pools),
     providers: (limit === undefined ? present : [...present].sort((a, b) => b.freeSlots - a.freeSlots || (a.did < b.did ? -1 : 1)).slice(0, limit)).map((p) => ({ did: p.did, freeSlots: p.freeSlots, workloads: p.workloads, liveUntil: p.liveUntil })),
   };
   return {
     total: all.length,
     live,
     presence,
-    adverts: list.map(({ provider, a }) => advertRow(d, provider, a, now, rep.scoreOf(provider), byDid.get(a.signer)?.freeSlots)),
+    adverts: list.map(({ provider, a }) => advertRow(d, provider, a, now, rep.scoreOf(provider), byDid.get(a.signer)?.freeSlots, pools.get(provider))),
   };
 }
 
-/** One provider's row of `/v1/market`: its advert as JSON with what the market knows of it. */
-function advertRow(d: OverlayNode, provider: string, a: Opened<Advert>, now: number, reputation: number, freeSlots: number | undefined): Record<string, unknown> {
-  return { ...wireRecord(a), provider, ...(a.record.pool ? { pool: { did: provider, members: d.market.adverts.membersOf(provider) } } : {}), live: a.record.expiresAt > now, reputation, ...(freeSlots !== undefined ? { freeSlots } : {}) };
+/** The members of each pool that are present now (by the entry their own latest advert counts toward: AdvertIndex.entryOf), and their free slots together. */
+export function poolPresence(idx: { entryOf(signer: string): string }, present: ReadonlyArray<{ did: string; freeSlots: number }>): Map<string, { present: number; freeSlots: number }> {
+  const pools = new Map<string, { present: number; freeSlots: number }>();
+  for (const p of present) {
+    const entry = idx.entryOf(p.did);
+    if (entry === p.did) continue;
+    const cur = pools.get(entry) ?? { present: 0, freeSlots: 0 };
+    pools.set(entry, { present: cur.present + 1, freeSlots: cur.freeSlots + p.freeSlots });
+  }
+  return pools;
+}
+
+/**
+ * Presence's counts (docs/matching.md "Presence"): providers live and their free slots, per member of a pool (each
+ * member publishes its own presence), and, when some are members of a pool, `pooled`: how many and of how many pools,
+ * so a reader can tell the count from the market's entries, where a pool is one (docs/pools.md "One entry in the
+ * market"; QA qaPnet F8: "3 providers live, 6 free slots" above one pool read as a contradiction).
+ */
+export function presenceCounts(present: ReadonlyArray<{ freeSlots: number }>, pools: ReadonlyMap<string, { present: number }>): { live: number; freeSlots: number; pooled?: { members: number; pools: number } } {
+  const members = [...pools.values()].reduce((n, p) => n + p.present, 0);
+  return { live: present.length, freeSlots: present.reduce((n, p) => n + p.freeSlots, 0), ...(members ? { pooled: { members, pools: pools.size } } : {}) };
+}
+
+/**
+ * One provider's row of `/v1/market`: its advert as JSON with what the market knows of it. `freeSlots` is the presence
+ * of the advert's signer (for a pool: the member whose advert is the entry); a pool's `pool.present` and
+ * `pool.freeSlots` are those of all its members present (work goes to any member), when any is.
+ */
+function advertRow(d: OverlayNode, provider: string, a: Opened<Advert>, now: number, reputation: number, freeSlots: number | undefined, pool?: { present: number; freeSlots: number }): Record<string, unknown> {
+  return { ...wireRecord(a), provider, ...(a.record.pool ? { pool: { did: provider, members: d.market.adverts.membersOf(provider), ...(pool ?? {}) } } : {}), live: a.record.expiresAt > now, reputation, ...(freeSlots !== undefined ? { freeSlots } : {}) };
 }
 
 /**
@@ -324,18 +351,19 @@ export function marketPageOf(d: OverlayNode, q: MarketPageQuery): Record<string,
   }
   const present = d.presence.live(now);
   const freeSlots = new Map(present.map((p) => [p.did, p.freeSlots]));
+  const pools = poolPresence(idx, present);
   const scoreOf = (p: string) => rep.scoreOf(p);
   const r = marketPage(entries, q, { now, scoreOf, freeSlots });
   return {
     total: entries.length,
     live,
-    presence: { live: present.length, freeSlots: present.reduce((n, p) => n + p.freeSlots, 0) },
+    presence: presenceCounts(present, pools),
     matched: r.matched,
     offset: r.offset,
     ...(r.next !== undefined ? { next: r.next } : {}),
     workloads: r.workloads,
     ...(r.currency !== undefined ? { currency: r.currency } : {}),
-    adverts: r.page.map(({ provider, a }) => advertRow(d, provider, a, now, scoreOf(provider), freeSlots.get(a.signer))),
+    adverts: r.page.map(({ provider, a }) => advertRow(d, provider, a, now, scoreOf(provider), freeSlots.get(a.signer), pools.get(provider))),
   };
 }
 

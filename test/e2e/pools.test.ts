@@ -142,6 +142,22 @@ test('the size gate: the pool does not quote a job over pool.maxSizeParam', asyn
   await waitFor('the coordinator to count the refusal by its gate', async () => (await refusals('POOL_GATE_SIZE_PARAM')) > before, 30_000);
 });
 
+test('c0mpute market: the presence line says its providers are the pool’s members, the pool’s entry gives their free slots together', async () => {
+  // presence is per machine (each member publishes its own): three members present are three providers live, while the
+  // market lists the pool once; before, "3 providers live, 6 free slots" sat above the pool's "2 free slots" (QA qaPnet F8)
+  const m = await waitFor('the buyer to hear every member’s presence', async () => {
+    const v = await get<{ presence: { live: number; freeSlots: number; pooled?: { members: number; pools: number } }; adverts: Array<{ pool?: { present?: number; freeSlots?: number } }> }>(buyer, '/v1/market');
+    return v.presence.live === 3 && v.adverts[0]?.pool?.present === 3 ? v : false;
+  }, 45_000);
+  assert.deepEqual(m.presence.pooled, { members: 3, pools: 1 });
+  assert.equal(m.adverts[0]!.pool!.freeSlots, m.presence.freeSlots);
+  const r = await c0mpute(buyer.dir, ['market']);
+  assert.equal(r.code, 0, r.err);
+  assert.match(r.out, /^presence {2}3 providers live \(3 of them members of 1 pool\), \d+ free slots?$/m);
+  const slots = /, (\d+) free slots?$/m.exec(r.out)![1];
+  assert.match(r.out, new RegExp(`pool of 3 members seen {2}advert live {2}present \\(3 members\\), ${slots} free slots? `));
+});
+
 /** c0mpute_pool_refusals_total{gate} summed over the live members (only the elected coordinator checks the gates at quoting). */
 async function refusals(gate: string): Promise<number> {
   const texts = await Promise.all(members.filter((m) => m.child.exitCode === null && m.child.signalCode === null).map((m) => metricsText(m)));

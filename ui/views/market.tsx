@@ -21,7 +21,8 @@ export interface AdvertRow {
   signer: string;
   /** Who the market knows it as: the pool's DID for a pool member's advert (docs/pools.md), else the signer. */
   provider?: string;
-  pool?: { did: string; members: number };
+  /** A pool: its members seen; those present now and their free slots together (absent from a daemon before them). */
+  pool?: { did: string; members: number; present?: number; freeSlots?: number };
   live: boolean;
   /** The reputation of `provider`. */
   reputation: number;
@@ -40,7 +41,8 @@ export interface AdvertRow {
 interface MarketData {
   total: number;
   live: number;
-  presence: { live: number; freeSlots: number };
+  /** Presence is per machine: `pooled`, how many of those present are members of how many pools (each listed once). */
+  presence: { live: number; freeSlots: number; pooled?: { members: number; pools: number } };
   /** Providers that pass the filters; `adverts` is the page of them, `offset` of them before it. */
   matched: number;
   offset: number;
@@ -164,7 +166,7 @@ export function Market() {
     <>
       <h1 tabIndex={-1}>Market</h1>
       <p class={m.error ? 'summary stale' : 'summary'} role="status">
-        {plural(m.data.total, 'provider')} known, {m.data.live} with a live advert; {m.data.presence.live} present with {plural(m.data.presence.freeSlots, 'free slot')}. {m.data.matched} match
+        {plural(m.data.total, 'provider')} known, {m.data.live} with a live advert; {m.data.presence.live} present{m.data.presence.pooled ? ` (${m.data.presence.pooled.members} of them members of ${plural(m.data.presence.pooled.pools, 'pool')})` : ''} with {plural(m.data.presence.freeSlots, 'free slot')}. {m.data.matched} match
         {rows.length ? `; showing ${first0 + 1}–${first0 + rows.length}` : ''}.
         {sort.key === 'price' && m.data.currency ? ` By price: ${m.data.currency} prices first (the currency most providers quote in), then each other currency on its own; prices in two currencies are never compared.` : ''}
       </p>
@@ -268,7 +270,7 @@ export function Market() {
                   </span>
                   <PriceCell p={a.record.prices?.[0]} />
                   <span role="cell" class="c-slots">
-                    {a.freeSlots ?? '—'}
+                    {a.pool?.freeSlots ?? a.freeSlots ?? '—'}
                   </span>
                   <span role="cell" class="c-reputation">
                     {a.reputation.toFixed(2)}

@@ -372,12 +372,26 @@ export function jobsNoOutcome(attempts: ReadonlyArray<{ provider: string; reason
 }
 
 /**
+ * What `c0mpute market` says beside an advert of the presence heard: a provider's free slots; a pool's, those of all its
+ * members present (any of them may run the work: docs/pools.md "One entry in the market"), so they add up with the
+ * presence line. A daemon before `pool.freeSlots` gives the entry's member's alone, said as before.
+ */
+export function advertPresence(a: { live: boolean; freeSlots?: number; pool?: { present?: number; freeSlots?: number } }, presenceHeard: boolean): string {
+  const slots = (n: number) => `${num(n)} free slot${n === 1 ? '' : 's'}`;
+  if (a.pool?.present !== undefined && a.pool.freeSlots !== undefined) return `  present (${num(a.pool.present)} member${a.pool.present === 1 ? '' : 's'}), ${slots(a.pool.freeSlots)}`;
+  if (a.freeSlots !== undefined) return `  present, ${slots(a.freeSlots)}`;
+  return presenceHeard && a.live ? '  not present now' : '';
+}
+
+/**
  * The presence summary of `c0mpute market` (docs/matching.md "Presence"): one
  * line of counts, whatever the market's size; each listed advert says its free
  * slots, and `--json` has the per-provider list.
  */
-export function presenceLine(p: { live: number; freeSlots: number }): string {
-  return `presence  ${num(p.live)} provider${p.live === 1 ? '' : 's'} live, ${num(p.freeSlots)} free slot${p.freeSlots === 1 ? '' : 's'}`;
+export function presenceLine(p: { live: number; freeSlots: number; pooled?: { members: number; pools: number } }): string {
+  // presence is per machine: a pool's members each count here, while the list below shows the pool once (QA qaPnet F8)
+  const pooled = p.pooled && p.pooled.members > 0 ? ` (${num(p.pooled.members)} of them member${p.pooled.members === 1 ? '' : 's'} of ${num(p.pooled.pools)} pool${p.pooled.pools === 1 ? '' : 's'})` : '';
+  return `presence  ${num(p.live)} provider${p.live === 1 ? '' : 's'} live${pooled}, ${num(p.freeSlots)} free slot${p.freeSlots === 1 ? '' : 's'}`;
 }
 
 /** The live `c0mpute market` (default subcommand of the market group). */
@@ -400,16 +414,16 @@ export function registerLiveMarket(program: Command): void {
       const r = (await apiCall(c.api, c.token, 'GET', Number.isFinite(limit) ? `${path}${path.includes('?') ? '&' : '?'}limit=${limit}` : path)) as ReturnType<typeof localMarket>;
       if (o.json) return outJson(r);
       const counts = r as { total?: number; live?: number };
-      const pres = (r as { presence?: { live: number; freeSlots: number } }).presence;
+      const pres = (r as { presence?: { live: number; freeSlots: number; pooled?: { members: number; pools: number } } }).presence;
       if (pres) out(presenceLine(pres));
-      const ads = r.adverts as Array<{ signer: string; provider?: string; pool?: { members: number }; live: boolean; reputation: number; freeSlots?: number; record: { tier: string; region?: string; workloads: string[]; hardware: { cpuCores: number; memoryMiB: number; gpus?: Array<{ model: string; vramMiB: number; count: number }> }; prices?: Array<{ workload: string; unit: string; price: { amount: string; currency: string } }> } }>;
+      const ads = r.adverts as Array<{ signer: string; provider?: string; pool?: { members: number; present?: number; freeSlots?: number }; live: boolean; reputation: number; freeSlots?: number; record: { tier: string; region?: string; workloads: string[]; hardware: { cpuCores: number; memoryMiB: number; gpus?: Array<{ model: string; vramMiB: number; count: number }> }; prices?: Array<{ workload: string; unit: string; price: { amount: string; currency: string } }> } }>;
       if (!ads.length) out('no adverts known yet');
       for (const a of ads) {
         const hw = a.record.hardware;
         const gpus = hw.gpus?.map((g) => `${g.count}× ${g.model} ${Math.round(g.vramMiB / 1024)} GiB`).join(', ') ?? 'no GPU';
         // "advert live" is the advert's own lifetime (up to its expiry after a provider stops); whether the provider is
         // there now is its presence, said beside it where presence is heard: a stopped provider read "live" (QA pass)
-        const presence = a.freeSlots !== undefined ? `  present, ${a.freeSlots} free slot${a.freeSlots === 1 ? '' : 's'}` : pres && a.live ? '  not present now' : '';
+        const presence = advertPresence(a, pres !== undefined);
         out(`${short(a.provider ?? a.signer)}${a.pool ? `  pool of ${a.pool.members} member${a.pool.members === 1 ? '' : 's'} seen` : ''}  ${a.live ? 'advert live' : 'advert EXPIRED'}${presence}  tier ${a.record.tier}  region ${a.record.region ?? '(undisclosed)'}  rep ${a.reputation.toFixed(2)}`);
         out(`    ${hw.cpuCores} cores, ${Math.round(hw.memoryMiB / 1024)} GiB, ${gpus}`);
         for (const p of a.record.prices ?? []) out(`    ${p.workload}: ${p.price.amount} ${p.price.currency} per ${p.unit}`);
