@@ -185,6 +185,7 @@ export class BuyerWiring {
         else await this.o.records.put(rec);
         if (rec.type === T.job && rec.signer === this.o.did) this.o.market.noteOwnJob(rec as Opened<Job>);
       },
+      noteAttempt: (selection, note) => this.o.records.noteAttempt(selection.address, note),
       waitForOffers: (job, windowMs, enough, onOffer, signal) => this.#waitForOffers(job, windowMs, enough, onOffer, signal),
       rescue: (job, tried, opts) => this.#rescue(job, tried, opts?.widen),
       stalls: this.#stalls,

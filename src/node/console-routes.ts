@@ -289,6 +289,8 @@ export async function jobWalk(o: OverlayNode, hub: ConsoleHub, address: string):
   const ending = own && outcome ? endedAs(own, outcome, now, ctx) : undefined;
   return {
     ...(own && outcome ? { outcome: { ...outcome, ...(ending ? { ending } : {}) }, ...(own.late ? { late: own.late } : {}) } : {}),
+    // how an attempt that got no receipt and no non-delivery ended, as the run said it, by its selection (job-history.ts HeldAttempt.note)
+    ...(own?.attempts.some((a) => a.note) ? { attemptNotes: Object.fromEntries(own.attempts.filter((a) => a.note).map((a) => [a.selection.address, a.note])) } : {}),
     job: wireRecord(job),
     offers,
     selections: selections.map(wireRecord),

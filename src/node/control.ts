@@ -523,6 +523,8 @@ export function jobToWire(h: HistoryJob, now?: number): Record<string, unknown> 
       selection: a.selection.address,
       ...(a.nondelivery ? { nondelivery: a.nondelivery.address, reason: a.nondelivery.record.reason } : {}),
       receipts: a.receipts.map((r) => r.receipt.address),
+      // no receipt and no non-delivery: how the run said the attempt ended (job-history.ts HeldAttempt.note)
+      ...(a.note ? { ended: a.note } : {}),
     })),
   };
 }

@@ -18,7 +18,7 @@ import { receiptProviderFor } from '../pools/chain.js';
 import type { Opened } from '../records/envelope.js';
 import type { EvidenceStore } from '../reputation/store.js';
 import { buyerVerdict } from '../reputation/derive.js';
-import type { RecordStore } from '../store/records.js';
+import type { AttemptNote, RecordStore } from '../store/records.js';
 import { JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX } from './jobs-page.js';
 
 export { JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX } from './jobs-page.js';
@@ -67,6 +67,12 @@ export interface HeldAttempt {
   provider: string;
   selection: Opened<Selection>;
   nondelivery?: Opened<AnyNonDelivery>;
+  /**
+   * How the attempt ended as this node's run said it, kept when it signed no non-delivery and got no receipt on the
+   * run (RecordStore.noteAttempt): e.g. `{code: 'EXEC_BUSY', message: 'provider busy with another of our jobs: refused:
+   * EXEC_BUSY'}`. Absent for one with a non-delivery, one from before notes were kept, or one nothing was noted for.
+   */
+  note?: AttemptNote;
 }
 
 /**
@@ -92,7 +98,8 @@ export async function attemptsOf(records: RecordStore, ev: EvidenceStore, job: s
       const pool = await poolOfWinner(records, selection.record.winner, provider);
       if (pool !== undefined) nondelivery = against(pool);
     }
-    out.push({ provider, selection, ...(nondelivery ? { nondelivery } : {}) });
+    const note = nondelivery ? undefined : await records.attemptNoteOf(selection.address);
+    out.push({ provider, selection, ...(nondelivery ? { nondelivery } : {}), ...(note ? { note } : {}) });
   }
   return out;
 }

@@ -470,6 +470,8 @@ export interface BuyerDeps {
   addressKnown?: (did: string) => Promise<boolean>;
   /** Store a record this buyer signed or received (receipts, acceptances, jobs, selections). */
   store: (rec: Opened) => Promise<void>;
+  /** Keep how an attempt ended when it got no receipt and no non-delivery was signed (RecordStore.noteAttempt); absent: not kept. */
+  noteAttempt?: (selection: Opened<Selection>, note: { code?: string; message: string }) => Promise<void>;
   /**
    * Wait for offers: resolves at the window's end, when `enough` providers' eligible offers for the job arrived, when
    * every provider that could win has quoted (`buyer.endWhenAllQuoted`), or when `signal` aborts (the node is stopping).
@@ -1060,6 +1062,7 @@ export class Buyer {
       result.selection = selection;
       const attempt = await this.attempt(job, pick, selection, spec, onEvent, admission?.proof);
       if (attempt.interrupted === 'stopping') {
+        await this.#noteAttempt(selection, attempt);
         result.attempts.push({ provider: pick.provider, outcome: attempt.outcome });
         this.#interrupted(result, onEvent, brk, pick.provider);
         break;
@@ -1072,6 +1075,8 @@ export class Buyer {
       // a refusal the steward did not ask for is a refusal like any other
       if (check?.v === 'denied' && attempt.reclaimed) attempt.nondelivery = 'refused';
       const nd = attempt.nondelivery ? await this.#nonDelivery(job, selection, pick, attempt.nondelivery, attempt.outcome, onEvent) : undefined;
+      // no receipt and no non-delivery: nothing signed says how it ended, so the run's words are kept for the history
+      if (!attempt.receipt && !nd) await this.#noteAttempt(selection, attempt);
       const failure = attempt.receipt?.record.status === 'failed' ? attempt.receipt.record.failure?.message : undefined;
       result.attempts.push({ provider: pick.provider, outcome: attempt.outcome, ...(nd ? { nondelivery: nd } : {}), ...(failure ? { detail: clip(failure, ATTEMPT_DETAIL_MAX) } : {}) });
       if (attempt.receipt) {
@@ -1208,9 +1213,19 @@ export class Buyer {
   }
 
   /** An attempt's outcome when it ended by this node's own doing (localInterruption): no non-delivery. */
-  #localOutcome(why: 'stopping' | 'stalled', frozenMs: number): { outcome: string; interrupted: 'stopping' | 'stalled' } {
-    if (why === 'stopping') return { outcome: `interrupted: this node is stopping (${JOB_INTERRUPTED})`, interrupted: why };
-    return { outcome: `interrupted: this node did not run for ${Math.round(frozenMs / 1000)} s during the attempt (${BUYER_STALLED}); no non-delivery signed`, interrupted: why };
+  /**
+   * Keep how an attempt ended that got no receipt and no non-delivery (`c0mpute jobs`, GET /v1/jobs and the console's
+   * job page show it: docs/node.md "Job history"); before, `jobs` said "no receipt, no non-delivery" with no reason
+   * while the run had said "provider busy with another of our jobs: refused: EXEC_BUSY" (QA qaPnet F4). A note that
+   * cannot be written (the node stopping) is logged, never the run's failure.
+   */
+  async #noteAttempt(selection: Opened<Selection>, attempt: { outcome: string; code?: string }): Promise<void> {
+    await this.d.noteAttempt?.(selection, { ...(attempt.code !== undefined ? { code: attempt.code } : {}), message: attempt.outcome }).catch((e: unknown) => this.d.log.debug({ selection: selection.address, err: (e as Error).message }, 'the note of an attempt was not kept'));
+  }
+
+  #localOutcome(why: 'stopping' | 'stalled', frozenMs: number): { outcome: string; code: string; interrupted: 'stopping' | 'stalled' } {
+    if (why === 'stopping') return { outcome: `interrupted: this node is stopping (${JOB_INTERRUPTED})`, code: JOB_INTERRUPTED, interrupted: why };
+    return { outcome: `interrupted: this node did not run for ${Math.round(frozenMs / 1000)} s during the attempt (${BUYER_STALLED}); no non-delivery signed`, code: BUYER_STALLED, interrupted: why };
   }
 
   /**
@@ -1270,7 +1285,7 @@ export class Buyer {
     spec: JobSpec,
     onEvent: (e: BuyerEvent) => void,
     admission?: Uint8Array,
-  ): Promise<{ outcome: string; output?: Uint8Array; receipt?: Opened<Receipt>; acceptance?: Opened<Acceptance>; nondelivery?: NonDeliveryReason; reclaimed?: ReclaimCode; interrupted?: 'stopping' | 'stalled' }> {
+  ): Promise<{ outcome: string; code?: string; output?: Uint8Array; receipt?: Opened<Receipt>; acceptance?: Opened<Acceptance>; nondelivery?: NonDeliveryReason; reclaimed?: ReclaimCode; interrupted?: 'stopping' | 'stalled' }> {
     const { clock, log } = this.d;
     let input = spec.input;
     if (job.record.inputSealed === 'yes') {
@@ -1324,22 +1339,22 @@ export class Buyer {
           // On an overlay with a steward, a job the steward reclaimed before it ran here is refused with the reclaim's
           // code: the provider did what the steward asked, so no non-delivery is signed against it once the steward
           // confirms it (run(): #checkReclaim; a refusal it did not ask for earns the non-delivery there).
-          if (this.d.admission && (f.code === 'EXEC_PREEMPTED' || f.code === 'EXEC_IDLE_RECLAIMED')) return { outcome: `refused: ${f.code}`, reclaimed: f.code };
+          if (this.d.admission && (f.code === 'EXEC_PREEMPTED' || f.code === 'EXEC_IDLE_RECLAIMED')) return { outcome: `refused: ${f.code}`, code: f.code, reclaimed: f.code };
           // A provider on an overlay with a steward runs only admitted work: refusing this job is not the provider's fault.
           if (f.code === 'EXEC_NOT_ADMITTED') {
             log.warn({ provider: cand.provider, job: job.address, err: f.message }, 'the provider runs only work its overlay’s steward admitted');
-            return { outcome: `refused: ${f.code}` };
+            return { outcome: `refused: ${f.code}`, code: f.code };
           }
           // All its slots busy while another of our jobs runs there (two of our runs selected it at once): the slot
           // went to our own job, so it is not the provider's failure, as with NET_BUFFER_LIMIT for another of our inputs
           // (below). Before, a one-slot provider chosen for two of our jobs at once was signed a `refused` non-delivery,
           // at twice a failure's weight, for every second one (review s41 C3: 113 over ~560 jobs, its score 0.595).
-          if (f.code === 'EXEC_BUSY' && (concurrent > 0 || (this.#inFlight.get(cand.provider) ?? 0) > 1)) return { outcome: `provider busy with another of our jobs: refused: ${f.code}` };
+          if (f.code === 'EXEC_BUSY' && (concurrent > 0 || (this.#inFlight.get(cand.provider) ?? 0) > 1)) return { outcome: `provider busy with another of our jobs: refused: ${f.code}`, code: f.code };
           // A provider pausing us after an exec input of ours lapsed there (docs/node.md "Exec input lapses") refuses
           // for our own doing, if an attempt of ours there did end without its receipt lately (for that job, when it
           // names the job): no non-delivery. The same code with no such attempt is the provider's word alone, and
           // counts as any refusal (else any provider could refuse what it won for free).
-          if (this.#lapseRefusalOurs(f.code, cand.provider, job.address)) return { outcome: `provider paused us after an attempt of ours there ended without its input: refused: ${f.code}` };
+          if (this.#lapseRefusalOurs(f.code, cand.provider, job.address)) return { outcome: `provider paused us after an attempt of ours there ended without its input: refused: ${f.code}`, code: f.code };
           return { outcome: `refused: ${f.code}`, nondelivery: 'refused' };
         }
         if (f.t === 'accepted') onEvent({ e: 'accepted', provider: cand.provider });
@@ -1363,7 +1378,7 @@ export class Buyer {
       // The provider holds one large input per connection (docs/network.md "Direct streams"): refused for the input of
       // another of our jobs it holds, it did nothing wrong, and no non-delivery is signed against it.
       if (!receipt && err.code === BUFFER_LIMIT && err.detail?.remote === true && (concurrent > 0 || (this.#inFlight.get(cand.provider) ?? 0) > 1)) {
-        return { outcome: `provider busy with another of our inputs: ${err.code}` };
+        return { outcome: `provider busy with another of our inputs: ${err.code}`, code: err.code };
       }
       // no output within its quote and the grace, and no promise of keepalives: not delivered in time
       if (!receipt && silence.overran) return { outcome: `provider overran its quote: ${EXEC_PROVIDER_OVERRAN}`, nondelivery: 'timeout' };

@@ -26,7 +26,8 @@
  * own time. A time another node chose counts only so far ahead of this node's
  * clock (`#historyKey`), so no one can date a record into the next century.
  * Sublevel `decisions` keeps, by a selection's address, the settings a selection this node signed was decided
- * under (`putDecision`, in the selection's batch; dropped with it), which its audit needs (docs/market.md §9).
+ * under (`putDecision`, in the selection's batch; dropped with it), which its audit needs (docs/market.md §9), and
+ * sublevel `attemptnotes` how the attempt ended when no receipt and no non-delivery say (`noteAttempt`; dropped with it).
  *
  * Witness records (pool-evidence/1, pool-witness/1) are bounded in all (witness-keep.ts `WitnessRecordBounds`,
  * docs/overlays.md "What a node keeps of witness records"): sublevel `witnesskeep` orders them by arrival,
@@ -49,9 +50,19 @@ import { open, type Opened } from '../records/envelope.js';
 import { T, type Advert, type Claim, type ClaimRefusal, type Job, type Offer, type RecordTypes, type Selection } from '../records/kinds.js';
 import { sub, syncBatch, timeKey as ts, type Db, type Sub } from './db.js';
 import type { Logger } from '../util/log.js';
+import { truncateText } from '../util/text.js';
 import { WITNESS_TYPE, type WitnessReceipt } from '../ledger/entry.js';
 import { EVIDENCE_TYPE, type EquivocationEvidence } from '../ledger/evidence.js';
 import { bandOf, offerReceipt, WITNESS_RECORD_DEFAULTS, type KeptReceipt, type WitnessPair, type WitnessRecordBounds } from './witness-keep.js';
+
+/** How an attempt ended when no receipt and no non-delivery say (RecordStore.noteAttempt): the run's words, and its code when it has one. */
+export interface AttemptNote {
+  code?: string;
+  message: string;
+}
+
+/** The longest attempt note kept, in UTF-16 code units. */
+export const ATTEMPT_NOTE_MAX = 512;
 
 /** What the advert cap needs from its owner: the bound, the choice of victims, and a word when they go. */
 export interface AdvertCapPolicy {
@@ -165,6 +176,8 @@ export class RecordStore {
   #jobIndex: Sub;
   /** the settings each selection this node signed was decided under, by the selection's address (putDecision) */
   #decisions: Sub;
+  /** how an attempt of this node's own job ended when nothing it signed says (noteAttempt), by the selection's address */
+  #attemptNotes: Sub;
   #keep: Sub;
   #bounds: WitnessRecordBounds;
   /** stewards this node's config names: their witness records are kept outside the caps */
@@ -224,6 +237,7 @@ export class RecordStore {
     this.#adverts = sub(db, `${prefix}adverts`);
     this.#jobIndex = sub(db, `${prefix}jobindex`);
     this.#decisions = sub(db, `${prefix}decisions`);
+    this.#attemptNotes = sub(db, `${prefix}attemptnotes`);
   }
 
   /** The job index's lookup keys for a record: a job's by signer and time, a selection's by job; none for other kinds. */
@@ -869,6 +883,32 @@ export class RecordStore {
     return (await this.#decisions.get(selection)) ?? undefined;
   }
 
+  /**
+   * Note how an attempt of this node's own job ended when it got no receipt and signed no non-delivery (the provider
+   * busy with another of its jobs, a refusal that is not the provider's fault, the node stopping…): by the selection's
+   * address in sublevel `attemptnotes`, dropped with the selection when the job history drops it. Local, never on the
+   * wire: `c0mpute jobs`, `GET /v1/jobs` and the console's job page show it (docs/node.md "Job history"; before, such an
+   * attempt read "no receipt, no non-delivery" with no reason, QA qaPnet F4). The text is cut to ATTEMPT_NOTE_MAX.
+   */
+  async noteAttempt(selection: string, note: AttemptNote): Promise<void> {
+    const text = truncateText(note.message, ATTEMPT_NOTE_MAX);
+    const value = new TextEncoder().encode(JSON.stringify({ ...(note.code !== undefined ? { code: note.code } : {}), message: text }));
+    await syncBatch(this.#db, [{ type: 'put', key: selection, value, sublevel: this.#attemptNotes }]);
+  }
+
+  /** The note of an attempt (noteAttempt), if one was kept; one that does not read is none. */
+  async attemptNoteOf(selection: string): Promise<AttemptNote | undefined> {
+    const v = await this.#attemptNotes.get(selection);
+    if (!v) return undefined;
+    try {
+      const o = JSON.parse(new TextDecoder().decode(v)) as { code?: unknown; message?: unknown };
+      if (typeof o.message !== 'string') return undefined;
+      return { ...(typeof o.code === 'string' ? { code: o.code } : {}), message: o.message };
+    } catch {
+      return undefined;
+    }
+  }
+
   /** putMany, with `extra` batch operations in the same synced batch (no jobs among `recs`). */
   async #putManyWith(recs: readonly Opened[], extra: unknown[]): Promise<number> {
     for (const r of recs) if (r.type === T.advert || r.type === T.job || r.type === WITNESS_TYPE || r.type === EVIDENCE_TYPE) throw new Error(`putDecision takes no ${r.type}`);
@@ -1154,7 +1194,7 @@ export class RecordStore {
         if (r) for (const k of RecordStore.#lookupKeys(r)) ops.push({ type: 'del', key: k, sublevel: this.#jobIndex });
       }
       // the settings a selection of this node's was decided under go with it
-      if (type === T.selection) ops.push({ type: 'del', key: address, sublevel: this.#decisions });
+      if (type === T.selection) ops.push({ type: 'del', key: address, sublevel: this.#decisions }, { type: 'del', key: address, sublevel: this.#attemptNotes });
       // a job held in the quoted order leaves it
       const q = type === T.job ? await this.#quotedPlaceOf(address) : undefined;
       if (q) {

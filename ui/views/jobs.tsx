@@ -174,6 +174,8 @@ interface Walk {
   /** this node's own job: how its run ended, and a receipt that came after it (src/node/job-history.ts) */
   outcome?: RunOutcome;
   late?: { receipt: string; provider: string; status: string; note: string };
+  /** this node's own job: how an attempt that got no receipt and no non-delivery ended, as its run said it, by selection */
+  attemptNotes?: Record<string, { code?: string; message: string }>;
 }
 
 export function JobPage({ address, overlay }: { address: string; overlay?: string | undefined }) {
@@ -279,6 +281,7 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
               <li key={s.address}>
                 {i > 0 ? <strong>Failover attempt {i + 1}: </strong> : <>Attempt 1: </>}
                 <AddrLink a={s.address} overlay={ov} /> policy {s.record.policy}, winner offer <AddrLink a={s.record.winner} overlay={ov} /> of {s.record.considered.length} considered
+                {w.attemptNotes?.[s.address] ? <span class="attempt-ended">; no receipt, no non-delivery: {w.attemptNotes[s.address]!.message}</span> : null}
               </li>
             ))}
           </ol>

@@ -298,7 +298,7 @@ export interface JobsEntry {
   address: string;
   record: { workload: string; announcedAt: number; deadline?: number; order?: { designated?: string } };
   receipts: JobsReceipt[];
-  attempts?: Array<{ provider: string; reason?: string; receipts?: string[] }>;
+  attempts?: Array<{ provider: string; reason?: string; receipts?: string[]; ended?: { code?: string; message: string } }>;
   outcome?: { status: string; provider?: string; verdict?: string; failure?: string; reason?: string; code?: string; at?: number };
   late?: JobsLate & { receipt?: string };
 }
@@ -337,13 +337,23 @@ export function jobsBody(j: JobsEntry): string[] {
     for (const x of a.receipts ?? []) shown.add(x);
     const parts = rcs.map(receiptText);
     if (a.reason) parts.push(`non-delivery signed (${a.reason})`);
-    if (!parts.length) parts.push(j.late && (a.receipts ?? []).includes(j.late.receipt ?? '') ? 'no receipt on the run, no non-delivery' : 'no receipt, no non-delivery');
+    if (!parts.length) parts.push(`${j.late && (a.receipts ?? []).includes(j.late.receipt ?? '') ? 'no receipt on the run, no non-delivery' : 'no receipt, no non-delivery'}${attemptEnded(a.ended)}`);
     lines.push(`attempt ${i + 1}: ${short(a.provider)} ${parts.join('; ')}`);
   });
   // receipts no attempt held here names (a job from before selections were kept)
   for (const rc of j.receipts) if (!(rc.address && (shown.has(rc.address) || rc.address === j.late?.receipt))) lines.push(jobsReceiptLine(rc));
   if (j.late) lines.push(jobsLateLine(j.late));
   return lines;
+}
+
+/**
+ * How the run said an attempt ended that got no receipt and no non-delivery (GET /v1/jobs `attempts[].ended`, kept by
+ * the buyer: docs/node.md "Job history"), as a clause: `: provider busy with another of our jobs: refused: EXEC_BUSY`,
+ * its code added in brackets when the words do not carry it; empty for none (a daemon before it, an attempt before notes).
+ */
+export function attemptEnded(e: { code?: string; message: string } | undefined): string {
+  if (!e) return '';
+  return `: ${e.message}${e.code && !e.message.includes(e.code) ? ` [${e.code}]` : ''}`;
 }
 
 /**
