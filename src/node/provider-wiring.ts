@@ -113,6 +113,7 @@ export async function setupProvider(o: OverlayNode, h: ProviderWiringHooks): Pro
       onRosterChanged: () => void o.provider?.publishAdvert().catch((e) => o.log.warn({ err: (e as Error).message }, 'pool: advert after a roster change failed')),
       ...(o.d.failpoint ? { failpoint: o.d.failpoint } : {}),
       keepDays: config.history.keepDays,
+      clockSkewMs: o.d.network.clockSkewMs,
     });
     h.onStop(async () => o.poolMember?.stop());
   }

@@ -144,6 +144,7 @@ export function register(program: Command): void {
       const c = requireDaemon(dataDir);
       const s = (await apiCall(c.api, c.token, 'GET', `/v1/pool${overlayQuery(o.overlay)}`)) as {
         pool: string;
+        me?: string;
         epoch: number;
         coordinator?: string;
         nextCoordinator?: string;
@@ -156,7 +157,8 @@ export function register(program: Command): void {
         pending?: number;
         disputed?: number;
         keepDays?: number;
-        members: Array<{ did: string; weight?: number; offRoster?: boolean; live: boolean; left?: boolean; jobs: { dispatched: number; completed: number; failed: number }; earned: Record<string, string> }>;
+        members: Array<{ did: string; weight?: number; offRoster?: boolean; live: boolean; left?: boolean; clock?: MemberClock; jobs: { dispatched: number; completed: number; failed: number }; earned: Record<string, string> }>;
+        clock?: { windowMs: number; split?: boolean };
       };
       if (o.json) return outJson(s);
       out(`pool ${s.pool} roster seq ${s.roster.seq} epoch ${s.epoch}`);
@@ -172,11 +174,37 @@ export function register(program: Command): void {
       if (s.pending) out(`dispatches pending in the trail: ${s.pending}`);
       if (s.disputed) out(`jobs completed under two coordinators' dispatches (one did not do the work; no settlement of them counts): ${s.disputed}`);
       if (s.keepDays) out(`jobs and earnings of the trail kept: jobs up to ${s.keepDays} days past their deadline (history.keepDays)`);
+      for (const line of clockLines(s)) out(line);
       for (const m of s.members) {
         const earned = Object.entries(m.earned).map(([cur, a]) => `${a} ${cur}`).join(', ') || '0';
-        out(`  ${short(m.did)} ${m.offRoster ? 'not on this roster (left or removed)' : `w${m.weight} ${m.left ? 'left' : m.live ? 'live' : 'gone'}`}  jobs ${m.jobs.completed}/${m.jobs.dispatched} ok, ${m.jobs.failed} failed  earned ${earned}`);
+        out(`  ${short(m.did)} ${m.offRoster ? 'not on this roster (left or removed)' : `w${m.weight} ${m.left ? 'left' : m.live ? 'live' : 'gone'}${m.clock?.skewed ? ', clock skewed' : ''}`}  jobs ${m.jobs.completed}/${m.jobs.dispatched} ok, ${m.jobs.failed} failed  earned ${earned}`);
       }
     });
+}
+
+/** A member's clock in `/v1/pool` (docs/pools.md "Clocks and the election"): its offset from the pool's, and whether that is beyond the window. */
+export interface MemberClock {
+  offsetMs: number;
+  skewed?: boolean;
+}
+
+/**
+ * What `pool-provider status` says of the members' clocks (docs/pools.md "Clocks and the election"): a line for each
+ * member left out of the election for its clock, with its offset from the pool's, and one when the electable members'
+ * clocks disagree beyond the window with nobody to single out; nothing when the clocks agree (or a daemon before it).
+ */
+export function clockLines(s: { me?: string; members: ReadonlyArray<{ did: string; clock?: MemberClock }>; clock?: { windowMs: number; split?: boolean } }): string[] {
+  const w = s.clock?.windowMs;
+  const within = w === undefined ? '' : ` (buyers allow ${w / 1000} s)`;
+  const words = (ms: number) => `${(Math.abs(ms) / 1000).toFixed(1)} s ${ms >= 0 ? 'ahead of' : 'behind'}`;
+  const lines = s.members
+    .filter((m) => m.clock?.skewed)
+    .map((m) => `⚠ clock of ${short(m.did)}${m.did === s.me ? ' (this member)' : ''} is ${words(m.clock!.offsetMs)} the pool's${within}: it is not elected coordinator; fix its clock (NTP) [POOL_MEMBER_CLOCK_SKEWED]`);
+  if (s.clock?.split) {
+    const offs = s.members.filter((m) => m.clock).map((m) => `${short(m.did)} ${m.clock!.offsetMs >= 0 ? '+' : '-'}${(Math.abs(m.clock!.offsetMs) / 1000).toFixed(1)} s`);
+    lines.push(`⚠ the members' clocks disagree beyond what buyers allow${within} and no majority agrees (${offs.join(', ')}): buyers drop the offers of a coordinator whose clock is off theirs; fix the members' clocks (NTP) [POOL_CLOCKS_SPLIT]`);
+  }
+  return lines;
 }
 
 /**

@@ -9,7 +9,7 @@
  *
  * The members talk on `/c0mpute/pool/1` (protocol.ts; answering them: serve.ts); per-member figures: status.ts.
  */
-import { Counter, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import { C0Error } from '../../errors.js';
 import { open, type Opened } from '../../records/envelope.js';
 import { T, type Advert, type Job, type Offer, type PoolDispatch, type PoolMembership, type PoolRoster, type Receipt } from '../../records/kinds.js';
@@ -19,6 +19,8 @@ import type { Money } from '../../records/money.js';
 import { monotonicClock, type Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/log.js';
 import { coordinatorRanking, epochOf, fits, poolHardware } from '../../pools/choice.js';
+import { clockSample, judgeClocks, offsetWords, type ClockSample, type ClockVerdict } from '../../pools/clock.js';
+import { DEFAULT_SKEW_MS } from '../../records/freshness.js';
 import { admit, type PoolGates } from '../../pools/gates.js';
 import { TRAIL_KEPT_BYTES, TRAIL_KEPT_ENTRIES, type DispatchTrail, type RunLog, type TrailKeep } from '../../pools/trail.js';
 import type { ExecContext, Executor } from '../provider/executors.js';
@@ -53,6 +55,12 @@ export interface PoolMemberOptions extends PoolGates {
    */
   maxKeptDispatches?: number;
   maxKeptBytes?: number;
+  /**
+   * The clock-skew window buyers apply to offers (network.clockSkewMs; default DEFAULT_SKEW_MS): a member whose clock is
+   * further than this from the pool's (the median of the live members' clocks) is not elected (docs/pools.md "Clocks and
+   * the election").
+   */
+  clockSkewMs?: number;
 }
 
 /** How much of its trail another coordinator may keep here (DispatchTrail.record's `keep`); `evict`: drop its earliest closed entries for a new one. */
@@ -193,6 +201,12 @@ export class PoolMember {
   #runningHere = new Set<string>();
   /** The answers of the runs done here for other coordinators, kept for them to ask again (`op: result`). */
   #results: RunResults;
+  /** Each other member's clock as its last ping answer carrying `now` showed it (src/pools/clock.ts). */
+  #clocks = new Map<string, ClockSample>();
+  /** The members whose clock skew was logged (this one too), and whether a split was: each said once until it changes. */
+  #skewNoted = new Set<string>();
+  #splitNoted = false;
+  #clockGauges: { offset: Gauge; skewed: Gauge } | undefined;
 
   #rs: RosterState;
   #co: PoolCoordinator;
@@ -226,6 +240,10 @@ export class PoolMember {
         refusals: new Counter({ name: 'c0mpute_pool_refusals_total', help: 'Jobs refused by an admission gate, by gate code', labelNames: ['gate'], registers }),
         outcomes: new Counter({ name: 'c0mpute_pool_member_outcomes_total', help: 'Outcomes of dispatched work, by member and outcome code', labelNames: ['member', 'outcome'], registers }),
         epochs: new Counter({ name: 'c0mpute_pool_epoch_changes_total', help: 'Changes of epoch or of elected coordinator seen by this member', registers }),
+      };
+      this.#clockGauges = {
+        offset: new Gauge({ name: 'c0mpute_pool_member_clock_offset_ms', help: 'Each live member’s wall clock minus the pool’s (the median of the live members’ clocks), as this member estimates it from its pings, ms', labelNames: ['member'], registers }),
+        skewed: new Gauge({ name: 'c0mpute_pool_member_clock_skewed', help: '1 for a member left out of the election because its clock is further than network.clockSkewMs from the pool’s, else 0', labelNames: ['member'], registers }),
       };
     }
     this.#co = new PoolCoordinator(
@@ -281,11 +299,80 @@ export class PoolMember {
     return epochOf(now, this.#rs.roster.record.epochMs);
   }
 
-  /** The elected coordinator now (and the ranking that says who takes over). */
+  /**
+   * The elected coordinator now (and the ranking that says who takes over): among the live members whose clock agrees
+   * with the pool's (electable).
+   */
   elected(now = this.d.clock()): { epoch: number; coordinator: string | undefined; ranking: string[] } {
     const epoch = this.epoch(now);
-    const ranking = coordinatorRanking(this.pool, epoch, this.live());
+    const ranking = coordinatorRanking(this.pool, epoch, this.electable());
     return { epoch, coordinator: ranking[0], ranking };
+  }
+
+  /**
+   * The live members that may be elected: those whose wall clock is within the clock-skew window of the pool's
+   * (docs/pools.md "Clocks and the election"). A member further off would sign offers a buyer drops (RECORD_FROM_FUTURE,
+   * or expired), so the pool would get no work in its epochs; every member, the skewed one included, leaves it out.
+   */
+  electable(): string[] {
+    const live = this.live();
+    const { skewed } = this.clocks(live);
+    return skewed.size ? live.filter((m) => !skewed.has(m)) : live;
+  }
+
+  /** The live members' clocks judged (src/pools/clock.ts): this member's at 0, each other's as its pings showed it; a member whose answers carry no clock is not counted. */
+  clocks(live = this.live()): ClockVerdict {
+    const offsets = new Map<string, number>();
+    for (const m of live) {
+      if (m === this.d.did) offsets.set(m, 0);
+      else {
+        const c = this.#clocks.get(m);
+        if (c) offsets.set(m, c.offsetMs);
+      }
+    }
+    return judgeClocks(offsets, this.#skewWindow);
+  }
+
+  get #skewWindow(): number {
+    return this.d.options.clockSkewMs ?? DEFAULT_SKEW_MS;
+  }
+
+  /**
+   * Say once what the clocks show (docs/pools.md "Clocks and the election"), and set the gauges: a warning for each
+   * member left out for its clock (this one's own operator is told to fix NTP here), and once the clocks of the members
+   * still electable disagree by more than the window with nobody to single out; an info line when it is over.
+   */
+  #noteClocks(): void {
+    const live = this.live();
+    const v = this.clocks(live);
+    const w = this.#skewWindow;
+    if (this.#clockGauges) {
+      this.#clockGauges.offset.reset();
+      this.#clockGauges.skewed.reset();
+      for (const [m, dev] of v.deviation) {
+        this.#clockGauges.offset.set({ member: m }, Math.round(dev));
+        this.#clockGauges.skewed.set({ member: m }, v.skewed.has(m) ? 1 : 0);
+      }
+    }
+    for (const m of v.skewed) {
+      if (this.#skewNoted.has(m)) continue;
+      this.#skewNoted.add(m);
+      const dev = Math.round(v.deviation.get(m)!);
+      const of = `the pool's (the median of ${v.deviation.size} live members' clocks)`;
+      if (m === this.d.did) this.d.log.warn({ pool: this.pool, code: 'POOL_MEMBER_CLOCK_SKEWED', member: m, offsetMs: dev, windowMs: w }, `pool: this member's clock is ${offsetWords(dev)} ${of}, beyond the ${w / 1000} s buyers allow: the members do not elect it coordinator (buyers would drop its offers, RECORD_FROM_FUTURE); fix this machine's clock (NTP)`);
+      else this.d.log.warn({ pool: this.pool, code: 'POOL_MEMBER_CLOCK_SKEWED', member: m, offsetMs: dev, windowMs: w }, `pool: member ${m}'s clock is ${offsetWords(dev)} ${of}, beyond the ${w / 1000} s buyers allow: it is not elected coordinator (buyers would drop its offers, RECORD_FROM_FUTURE); its operator should fix its clock (NTP)`);
+    }
+    for (const m of [...this.#skewNoted]) {
+      if (v.skewed.has(m) || (m !== this.d.did && !live.includes(m))) continue;
+      this.#skewNoted.delete(m);
+      this.d.log.info({ pool: this.pool, member: m }, m === this.d.did ? 'pool: this member’s clock agrees with the pool’s again: it may be elected' : 'pool: a member’s clock agrees with the pool’s again: it may be elected');
+    }
+    if (v.split !== this.#splitNoted) {
+      this.#splitNoted = v.split;
+      const devs = Object.fromEntries([...v.deviation].map(([m, d]) => [m, Math.round(d)]));
+      if (v.split) this.d.log.warn({ pool: this.pool, code: 'POOL_CLOCKS_SPLIT', offsetsMs: devs, windowMs: w }, `pool: the members' clocks disagree by more than the ${w / 1000} s buyers allow, and no majority agrees on one: nobody can be left out of the election for it, so buyers whose clock is off a coordinator's drop its offers in its epochs; fix the members' clocks (NTP)`);
+      else this.d.log.info({ pool: this.pool }, 'pool: the members’ clocks agree again');
+    }
   }
 
   async start(): Promise<void> {
@@ -333,7 +420,11 @@ export class PoolMember {
         .filter((m) => m !== this.d.did)
         .map(async (m) => {
           try {
+            const sentAt = this.d.clock();
+            const t0 = this.#mono();
             const r = await this.d.call(m, { op: 'ping', seq: this.#rs.seq, ...(this.d.workloads ? { workloads: [...this.d.workloads] } : {}), ...(this.d.storeProblem?.() !== undefined ? { storeFailing: 'yes' } : {}) }, this.d.options.livenessMs);
+            // the callee's wall clock (docs/pools.md "Clocks and the election"); absent from a build before it: not judged
+            if (typeof r.now === 'number' && Number.isSafeInteger(r.now)) this.#clocks.set(m, clockSample(sentAt, this.#mono() - t0, r.now));
             // Live = answering on the same roster: a member on another seq is not counted (nor elected).
             if (r.ok === 'yes' && r.seq === this.#rs.seq) this.#seen(m, 'out');
             if (r.ok === 'yes') {
@@ -383,6 +474,7 @@ export class PoolMember {
   /** A tick; `wait`: until its sync step ends (the loop does not wait: the step runs beside it, one at a time). */
   async #tick(wait: boolean): Promise<void> {
     this.#noteExpiry();
+    if (!this.#rs.left) this.#noteClocks();
     const e = this.elected();
     if (!this.#elected || this.#elected.epoch !== e.epoch || this.#elected.who !== e.coordinator) {
       this.#m?.epochs.inc();
@@ -649,7 +741,8 @@ export class PoolMember {
     const now = this.d.clock();
     const e = this.elected(now);
     const live = this.live();
-    const next = coordinatorRanking(this.pool, e.epoch + 1, live)[0];
+    const clocks = this.clocks(live);
+    const next = coordinatorRanking(this.pool, e.epoch + 1, live.filter((m) => !clocks.skewed.has(m)))[0];
     const f = await this.#figures.read();
     const onRoster = new Set(this.#rs.roster.record.members.map((m) => m.did));
     const notQuoting = !this.#ready
@@ -681,10 +774,15 @@ export class PoolMember {
       epoch: e.epoch,
       coordinator: e.coordinator,
       nextCoordinator: next,
+      // the window a member's clock must be within of the pool's to be elected, and whether the electable ones disagree beyond it
+      clock: { windowMs: this.#skewWindow, ...(clocks.split ? { split: true } : {}) },
       members: [
         ...this.#rs.roster.record.members.map((m) => {
           const p = f.member(m.did);
-          return { did: m.did, weight: m.weight, live: live.includes(m.did), left: this.#rs.hasLeft(m.did), ...(this.#takesWrites(m.did) ? {} : { storeFailing: true }), jobs: { dispatched: p.dispatched, completed: p.completed, failed: p.failed }, earned: p.earned };
+          const dev = clocks.deviation.get(m.did);
+          // `clock`: its clock minus the pool's, and `skewed` when that is beyond the window: not elected ("Clocks and the election")
+          const clock = dev === undefined ? {} : { clock: { offsetMs: Math.round(dev), ...(clocks.skewed.has(m.did) ? { skewed: true } : {}) } };
+          return { did: m.did, weight: m.weight, live: live.includes(m.did), left: this.#rs.hasLeft(m.did), ...(this.#takesWrites(m.did) ? {} : { storeFailing: true }), ...clock, jobs: { dispatched: p.dispatched, completed: p.completed, failed: p.failed }, earned: p.earned };
         }),
         // a member the roster in use no longer lists keeps its figures in the trail: shown, so the members' figures add
         // up to the pool's (the failures above count its failures too) and one that left is not forgotten (QA s49)

@@ -7,13 +7,14 @@
  *   {op:'left', roster, membership} (the caller's own `left` record: "A member leaves a running pool")
  *   {op:'sync', after?} · {op:'fetch', keys} (anti-entropy: "Catching up on the trail"; sync.ts)
  *   {op:'result', dispatch} (the answer of the caller's `run` of that dispatch, kept: "A stream that breaks after the work"; results.ts)
- * Answers: {ok:'yes', output?, seq?, roster?, workloads?, storeFailing?} | {state, receipt?, settlement?, running, runs?} | {keys, next?} | {entries} |
+ * Answers: {ok:'yes', output?, seq?, now?, roster?, workloads?, storeFailing?} | {state, receipt?, settlement?, running, runs?} | {keys, next?} | {entries} |
  * {code, message}; a member that left answers a ping {code:'POOL_MEMBER_LEFT', roster, membership} and refuses `run`
  * (POOL_MEMBER_LEFT); a member answers a ping from a member it holds as left with the same code and the caller's own
  * record, and refuses its `trail`, a `run` of a dispatch it did not keep before, and a `closed` other than of its own
  * dispatch with its own outcome (POOL_MEMBER_LEFT).
  * A ping carries the caller's roster seq; the answer carries the callee's, and
- * the callee's roster when the caller's is older ("A new roster reaches running members").
+ * the callee's roster when the caller's is older ("A new roster reaches running members"), and its wall clock (`now`:
+ * "Clocks and the election"; a caller before it ignores it, and an answer without it leaves the callee's clock unjudged).
  * A member whose database takes no writes now (a full disk) says `storeFailing: 'yes'` in its pings and their answers;
  * absent (as from a build before it) means its store takes writes. A coordinator dispatches nothing to it ("Member choice").
  */
@@ -37,6 +38,11 @@ export interface PoolReply {
   runs?: 'yes' | 'no';
   /** The answering member's roster seq (ping, roster). */
   seq?: number;
+  /**
+   * The answering member's wall clock when it answered, ms since the epoch (ping; absent from a build before it): the
+   * caller estimates the callee's clock from it (src/pools/clock.ts; docs/pools.md "Clocks and the election").
+   */
+  now?: number;
   /** The roster in use, to a caller on an older one (ping); the roster left (POOL_MEMBER_LEFT). */
   roster?: Uint8Array;
   /** A member's own `left` record (a ping answered POOL_MEMBER_LEFT). */

@@ -112,7 +112,8 @@ export async function serveMember(p: MemberServePorts, frame: unknown, from: str
         // A caller on an older roster gets the one in use here (how a member that missed the push learns it).
         // A member whose database takes no writes says so (it could keep neither a dispatch nor its run note): the
         // caller, as coordinator, dispatches nothing to it while it does (docs/pools.md "Member choice").
-        return { ok: 'yes', seq: p.rs.seq, ...(p.d.workloads ? { workloads: [...p.d.workloads] } : {}), ...(p.d.storeProblem?.() !== undefined ? { storeFailing: 'yes' } : {}), ...(typeof f.seq === 'number' && f.seq < p.rs.seq ? { roster: p.rs.roster.bytes } : {}) };
+        // `now`: this member's wall clock, from which the caller judges it (docs/pools.md "Clocks and the election")
+        return { ok: 'yes', seq: p.rs.seq, now: p.d.clock(), ...(p.d.workloads ? { workloads: [...p.d.workloads] } : {}), ...(p.d.storeProblem?.() !== undefined ? { storeFailing: 'yes' } : {}), ...(typeof f.seq === 'number' && f.seq < p.rs.seq ? { roster: p.rs.roster.bytes } : {}) };
       case 'roster': {
         if (!(f.roster instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'roster: the roster envelope is required');
         p.heard(f.roster);

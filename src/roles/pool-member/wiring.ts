@@ -67,6 +67,8 @@ export interface PoolWiringDeps {
   keepDays?: number;
   /** Called at named failpoints; the CLI sets it from C0MPUTE_FAILPOINT (tests only). */
   failpoint?: (name: string) => void;
+  /** network.clockSkewMs: a member whose clock is further than this from the pool's is not elected (PoolMemberOptions.clockSkewMs). */
+  clockSkewMs?: number;
 }
 
 /** Frames carry an input or output of up to 3 MiB (pool.maxInputBytes is bounded below that). */
@@ -175,7 +177,7 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
     signer: d.signer,
     roster,
     membership,
-    options: poolMemberOptions(d.config),
+    options: { ...poolMemberOptions(d.config), ...(d.clockSkewMs !== undefined ? { clockSkewMs: d.clockSkewMs } : {}) },
     clock: d.clock,
     log: d.log,
     trail: await DispatchTrail.open(trailStore, d.clock, d.log),
