@@ -1,7 +1,8 @@
 /**
  * `c0mpute train start|buy|join|status|verify` (docs/training.md): sign a run from
  * run.yaml, take part in it as a worker process, show its state, and check a
- * step commitment's inclusion in a committed epoch.
+ * step commitment's inclusion in a committed epoch; `stage` serves one pipeline
+ * stage and `infer` drives a pipeline of them (train-infer.ts).
  */
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import type { VerifyResult } from '../../training/verify.js';
 import { NegativeAnswer, out, outJson, readInput, UsageError, writingTo } from '../context.js';
 import { globals } from './index.js';
 import { registerBuy } from './train-buy.js';
+import { parseLayers, registerInfer } from './train-infer.js';
 
 export function runDir(dataDir: string, runAddr: string): string {
   return join(dataDir, 'train', runAddr.slice('sha256:'.length, 'sha256:'.length + 16));
@@ -162,11 +164,7 @@ export function register(program: Command): void {
       if (!isMultiaddr(opts.listen)) throw new UsageError('TRAIN_BAD_OPTION', `--listen: "${opts.listen.slice(0, 80)}" is not a multiaddr (e.g. /ip4/127.0.0.1/tcp/4200)`, { field: 'listen' });
       if (opts.next !== undefined && !isPeerAddr(opts.next)) throw new UsageError('TRAIN_BAD_OPTION', `--next: "${opts.next.slice(0, 80)}" is not a multiaddr (e.g. /ip4/127.0.0.1/tcp/4201/p2p/<peer id>)`, { field: 'next' });
       // the model's shape and this stage's place in it: a wrong value is the command line's (exit 2), naming the flag
-      const layers = opts.layers.split(',').map((x) => x.trim());
-      if (layers.length < 2 || layers.some((x) => !/^[1-9][0-9]{0,8}$/.test(x))) {
-        throw new UsageError('TRAIN_BAD_OPTION', `--layers: "${opts.layers.slice(0, 80)}" is not a list of at least two positive layer widths, e.g. 4,16,3`, { field: 'layers' });
-      }
-      const shape = { layers: layers.map(Number) };
+      const shape = { layers: parseLayers(opts.layers) };
       const L = shape.layers.length - 1;
       if (!/^[0-9]+$/.test(opts.of) || Number(opts.of) < 1 || Number(opts.of) > L) throw new UsageError('PIPELINE_STAGES_INVALID', `--of: "${opts.of.slice(0, 40)}" stages; a ${opts.layers} model has 1 to ${L}`, { field: 'of' });
       const ranges = partition(shape, Number(opts.of));
@@ -191,6 +189,7 @@ export function register(program: Command): void {
       });
       await net.stop();
     });
+  registerInfer(train);
   train
     .command('reference <runBundle>')
     .description('run the same training in this one process (plain sum, same quantisation) and print the final weights’ address')

@@ -1,0 +1,101 @@
+/**
+ * `c0mpute train infer` (docs/training.md "Pipeline"): drive a pipeline of `c0mpute train stage` servers across
+ * machines. It sends the input rows to stage 0 over `/c0mpute/pipeline/1` in micro-batches (GPipe: several in flight),
+ * naming the stages after it as the route, and prints the output rows. The driver is the one the devnet's `--training`
+ * walk uses (src/training/pipeline-net.ts remotePipeline, src/training/pipeline.ts gpipeForward); this node's key is
+ * the caller, so stage 0's `--allow` names this node's DID. Before (QA qaPnet F7), nothing on the command line could
+ * drive stages set up by hand.
+ */
+import type { Command } from 'commander';
+import { C0Error } from '../../errors.js';
+import { out, outJson, readInput, UsageError } from '../context.js';
+import { globals } from './index.js';
+
+/** `--layers`: at least two positive layer widths ("4,16,3"), else TRAIN_BAD_OPTION (a usage error). */
+export function parseLayers(text: string): number[] {
+  const layers = text.split(',').map((x) => x.trim());
+  if (layers.length < 2 || layers.some((x) => !/^[1-9][0-9]{0,8}$/.test(x))) {
+    throw new UsageError('TRAIN_BAD_OPTION', `--layers: "${text.slice(0, 80)}" is not a list of at least two positive layer widths, e.g. 4,16,3`, { field: 'layers' });
+  }
+  return layers.map(Number);
+}
+
+/**
+ * The input rows of `train infer`: a JSON array of rows, each an array of `width` finite numbers (the model's input
+ * width), at least one row; else PIPELINE_INPUT_INVALID naming the row. Flattened row by row.
+ */
+export function parseRows(text: string, width: number, what: string): { x: Float64Array; rows: number } {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    throw new C0Error('PIPELINE_INPUT_INVALID', `${what}: not JSON (${(e as Error).message.slice(0, 120)}); give an array of rows, e.g. [[5.1, 3.5, 1.4, 0.2]]`, { field: 'input' });
+  }
+  if (!Array.isArray(v) || v.length === 0) throw new C0Error('PIPELINE_INPUT_INVALID', `${what}: give a non-empty JSON array of rows, each an array of ${width} numbers`, { field: 'input' });
+  const x = new Float64Array(v.length * width);
+  v.forEach((row: unknown, i) => {
+    if (!Array.isArray(row) || row.length !== width || !row.every((n) => typeof n === 'number' && Number.isFinite(n))) {
+      throw new C0Error('PIPELINE_INPUT_INVALID', `${what}: row ${i} is not an array of ${width} finite numbers (the model's input width, --layers)`, { field: 'input' });
+    }
+    x.set(row as number[], i * width);
+  });
+  return { x, rows: v.length };
+}
+
+/** A stage's multiaddr must end in /p2p/<peer id> (the route names stages by key): its DID, else TRAIN_BAD_OPTION. */
+async function stageDid(addr: string, k: number): Promise<string> {
+  const [{ multiaddr }, { didFromPeerId }] = await Promise.all([import('@multiformats/multiaddr'), import('../../node/peer-id.js')]);
+  try {
+    const id = multiaddr(addr).getComponents().findLast((c) => c.name === 'p2p')?.value;
+    if (id !== undefined) return didFromPeerId(id);
+  } catch {
+    /* said below */
+  }
+  throw new UsageError('TRAIN_BAD_OPTION', `--stages: stage ${k}'s "${addr.slice(0, 100)}" is not a multiaddr ending in /p2p/<peer id> (as \`train stage\` prints it)`, { field: 'stages' });
+}
+
+export function registerInfer(train: Command): void {
+  train
+    .command('infer')
+    .description('drive a pipeline of `train stage` servers: send input rows to stage 0, print the output rows')
+    .requiredOption('--stages <multiaddrs>', 'every stage in order, comma-separated, each ending in /p2p/<peer id> (as `train stage` prints it); only stage 0 is dialled')
+    .requiredOption('--layers <widths>', 'the model’s layer widths, as the stages were given, e.g. 4,16,3')
+    .requiredOption('--input <file>', 'the input rows: a JSON array of rows, each an array of numbers of the first layer’s width ("-": stdin)')
+    .option('--micro <n>', 'micro-batches in flight (GPipe)', '4')
+    .option('--json', 'machine-readable output: {rows, outputs, predictions}')
+    .action(async (opts: { stages: string; layers: string; input: string; micro: string; json?: boolean }, cmd: Command) => {
+      const { dataDir } = globals(cmd);
+      const layers = parseLayers(opts.layers);
+      if (!/^[1-9][0-9]{0,5}$/.test(opts.micro)) throw new UsageError('TRAIN_BAD_OPTION', `--micro: "${opts.micro.slice(0, 40)}" is not a whole number of micro-batches from 1`, { field: 'micro' });
+      const addrs = opts.stages.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
+      if (addrs.length === 0) throw new UsageError('TRAIN_BAD_OPTION', '--stages: name every stage, stage 0 first', { field: 'stages' });
+      if (addrs.length > layers.length - 1) throw new UsageError('PIPELINE_STAGES_INVALID', `--stages: ${addrs.length} stages; a ${opts.layers} model has at most ${layers.length - 1}`, { field: 'stages' });
+      const route: string[] = [];
+      for (const [k, a] of addrs.entries()) route.push(await stageDid(a, k));
+      const { x, rows } = parseRows(new TextDecoder().decode(readInput(opts.input)), layers[0]!, opts.input);
+      const [{ loadNodeIdentity }, { createNetwork }, { remotePipeline }, { gpipeForward }, { argmaxRows }] = await Promise.all([
+        import('../signer.js'),
+        import('../../net/node.js'),
+        import('../../training/pipeline-net.js'),
+        import('../../training/pipeline.js'),
+        import('../../training/model.js'),
+      ]);
+      const id = await loadNodeIdentity(dataDir);
+      const net = await createNetwork({ signer: id.signer, listen: ['/ip4/127.0.0.1/tcp/0'], loopback: true, syncOnConnect: [], topics: [] });
+      const outW = layers[layers.length - 1]!;
+      let y: Float64Array;
+      try {
+        await net.start();
+        await net.dial(addrs[0]!);
+        // errors come back with their codes: PIPELINE_NOT_ALLOWED (stage 0's --allow), PIPELINE_NEXT_STAGE_FAILED naming the stage, NET_DIAL_FAILED…
+        y = await gpipeForward([remotePipeline(net, route)], x, rows, layers[0]!, outW, Number(opts.micro), { serialise: false });
+      } finally {
+        await net.stop().catch(() => {});
+      }
+      const outputs = Array.from({ length: rows }, (_, i) => Array.from(y.subarray(i * outW, (i + 1) * outW)));
+      const predictions = Array.from(argmaxRows(y, rows, outW));
+      if (opts.json) return outJson({ rows, outputs, predictions });
+      outputs.forEach((o, i) => out(`row ${i}: class ${predictions[i]}  ${o.map((v) => v.toPrecision(6)).join(' ')}`));
+      out(`${rows} row${rows === 1 ? '' : 's'} through ${route.length} stage${route.length === 1 ? '' : 's'} in ${Math.min(Number(opts.micro), rows)} micro-batch${Math.min(Number(opts.micro), rows) === 1 ? '' : 'es'}`);
+    });
+}
