@@ -89,6 +89,7 @@ import { Gangs, type AdmitGangRequest } from './steward-gangs.js';
 import { Contradictions, MAX_CONTRADICTING } from './steward-contradictions.js';
 import { reclaimed, select, serveLedgerRange, withdraw } from './steward-handlers.js';
 import { CATCH_UP_PEERS, LEDGER_PROTOCOL, STEWARD_PROTOCOL, WITHDRAW_ASK_MS, stewardInboundStreams, type StewardConfig, type StewardIdentity, type StewardPorts, type StewardStream } from './steward-ports.js';
+import { ledgerFigures, notInTree, warnTreeAgainstLedger } from './steward-tree-usage.js';
 import type { TopicKind } from '../net/topics.js';
 import { setLongInterval, setLongTimeout, type LongTimer } from '../util/timers.js';
 import { knownHistory, refuseSecondLedger, shorterThanWitnessed } from './steward-history.js';
@@ -212,6 +213,8 @@ export class Steward {
     if (open.length) {
       o.log.warn({ overlay: o.name, tree: cfg.treeFile, entitlements: open }, 'entitlements with no buyers list on their path: every member of the overlay may claim under them (list the DIDs allowed in the tree, docs/overlays.md "Who may claim under an entitlement")');
     }
+    // an entitlement the ledger charges and the tree lacks, a guarantee below what is settled (steward-tree-usage.ts)
+    warnTreeAgainstLedger(tree, ledger.book, o.log, o.name, cfg.treeFile);
     await s.#wire();
     return s;
   }
@@ -664,10 +667,7 @@ export class Steward {
     const teams = [...this.tree.entitlements.values()]
       .sort((a, b) => (a.id < b.id ? -1 : 1))
       .map((e) => {
-        const u = book.usage(e.id);
-        const open = [...book.open.values()].filter((c) => c.entitlement === e.id);
-        const reserved = open.reduce((s, c) => s + c.reserved.uj, 0);
-        const borrowed = open.reduce((s, c) => s + c.borrowed_uj, 0);
+        const f = ledgerFigures(book, e.id);
         return {
           id: e.id,
           ...(e.parent ? { parent: e.parent } : {}),
@@ -675,19 +675,22 @@ export class Steward {
           guarantee_uj: e.guarantee_uj,
           guarantee_devices: e.guarantee_devices,
           ...(e.limit_uj === undefined ? {} : { limit_uj: e.limit_uj }),
-          used_uj: u.usedUj,
-          spent_uj: u.usedUj - reserved,
-          reserved_uj: reserved,
-          borrowed_uj: borrowed,
-          held_devices: u.heldDevices,
-          open_claims: open.length,
+          used_uj: f.used_uj,
+          spent_uj: f.spent_uj,
+          reserved_uj: f.reserved_uj,
+          borrowed_uj: f.borrowed_uj,
+          held_devices: f.held_devices,
+          open_claims: f.open_claims,
         };
       });
+    // usage under entitlements the tree no longer has: still the ledger's, so still shown (the totals add up to it)
+    const lacking = notInTree(this.tree, book);
     return {
       steward: this.identity.did,
       overlay: this.o.name,
       ledger: this.ledger.head(),
       teams,
+      ...(lacking.length ? { notInTree: lacking } : {}),
       ...(this.cfg.idle ? { idle: { policy: this.cfg.idle, verdicts: this.#reclaim.idleVerdicts() } } : {}),
       queued: this.#line.queued(this.o.clock()),
       gangs: this.#gangs.view(),

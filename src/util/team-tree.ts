@@ -52,7 +52,7 @@ export function inTreeOrder<T extends { id: string; parent?: string }>(teams: re
 }
 
 /** The figures of rows summed (a parent's "all below": every row counts only the claims under its own entitlement). */
-export function teamTotals(rows: readonly TeamRow[]): Pick<TeamRow, 'spent_uj' | 'reserved_uj' | 'borrowed_uj' | 'held_devices' | 'open_claims'> {
+export function teamTotals(rows: ReadonlyArray<Pick<TeamRow, 'spent_uj' | 'reserved_uj' | 'borrowed_uj' | 'held_devices' | 'open_claims'>>): Pick<TeamRow, 'spent_uj' | 'reserved_uj' | 'borrowed_uj' | 'held_devices' | 'open_claims'> {
   const t = { spent_uj: 0, reserved_uj: 0, borrowed_uj: 0, held_devices: 0, open_claims: 0 };
   for (const r of rows) {
     t.spent_uj += r.spent_uj;

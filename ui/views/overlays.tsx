@@ -2,7 +2,8 @@
  * Overlays and the steward: per overlay its members and refused connections;
  * on a steward, the entitlement tree (in tree order, each parent followed by
  * the sums of all below it) with each team's guarantee, spent, reserved and
- * borrowed energy as bars, the queued claims with their reasons,
+ * borrowed energy as bars (then the entitlements the ledger charges that the
+ * tree no longer has, and the ledger's total), the queued claims with their reasons,
  * and the ledger's head with how far witnesses have countersigned it, warned
  * about (whatever its grade) when a witness holds receipts that contradict it
  * or evidence that it signed two histories; on a witness, what it holds per
@@ -25,6 +26,8 @@ interface Team extends TeamRow {
 interface StewardData extends StewardTrust {
   ledger: { length: number; head?: string };
   teams: Team[];
+  /** entitlements the ledger charges that the steward's tree no longer has (absent: none) */
+  notInTree?: Array<Pick<TeamRow, 'id' | 'spent_uj' | 'reserved_uj' | 'borrowed_uj' | 'held_devices' | 'open_claims'>>;
   queued: Array<{ claim: string; entitlement: string; reason: string; reasons: string[] }>;
   attestation: { grade: string; witnessedLength: number; witnesses: Array<{ witness: string; length: number }> };
 }
@@ -79,6 +82,27 @@ function BelowRow({ id, depth, below }: { id: string; depth: number; below: Team
     <tr class="below" data-below={id}>
       <th scope="row" style={{ paddingLeft: `${(depth + 1) * 1.2}em` }}>
         <small>all below {id}</small>
+      </th>
+      <td />
+      <td />
+      <td class="spent-uj" data-uj={spent}>
+        {fmtJoules(spent)}
+      </td>
+      <td data-uj={reserved}>{fmtJoules(reserved)}</td>
+      <td data-uj={borrowed}>{fmtJoules(borrowed)}</td>
+      <td>{held}</td>
+      <td class="bar-col" />
+    </tr>
+  );
+}
+
+/** The whole ledger's figures: every row, in the tree or not (shown when some usage is under entitlements the tree lacks). */
+function LedgerTotalRow({ rows }: { rows: Array<Pick<TeamRow, 'spent_uj' | 'reserved_uj' | 'borrowed_uj' | 'held_devices' | 'open_claims'>> }) {
+  const { spent_uj: spent, reserved_uj: reserved, borrowed_uj: borrowed, held_devices: held } = teamTotals(rows);
+  return (
+    <tr class="below" data-ledger-total="">
+      <th scope="row">
+        <small>ledger total</small>
       </th>
       <td />
       <td />
@@ -163,6 +187,33 @@ function StewardPanel({ overlay, version, connected }: { overlay: string | undef
             // a row counts the claims under that entitlement itself: a parent's is followed by the sums of all below it
             ...(below.length ? [<BelowRow key={`${t.id} below`} id={t.id} depth={depth} below={below} />] : []),
           ])}
+          {/* usage under entitlements the tree no longer has: still the ledger's, so shown, and the ledger's total after */}
+          {d.notInTree?.length
+            ? [
+                <tr key=" not in tree" class="below">
+                  <th scope="row" colSpan={8}>
+                    <small>Not in the tree (the ledger charges them; the tree file no longer has them, so nothing new is admitted under them)</small>
+                  </th>
+                </tr>,
+                ...d.notInTree.map((t) => (
+                  <tr key={` not in tree ${t.id}`} data-not-in-tree={t.id}>
+                    <th scope="row" style={{ paddingLeft: '1.2em' }}>
+                      {t.id}
+                    </th>
+                    <td />
+                    <td />
+                    <td class="spent-uj" data-uj={t.spent_uj}>
+                      {fmtJoules(t.spent_uj)}
+                    </td>
+                    <td data-uj={t.reserved_uj}>{fmtJoules(t.reserved_uj)}</td>
+                    <td data-uj={t.borrowed_uj}>{fmtJoules(t.borrowed_uj)}</td>
+                    <td>{t.held_devices}</td>
+                    <td class="bar-col" />
+                  </tr>
+                )),
+                <LedgerTotalRow key=" ledger total" rows={[...d.teams, ...d.notInTree]} />,
+              ]
+            : null}
         </tbody>
       </table>
       <h3>Queue</h3>

@@ -12,6 +12,9 @@ import { inTreeOrder, teamTotals, type TeamRow } from '../../util/team-tree.js';
 
 export type { TeamRow };
 
+/** A `steward status` row of an entitlement the ledger charges and the tree lacks (src/roles/steward-tree-usage.ts). */
+export type NotInTreeRow = Pick<TeamRow, 'id' | 'spent_uj' | 'reserved_uj' | 'borrowed_uj' | 'held_devices' | 'open_claims'>;
+
 
 export function register(program: Command): void {
   const st = program.command('steward').description('the pool/1 steward of a private overlay');
@@ -27,6 +30,7 @@ export function register(program: Command): void {
         overlay: string;
         ledger: { length: number; head: string };
         teams: TeamRow[];
+        notInTree?: NotInTreeRow[];
         queued: Array<{ claim: string; entitlement: string; reason: string; waitingMs: number; buyer?: 'waiting' | 'away' }>;
         attestation: { grade: string; witnessedLength?: number; witnesses: Array<{ witness: string; length: number }> };
         contradictingWitnesses?: Array<{ witness: string; code: string; length: number; ours: number }>;
@@ -54,7 +58,7 @@ export function register(program: Command): void {
         const e = r.evidence;
         out(`attestation WARNING: equivocation evidence against this steward: ${e.pairs} pair${e.pairs === 1 ? '' : 's'} from ${e.witnesses} witness${e.witnesses === 1 ? '' : 'es'} (seq ${e.seqs.join(', ')}): anyone holding it can prove this key signed two histories, so its ledger and attestation are not to be trusted (c0mpute witness evidence ${r.steward} on a witness)`);
       }
-      for (const l of teamLines(r.teams)) out(l);
+      for (const l of teamLines(r.teams, r.notInTree)) out(l);
       if (!r.queued.length) out('no queued claims');
       // the buyer's side too (docs/overlays.md): a claim restored after a restart whose buyer has not asked again read
       // "waiting 7 s" as if a buyer waited, and left the line silently when its grace ended (QA pass, session 48)
@@ -66,9 +70,11 @@ export function register(program: Command): void {
  * The team table of `steward status`, in tree order (each entitlement under its parent, indented by depth; siblings
  * by id). A row counts the claims made under that entitlement itself (pool/1 usage is per entitlement: a parent is
  * not charged for its children); a row with entitlements below it is followed by their totals, "(all below)", so a root no longer
- * reads "0.0 J spent" beside teams that spent (QA pass, session 48).
+ * reads "0.0 J spent" beside teams that spent (QA pass, session 48). Entitlements the ledger charges that the tree no
+ * longer has (`notInTree`) follow under "not in the tree", then the whole ledger's total, so the figures still add up
+ * to the ledger's after a team is taken out of the tree (QA qaUp F3: its spend vanished, and the root's total with it).
  */
-export function teamLines(teams: readonly TeamRow[]): string[] {
+export function teamLines(teams: readonly TeamRow[], notInTree: readonly NotInTreeRow[] = []): string[] {
   const lines = ['team            prio  guarantee     devices  spent        reserved     borrowed     held  open'];
   const cells = (spent: number, reserved: number, borrowed: number, held: number, open: number) => `${joulesText(spent).padEnd(13)}${joulesText(reserved).padEnd(13)}${joulesText(borrowed).padEnd(13)}${String(held).padEnd(6)}${open}`;
   for (const { team: t, depth, below } of inTreeOrder(teams)) {
@@ -78,6 +84,11 @@ export function teamLines(teams: readonly TeamRow[]): string[] {
     const all = teamTotals(below);
     lines.push(`${pad}  (all below)`.padEnd(16) + ' '.repeat(29) + cells(all.spent_uj, all.reserved_uj, all.borrowed_uj, all.held_devices, all.open_claims));
   }
+  if (notInTree.length === 0) return lines;
+  lines.push('not in the tree (the ledger charges them; the tree file no longer has them, so nothing new is admitted under them)');
+  for (const t of notInTree) lines.push(`  ${t.id}`.padEnd(16) + ' '.repeat(29) + cells(t.spent_uj, t.reserved_uj, t.borrowed_uj, t.held_devices, t.open_claims));
+  const all = teamTotals([...teams, ...notInTree]);
+  lines.push('(ledger total)'.padEnd(16) + ' '.repeat(29) + cells(all.spent_uj, all.reserved_uj, all.borrowed_uj, all.held_devices, all.open_claims));
   return lines;
 }
 
