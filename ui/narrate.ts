@@ -7,6 +7,7 @@ import { looksLikeDid, shortDid } from '../src/util/did-text.js';
 import { printable } from '../src/util/text.js';
 import { windowEndText } from '../src/util/window-end.js';
 import { verdictWord } from '../src/util/acceptance-text.js';
+import { denyBasisOf, denyFiguresText } from '../src/util/deny-text.js';
 import { fmtDuration, plural } from './format.js';
 import { joulesText } from '../src/util/joules.js';
 
@@ -68,6 +69,7 @@ interface Admission {
   reasons?: string[];
   reserved?: { uj: number; grade: string };
   borrowed_uj?: number;
+  basis?: unknown;
 }
 
 /**
@@ -83,7 +85,9 @@ export function admissionText(a: Admission | undefined): string {
   if (a.verdict === 'Admit') return `admitted by the steward${a.reserved ? `: ${j(a.reserved.uj)} reserved (${s(a.reserved.grade)})` : ''}${a.borrowed_uj ? `, ${j(a.borrowed_uj)} borrowed` : ''}`;
   const others = a.reasons && a.reasons.length > 1 ? ` (${a.reasons.map(s).join(', ')})` : '';
   const what = a.verdict === 'Deny' ? 'denied' : a.verdict === 'Queue' ? 'queued the claim' : 'let the queued claim expire';
-  return `✘ the steward ${what}: ${s(a.reason ?? '?')}${others}`;
+  // a Deny's figures, as the CLI prints them (src/util/deny-text.ts; numbers only, checked)
+  const figures = a.verdict === 'Deny' ? denyFiguresText(a.reason, denyBasisOf(a.basis)) : undefined;
+  return `✘ the steward ${what}: ${s(a.reason ?? '?')}${others}${figures ? ` (${figures})` : ''}`;
 }
 
 /**

@@ -8,6 +8,7 @@ import { windowEndText } from '../util/window-end.js';
 import { verdictLine } from '../util/verdict-text.js';
 import { verdictWord } from '../util/acceptance-text.js';
 import { explanationLines } from '../util/run-failure.js';
+import { denyBasisOf, denyFiguresText } from '../util/deny-text.js';
 
 // Light, for commands that print names without rendering events.
 export { short, shortAddr };
@@ -85,9 +86,9 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
       print(`▸ the steward takes no new claim from this buyer for now (${String(ev.code)}: too many of its claims were withdrawn without running lately); asking again in ${Math.ceil(Number(ev.waitMs) / 1000)} s, while the job's deadline allows`);
       break;
     case 'admission': {
-      const a = ev.admission as { verdict: string; reason?: string; reserved?: { uj: number; grade: string }; borrowed_uj?: number };
+      const a = ev.admission as { verdict: string; reason?: string; reserved?: { uj: number; grade: string }; borrowed_uj?: number; basis?: unknown };
       if (a.verdict === 'Admit') print(`▸ admitted by the steward: ${a.reserved?.uj} µJ reserved (${a.reserved?.grade})${a.borrowed_uj ? `, ${a.borrowed_uj} µJ borrowed` : ''}`);
-      else print(`✘ the steward ${a.verdict === 'Deny' ? 'denied' : 'let the queued claim expire'}: ${a.reason ?? '?'}`);
+      else print(`✘ the steward ${a.verdict === 'Deny' ? 'denied' : 'let the queued claim expire'}: ${a.reason ?? '?'}${denyFigures(a)}`);
       break;
     }
     case 'collected':
@@ -158,6 +159,12 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
     default:
       break;
   }
+}
+
+/** A Deny's figures (src/util/deny-text.ts) as a parenthesis after its reason, or nothing (none sent, or not of this verdict). */
+export function denyFigures(a: { verdict?: string; reason?: string; basis?: unknown } | undefined): string {
+  const t = a?.verdict === 'Deny' ? denyFiguresText(a.reason, denyBasisOf(a.basis)) : undefined;
+  return t ? ` (${t})` : '';
 }
 
 export function renderExplanation(x: Explanation, names: (did: string) => string = short, write: (s: string) => void = out, opts: RenderOptions = {}): void {

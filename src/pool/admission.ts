@@ -22,6 +22,7 @@ import { C0Error } from '../errors.js';
 import { checkEnergy, isObserved, type Energy } from './grades.js';
 import type { Tree, Entitlement } from './tree.js';
 import { UsageBook, type AdmittedEvent, type PoolEvent, type UsageDelta } from './usage.js';
+import type { DenyBasis } from '../util/deny-text.js';
 
 export const CLAIM_ERR = { INVALID: 'POOL_CLAIM_INVALID' } as const;
 
@@ -63,7 +64,17 @@ export type Verdict =
       borrowed_uj: number;
     }
   | { verdict: 'Queue'; claim: string; entitlement: string; reason: QueueReason; reasons: QueueReason[]; estimate: Energy; devices: number }
-  | { verdict: 'Deny'; claim: string; entitlement: string; reason: DenyReason; reasons: DenyReason[]; estimate: Energy; devices: number };
+  | {
+      verdict: 'Deny';
+      claim: string;
+      entitlement: string;
+      reason: DenyReason;
+      reasons: DenyReason[];
+      estimate: Energy;
+      devices: number;
+      /** the figures the §4.2 tests compared (absent for UNKNOWN_ENTITLEMENT, EMPTY_GANG, NO_DEVICES): src/util/deny-text.ts */
+      basis?: DenyBasis;
+    };
 
 const ID_RE = /^[A-Za-z0-9][A-Za-z0-9._:/-]{0,127}$/;
 
@@ -133,6 +144,7 @@ export class PoolState {
     const devices = claim.gang_size * claim.devices_per_member;
     const base = { claim: claim.id, entitlement: claim.entitlement, estimate: { uj: est.uj, grade: est.grade }, devices };
     const deny: DenyReason[] = [];
+    let basis: DenyBasis | undefined;
     // §4.1 resolution and shape
     const e = this.tree.entitlements.get(claim.entitlement);
     if (!e) deny.push('UNKNOWN_ENTITLEMENT');
@@ -151,8 +163,12 @@ export class PoolState {
         if (e.over_quota_weight === 0) deny.push('NO_WEIGHT_EXCEEDS_GUARANTEE');
         if (e.over_quota_weight > 0 && BigInt(floor - e.guarantee_uj) > this.#share(e)) deny.push('EXCEEDS_MAX_SHARE');
       }
+      if (deny.length > 0) {
+        const share = e.over_quota_weight > 0 ? this.#share(e) : 0n;
+        basis = { settled_uj: floor - est.uj, estimate_uj: est.uj, guarantee_uj: e.guarantee_uj, ...(e.limit_uj === undefined ? {} : { limit_uj: e.limit_uj }), ...(share > 0n ? { share_uj: Number(share) } : {}), devices, guarantee_devices: e.guarantee_devices };
+      }
     }
-    if (deny.length > 0) return { verdict: 'Deny', ...base, reason: deny[0]!, reasons: deny };
+    if (deny.length > 0) return { verdict: 'Deny', ...base, reason: deny[0]!, reasons: deny, ...(basis ? { basis } : {}) };
     const ent = e!;
     const u = this.book.usage(ent.id);
     const queue: QueueReason[] = [];

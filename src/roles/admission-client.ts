@@ -45,6 +45,7 @@ import type { Logger } from '../util/log.js';
 import { unlessAborted } from '../util/signals.js';
 import type { Admission, JobSpec } from './buyer.js';
 import { citeOf } from './gang-cite.js';
+import { denyBasisOf } from '../util/deny-text.js';
 
 /** How long a withdraw sent on giving up may take: under Buyer's INTERRUPT_WAIT_MS, so a stopping node still sends it. */
 export const GIVE_UP_WITHDRAW_MS = 2_000;
@@ -108,13 +109,17 @@ export interface AdmissionClientOptions {
   onRateLimited?: (waitMs: number) => void;
 }
 
-type Frame = { t?: string; retry_in_ms?: unknown; reason?: string; reasons?: string[]; reserved?: { uj: number; grade: string }; borrowed_uj?: number; entry?: string; admission?: unknown };
+type Frame = { t?: string; retry_in_ms?: unknown; reason?: string; reasons?: string[]; reserved?: { uj: number; grade: string }; borrowed_uj?: number; entry?: string; admission?: unknown; basis?: unknown };
 
 function verdictOf(x: Frame): Admission | undefined {
   if (x.t === 'admitted') {
     return { verdict: 'Admit', ...(x.reserved ? { reserved: x.reserved } : {}), ...(x.borrowed_uj === undefined ? {} : { borrowed_uj: x.borrowed_uj }), ...(x.entry ? { entry: x.entry } : {}), ...(x.admission instanceof Uint8Array ? { proof: x.admission } : {}) };
   }
-  if (x.t === 'denied') return { verdict: 'Deny', ...(x.reason ? { reason: x.reason } : {}), reasons: x.reasons ?? [] };
+  if (x.t === 'denied') {
+    // the figures the deny rests on (a steward before them sends none): shown beside the reason (src/util/deny-text.ts)
+    const basis = denyBasisOf(x.basis);
+    return { verdict: 'Deny', ...(x.reason ? { reason: x.reason } : {}), reasons: x.reasons ?? [], ...(basis ? { basis } : {}) };
+  }
   if (x.t === 'expired') return { verdict: 'Expired', ...(x.reason ? { reason: x.reason } : {}) };
   return undefined;
 }

@@ -34,6 +34,7 @@ import { impossibleReceiptTimes } from '../records/freshness.js';
 import { truncateText } from '../util/text.js';
 import type { StallWatch } from '../util/stall-watch.js';
 import { RunBreak } from './run-break.js';
+import type { DenyBasis } from '../util/deny-text.js';
 
 /**
  * Progress frames from the selected provider (docs/node.md "Buyer"): an honest provider sends at most 10 a second, so
@@ -368,6 +369,8 @@ export interface Admission {
   reasons?: string[];
   reserved?: { uj: number; grade: string };
   borrowed_uj?: number;
+  /** A Deny's figures, as its steward sent them (src/util/deny-text.ts; a steward before them sends none). */
+  basis?: DenyBasis;
   entry?: string;
   /** The steward's signed `Admitted` entry for the claim (its answer's `admission`): carried in the exec header to the provider. */
   proof?: Uint8Array;

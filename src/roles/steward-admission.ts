@@ -559,7 +559,7 @@ export class AdmissionLine {
       return;
     }
     if (o.t === 'denied') {
-      await ctx.send({ t: 'denied', reason: o.v.reason, reasons: o.v.reasons } as never);
+      await ctx.send({ t: 'denied', reason: o.v.reason, reasons: o.v.reasons, ...(o.v.basis ? { basis: o.v.basis } : {}) } as never);
       return;
     }
     const { admit } = o;

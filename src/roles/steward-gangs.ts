@@ -245,7 +245,7 @@ export class Gangs {
     }
     if ('v' in o) {
       if (o.v.verdict === 'Deny') {
-        await ctx.send({ t: 'denied', reason: o.v.reason, reasons: o.v.reasons } as never);
+        await ctx.send({ t: 'denied', reason: o.v.reason, reasons: o.v.reasons, ...(o.v.basis ? { basis: o.v.basis } : {}) } as never);
         return 'denied';
       }
       // A Queue verdict, reported as such (§4.5); the gang does not wait in line: the buyer asks again later.

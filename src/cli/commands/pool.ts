@@ -65,7 +65,11 @@ export function register(program: Command): void {
         for (const l of lines) out(l);
         return;
       }
-      lines.push(`reason       ${v.reason}${v.reasons.length > 1 ? ` (also: ${v.reasons.slice(1).join(', ')})` : ''}`, `estimate     ${v.estimate.uj} µJ (grade ${v.estimate.grade})`, `devices      ${v.devices}`, `reservation  none`);
+      lines.push(`reason       ${v.reason}${v.reasons.length > 1 ? ` (also: ${v.reasons.slice(1).join(', ')})` : ''}`);
+      // the figures a Deny rests on, as `c0mpute run` prints them after the steward's denial (src/util/deny-text.ts)
+      const figures = v.verdict === 'Deny' ? (await import('../../util/deny-text.js')).denyFiguresText(v.reason, v.basis) : undefined;
+      if (figures) lines.push(`figures      ${figures}`);
+      lines.push(`estimate     ${v.estimate.uj} µJ (grade ${v.estimate.grade})`, `devices      ${v.devices}`, `reservation  none`);
       throw new NegativeAnswer(lines);
     });
 }
