@@ -55,6 +55,13 @@ export const CONNECTIVITY_DEFAULTS = {
   forgetAfterMs: 7 * 24 * 3_600_000,
   /** Failed redials in a row before a peer idle for `forgetAfterMs` is forgotten (about 4 minutes at the backoff's 30 s cap). */
   forgetIdleAfterFailures: 10,
+  /**
+   * A remembered peer not useful for this long is forgotten once `forgetRefusedAfterFailures` redials in a row found
+   * every one of its addresses refused (nothing listens there: a one-shot node's port, a node moved), ms (1 hour).
+   */
+  forgetRefusedAfterMs: 3_600_000,
+  /** Redials in a row with every address refused before a peer idle for `forgetRefusedAfterMs` is forgotten (counted across restarts). */
+  forgetRefusedAfterFailures: 10,
   /** While a remembered peer is connected its `lastUsefulAt` is renewed this often, ms (saved with the next write). */
   usefulEveryMs: 3_600_000,
   /** A remembered peer is forgotten after this many consecutive failed redials (counted across restarts; a failure while this node has no connection at all is not counted). */
@@ -174,6 +181,8 @@ export interface RememberedPeer {
   lastUsefulAt: number;
   /** Consecutive failed redials since it was last useful, counted across restarts (absent: none; files before it have none). */
   failures?: number;
+  /** Of those, the latest in a row that found every address refused (absent: none), counted across restarts. */
+  refused?: number;
 }
 
 /** Where remembered peers survive a restart (a JSON file in the data dir; none in tests). */
@@ -188,7 +197,7 @@ export function fileRememberStore(path: string): RememberStore {
     load() {
       try {
         const v = JSON.parse(readFileSync(path, 'utf8')) as { peers?: RememberedPeer[] };
-        return (v.peers ?? []).filter((p) => typeof p.peerId === 'string' && Array.isArray(p.addrs) && p.addrs.every((a) => typeof a === 'string') && typeof p.lastUsefulAt === 'number' && (p.failures === undefined || typeof p.failures === 'number'));
+        return (v.peers ?? []).filter((p) => typeof p.peerId === 'string' && Array.isArray(p.addrs) && p.addrs.every((a) => typeof a === 'string') && typeof p.lastUsefulAt === 'number' && (p.failures === undefined || typeof p.failures === 'number') && (p.refused === undefined || typeof p.refused === 'number'));
       } catch {
         return [];
       }
@@ -306,7 +315,7 @@ export class Connectivity {
       // Older files: any number of addresses, and possibly a monotonic stamp (counted from now: the peer gets the full forgetAfterMs).
       const addrs = [...new Set(p.addrs.map(bare))].slice(0, this.opts.rememberAddrs);
       this.#loaded.set(p.peerId, addrs);
-      this.#remembered.set(p.peerId, { peerId: p.peerId, addrs, lastUsefulAt: p.lastUsefulAt < WALL_CLOCK_MIN ? wall : p.lastUsefulAt, ...(p.failures ? { failures: p.failures } : {}) });
+      this.#remembered.set(p.peerId, { peerId: p.peerId, addrs, lastUsefulAt: p.lastUsefulAt < WALL_CLOCK_MIN ? wall : p.lastUsefulAt, ...(p.failures ? { failures: p.failures } : {}), ...(p.failures && p.refused ? { refused: p.refused } : {}) });
     }
     this.#trim();
   }
@@ -488,15 +497,24 @@ export class Connectivity {
    * Gives up after `silentAddrsPerDial` silent addresses (pushed to `silent`; a refused one costs nothing and does not
    * count). A failure is the first address's error. Resolves to the remote peer and the address that answered.
    */
-  async #dialEach(t: DialTarget, silent: string[] = []): Promise<{ remote: string; addr: string | undefined }> {
-    if (t.addrs.length <= 1) return { remote: await this.d.host.dial(t, this.opts.dialTimeoutMs), addr: t.addrs[0] };
+  async #dialEach(t: DialTarget, silent: string[] = [], codes: string[] = []): Promise<{ remote: string; addr: string | undefined }> {
+    if (t.addrs.length <= 1) {
+      try {
+        return { remote: await this.d.host.dial(t, this.opts.dialTimeoutMs), addr: t.addrs[0] };
+      } catch (e) {
+        codes.push(classifyDialError(e).code);
+        throw e;
+      }
+    }
     let first: unknown;
     for (const addr of t.addrs) {
       try {
         return { remote: await this.d.host.dial({ ...t, addrs: [addr] }, this.opts.dialTimeoutMs), addr };
       } catch (e) {
         first ??= e;
-        if (classifyDialError(e).code === 'NET_DIAL_TIMEOUT') silent.push(addr);
+        const code = classifyDialError(e).code;
+        codes.push(code);
+        if (code === 'NET_DIAL_TIMEOUT') silent.push(addr);
         if (this.#stopped || silent.length >= this.opts.silentAddrsPerDial) break;
       }
     }
@@ -513,7 +531,7 @@ export class Connectivity {
    * A redial of a remembered peer ended: the address that answered goes first, silent ones to the back; a failure
    * counts towards forgetting the peer.
    */
-  #redialed(key: string, answered: string | undefined, silent: string[], t: DialTarget): 'forgotten' | undefined {
+  #redialed(key: string, answered: string | undefined, silent: string[], t: DialTarget, allRefused = false): 'forgotten' | undefined {
     const p = this.#remembered.get(key);
     if (!p) return undefined;
     const ok = answered === undefined ? undefined : bare(answered);
@@ -524,6 +542,7 @@ export class Connectivity {
     if (answered !== undefined) {
       if (moved || p.failures) {
         delete p.failures;
+        delete p.refused;
         this.#save();
       }
       return undefined;
@@ -532,12 +551,17 @@ export class Connectivity {
     // This node's own network may be what is down: a failure while it has no connection at all does not count.
     if (this.d.host.peerCount() === 0) return undefined;
     p.failures = (p.failures ?? 0) + 1;
+    if (allRefused) p.refused = (p.refused ?? 0) + 1;
+    else delete p.refused;
     this.#dirty = true;
     const idleMs = this.#wall() - p.lastUsefulAt;
-    if (p.failures >= this.opts.forgetAfterFailures || (idleMs >= this.opts.forgetAfterMs && p.failures >= this.opts.forgetIdleAfterFailures)) {
+    const tooMany = p.failures >= this.opts.forgetAfterFailures;
+    // nothing listens at any address it had, for a while now: a one-shot node's port, a node that moved (QA qaUp F8)
+    const refusedOnly = (p.refused ?? 0) >= this.opts.forgetRefusedAfterFailures && idleMs >= this.opts.forgetRefusedAfterMs;
+    if (tooMany || refusedOnly || (idleMs >= this.opts.forgetAfterMs && p.failures >= this.opts.forgetIdleAfterFailures)) {
       this.#remembered.delete(key);
       this.schedule.forget(key);
-      this.d.log.info({ peer: key, addr: t.addrs[0], failures: p.failures, lastUsefulAgoMs: Math.round(idleMs) }, p.failures >= this.opts.forgetAfterFailures ? 'remembered peer forgotten: too many failed redials' : 'remembered peer forgotten: not useful for too long');
+      this.d.log.info({ peer: key, addr: t.addrs[0], failures: p.failures, ...(p.refused ? { refused: p.refused } : {}), lastUsefulAgoMs: Math.round(idleMs) }, tooMany ? 'remembered peer forgotten: too many failed redials' : refusedOnly ? 'remembered peer forgotten: every address refused the connection, redial after redial' : 'remembered peer forgotten: not useful for too long');
       this.#save();
       return 'forgotten';
     }
@@ -549,8 +573,9 @@ export class Connectivity {
     this.#inflight.add(key);
     const failuresBefore = this.schedule.failures(key);
     const silent: string[] = [];
+    const codes: string[] = [];
     try {
-      const { remote, addr } = await this.#dialEach(t, silent);
+      const { remote, addr } = await this.#dialEach(t, silent, codes);
       this.schedule.connected(key);
       if (kind === 'remembered') this.#redialed(key, addr, silent, t);
       this.d.onDial?.(kind, true);
@@ -566,7 +591,9 @@ export class Connectivity {
       const delay = this.schedule.failed(key, this.#clock());
       this.d.onDial?.(kind, false);
       // a peer forgotten just now said so in its own line: no "retrying" after it
-      if (kind === 'remembered' && this.#redialed(key, undefined, silent, t) === 'forgotten') return;
+      // every address tried, and each refused: nothing listens there now
+      const allRefused = codes.length === t.addrs.length && codes.every((c) => c === 'NET_CONNECTION_REFUSED');
+      if (kind === 'remembered' && this.#redialed(key, undefined, silent, t, allRefused) === 'forgotten') return;
       const codeChanged = boot && boot.lastError?.code !== err.code;
       if (boot) boot.lastError = err;
       // A bootstrap peer (the operator named it): warn on the first failure and when the cause changes; then quietly,

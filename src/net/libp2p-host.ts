@@ -32,7 +32,7 @@ import { peekType } from '../records/envelope.js';
 import { decodeMessage } from './framing.js';
 import { patchLengthPrefixedDecoder, patchYamuxWindowUpdate, patchMuxerCloseListeners, patchGossipsubStop, patchGossipsubScoreCache } from './libp2p-patches.js';
 import { noiseCrypto } from './noise-crypto.js';
-import { newRunTag } from './peer-conns.js';
+import { newRunTag, ONE_SHOT_TAG } from './peer-conns.js';
 
 export { DHT_PROTOCOL };
 
@@ -227,8 +227,9 @@ export async function createHost(opts: NetworkOptions, { overlay, loopback, abus
   const host = await createLibp2p({
     start: false,
     privateKey: await libp2pKey(opts.signer),
-    // libp2p's user agent and this node's run tag: two processes holding one key are told apart (peer-conns.ts)
-    nodeInfo: { userAgent: `${userAgent()} ${newRunTag()}` },
+    // libp2p's user agent and this node's run tag: two processes holding one key are told apart (peer-conns.ts); a
+    // one-shot node says so, and its peers do not remember its throwaway port
+    nodeInfo: { userAgent: `${userAgent()} ${newRunTag()}${opts.oneShot ? ` ${ONE_SHOT_TAG}` : ''}` },
     addresses: { listen: opts.listen ?? [...NETWORK_DEFAULTS.listen], ...(opts.announce ? { announce: opts.announce } : {}) },
     transports: [tcp()],
     connectionEncrypters: [noise({ crypto: noiseCrypto })],

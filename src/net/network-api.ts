@@ -41,6 +41,12 @@ export interface NetworkOptions {
   listen?: string[];
   /** Addresses to announce instead of the listen addresses (default: none). */
   announce?: string[];
+  /**
+   * A node that ends with its command (a one-shot `c0mpute run`, listening on a new port each time): its user agent
+   * says so (`c0mpute-oneshot`, peer-conns.ts), so its peers do not remember it to redial after it left (docs/network.md
+   * §11). Default false.
+   */
+  oneShot?: boolean;
   /** Bootstrap peers, multiaddrs ending in `/p2p/<peer id>` (default: none). Dialled at start. */
   bootstrap?: string[];
   /** Overlay name in topics (default `public`). */

@@ -53,7 +53,7 @@ import { createHost, messageId, messageType, topicBoundId } from './libp2p-host.
 import { cancelAddressUpdate, sweepPeerStore } from './libp2p-patches.js';
 import { NETWORK_DEFAULTS, peerKey, toPeerId, type GossipView, type Network, type NetworkOptions } from './network-api.js';
 import { RecordsSync } from './records-sync.js';
-import { bareAddr, PeerConnections, runOf, type DuplicateIdentity } from './peer-conns.js';
+import { bareAddr, isOneShot, PeerConnections, runOf, type DuplicateIdentity } from './peer-conns.js';
 import { sendOnOtherTopics } from './shard-copies.js';
 
 export { DHT_PROTOCOL, GOSSIP_BASE, LIVENESS, generateSwarmKey, topicScoreParams } from './libp2p-host.js';
@@ -189,9 +189,13 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     const protocols = [...new Set(conns.of(peer).flatMap((c) => [...c.protocols]))];
     libp2p.peerStore.patch(peerIdFromString(peer), { multiaddrs: listen.map((a) => multiaddr(a)), protocols }).catch((e: Error) => log.debug({ peer, err: e.message }, 'peer store refresh failed'));
   };
-  /** A peer's addresses to remember (connectivity), as its open connections said them, and the one this node dialled. */
+  /**
+   * A peer's addresses to remember (connectivity), as its open connections said them, and the one this node dialled.
+   * A one-shot node's (its user agent says so: a new port each run, gone when its command ends) are not remembered.
+   */
   const rememberFrom = (peer: string, dialled: string | undefined): void => {
-    if (conns.of(peer).some((c) => c.protocols.has(PROTOCOLS.records))) connectivity.noteUseful(peer, conns.listenOf(peer), dialled);
+    const lasting = conns.of(peer).filter((c) => !c.oneShot);
+    if (lasting.some((c) => c.protocols.has(PROTOCOLS.records))) connectivity.noteUseful(peer, [...new Set(lasting.flatMap((c) => c.listen))], dialled);
   };
   const onConnClose = (evt: CustomEvent<Connection>): void => {
     link.connectionEvents.inc({ event: 'close', direction: evt.detail.direction });
@@ -275,13 +279,16 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     // The address this node dialled it on goes first (a peer that dialled in came from a port it does not listen on).
     const conn = evt.detail.connection;
     const listen = [...new Set(evt.detail.listenAddrs.map((a) => bareAddr(a.toString())))];
+    // a one-shot node (`c0mpute run` without a daemon) listens on a new port each run and is gone when its command
+    // ends: it is not remembered, so it is not redialled after it left, across restarts too (QA qaUp F8)
+    const oneShot = isOneShot(evt.detail.agentVersion);
     if (conn.status === 'open') {
       const run = runOf(evt.detail.agentVersion);
-      const seen = conns.identified({ id: conn.id, peer, remote: conn.remoteAddr.toString(), outbound: conn.direction === 'outbound', listen, protocols: new Set(protocols), ...(run === undefined ? {} : { run }) }, clock());
+      const seen = conns.identified({ id: conn.id, peer, remote: conn.remoteAddr.toString(), outbound: conn.direction === 'outbound', listen, protocols: new Set(protocols), ...(run === undefined ? {} : { run }), ...(oneShot ? { oneShot: true as const } : {}) }, clock());
       if (seen?.fresh) onDuplicate(seen.duplicate);
     }
-    // the addresses of every process of the key connected now (one only, but for a duplicated key)
-    if (protocols.includes(PROTOCOLS.records)) connectivity.noteUseful(peer, [...new Set([...listen, ...conns.listenOf(peer)])], conn.direction === 'outbound' ? conn.remoteAddr.toString() : undefined);
+    // the addresses of every process of the key connected now (one only, but for a duplicated key), one-shot ones left out
+    if (protocols.includes(PROTOCOLS.records) && !oneShot) connectivity.noteUseful(peer, [...new Set([...listen, ...conns.of(peer).filter((c) => !c.oneShot).flatMap((c) => c.listen)])], conn.direction === 'outbound' ? conn.remoteAddr.toString() : undefined);
     // the peer store took another process's newer signed record (stored seq ≥ this one's), or holds one process's only
     const signed = evt.detail.signedPeerRecord?.addresses.map((a) => bareAddr(a.toString()));
     if (conns.wasDuplicated(peer) || (signed !== undefined && listen.length > 0 && (signed.length !== listen.length || signed.some((a) => !listen.includes(a))))) refreshPeerStore(peer);

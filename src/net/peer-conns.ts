@@ -33,6 +33,18 @@ export function runOf(agentVersion: string | undefined): string | undefined {
   return agentVersion === undefined ? undefined : RUN_RE.exec(agentVersion)?.[1];
 }
 
+/**
+ * The word a one-shot node (`c0mpute run` without a daemon: it listens on a new port each time and is gone when its
+ * command ends) adds to its user agent, so its peers do not remember it to redial (docs/network.md §11, QA qaUp F8).
+ */
+export const ONE_SHOT_TAG = 'c0mpute-oneshot';
+const ONE_SHOT_RE = /(?:^|\s)c0mpute-oneshot(?:\s|$)/;
+
+/** Does a peer's user agent say it is a one-shot node (ONE_SHOT_TAG)? */
+export function isOneShot(agentVersion: string | undefined): boolean {
+  return agentVersion !== undefined && ONE_SHOT_RE.test(agentVersion);
+}
+
 /** One connection's identify. */
 export interface ConnIdentity {
   /** libp2p's connection id. */
@@ -46,6 +58,8 @@ export interface ConnIdentity {
   protocols: ReadonlySet<string>;
   /** Its process's run tag, when it sent one. */
   run?: string;
+  /** Its process said it is a one-shot node (ONE_SHOT_TAG): not remembered. */
+  oneShot?: true;
 }
 
 /** One of the processes seen behind a duplicated PeerId. */

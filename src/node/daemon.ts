@@ -40,6 +40,8 @@ export interface DaemonOptions {
   failpoint?: (name: string) => void;
   /** A display command's node: no peer dialled or let in, no earlier provider work recovered (OverlayDeps.display). */
   display?: boolean;
+  /** A one-shot command's node (`c0mpute run` without a daemon): its peers are told not to remember it (OverlayDeps.oneShot). */
+  oneShot?: boolean;
 }
 
 export class Daemon {
@@ -136,7 +138,7 @@ export class Daemon {
     this.#watchStore(this.db);
     for (const n of networksOf(config)) {
       const { roles, ...network } = n;
-      const o = await OverlayNode.start({ dataDir, db: this.db, identity, config, network, roles, clock: this.clock, log: this.log, ...(this.opts.failpoint ? { failpoint: this.opts.failpoint } : {}), ...(this.opts.display ? { display: true } : {}) });
+      const o = await OverlayNode.start({ dataDir, db: this.db, identity, config, network, roles, clock: this.clock, log: this.log, ...(this.opts.failpoint ? { failpoint: this.opts.failpoint } : {}), ...(this.opts.display ? { display: true } : {}), ...(this.opts.oneShot ? { oneShot: true } : {}) });
       this.overlays.set(o.name, o);
       this.#stops.push(() => o.stop());
       for (const setup of this.opts.roleSetups ?? []) await setup(o, this);

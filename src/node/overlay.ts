@@ -83,6 +83,8 @@ export interface OverlayDeps {
    * provider work is not recovered here (that ends processes and signs receipts: the next `start` does it, and says so).
    */
   display?: boolean;
+  /** A one-shot command's node: its user agent says so, and its peers do not remember it (docs/network.md §11). */
+  oneShot?: boolean;
 }
 
 /**
@@ -340,6 +342,7 @@ export class OverlayNode {
       ...(nc.verifyThreads === undefined ? {} : { verifyThreads: nc.verifyThreads }),
       abuse: { ...(nc.abuse ?? {}), reports: this.abuseReports },
       ...(nc.recordsServe ? { recordsServe: nc.recordsServe } : {}),
+      ...(this.d.oneShot ? { oneShot: true } : {}),
       ...(this.d.display ? { unreachable: () => true } : reconnectOptions(nc.reconnect, join(this.d.dataDir, `peers-${this.name}.json`))),
       // a provider must be able to hold every input it quotes for (provider.maxInputBytes may exceed the 16 MiB the defaults fit)
       ...(this.roles.includes('provider') && this.d.config.provider ? { directBudget: budgetForInput(this.d.config.provider.maxInputBytes) } : {}),

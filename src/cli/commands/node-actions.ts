@@ -279,7 +279,8 @@ async function oneShotNode(dataDir: string, flags: StartFlags, roles: NodeConfig
   const identity = await loadNodeIdentity(dataDir);
   bindIdentity(dataDir, identity.did);
   const { Daemon } = await import('../../node/daemon.js');
-  return Daemon.start({ dataDir, config, identity, log, advertise: false, api: false });
+  // its peers are told it is one-shot (a new port each run, gone when the command ends): they do not remember it
+  return Daemon.start({ dataDir, config, identity, log, advertise: false, api: false, oneShot: true });
 }
 
 async function waitForMarket(d: Daemon, ms: number, signal?: AbortSignal): Promise<void> {
