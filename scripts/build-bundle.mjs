@@ -20,9 +20,15 @@
 //
 // dist/bundle/inputs.json lists, for each file of the bundle, the modules it holds
 // (test/e2e/cli-lazy.test.ts checks with it what each command loads).
+//
+// dist/bundle/build.json holds the package's version and the build id: the first 12 hex
+// characters of a SHA-256 over the bundle's .js files (names and contents, in name
+// order), so two builds of one version are told apart (`c0mpute --version`, `status`,
+// the data directory's stamp: src/util/build-id.ts, docs/node.md) with no git at run time.
 import { build } from 'esbuild';
 import { mkdir, mkdtemp, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, relative, sep } from 'node:path';
+import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -90,6 +96,10 @@ async function bundleInto(staging) {
   });
   const inputs = Object.fromEntries(Object.entries(result.metafile.outputs).filter(([f]) => f.endsWith('.js')).map(([f, o]) => [basename(f), Object.keys(o.inputs)]));
   await writeFile(join(staging, 'inputs.json'), JSON.stringify(inputs) + '\n');
+  const hash = createHash('sha256');
+  for (const f of Object.keys(inputs).sort()) hash.update(`${f}\n`).update(await readFile(join(staging, f))).update('\n');
+  const { version } = JSON.parse(await readFile(join(root, 'package.json'), 'utf8'));
+  await writeFile(join(staging, 'build.json'), JSON.stringify({ version, build: hash.digest('hex').slice(0, 12) }) + '\n');
 }
 
 // Into place without pulling a file from under a process that runs the bundle (a daemon loads a command's chunk
@@ -97,7 +107,7 @@ async function bundleInto(staging) {
 // beside the old ones first; then the entry and the list, each replaced in one rename, so a process starting meanwhile
 // gets the old bundle or the new one whole; last, the files neither this build nor the one before it wrote are removed
 // (a process started two builds ago loses its lazy chunks: restart a daemon after rebuilding under it).
-const ENTRY = ['c0mpute.js.map', 'inputs.json', 'c0mpute.js'];
+const ENTRY = ['c0mpute.js.map', 'inputs.json', 'build.json', 'c0mpute.js'];
 async function install(staging) {
   const previous = await readFile(join(out, 'inputs.json'), 'utf8').then((t) => Object.keys(JSON.parse(t)), () => []);
   await mkdir(out, { recursive: true });

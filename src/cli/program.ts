@@ -6,6 +6,7 @@
 import { Command, CommanderError } from 'commander';
 import { C0Error } from '../errors.js';
 import { printable } from '../util/text.js';
+import { buildText } from '../util/build-id.js';
 import { STORE_CORRUPT, STORE_READ_FAILED, STORE_RECOVERY, readFailedMessage, readFailureIn, tableDamageIn } from '../util/store-damage.js';
 import { EXIT, Interrupted, NegativeAnswer, Reported, UsageError, defaultDataDir, expandDataDir, nonEmpty } from './context.js';
 import { registerCommands } from './commands/index.js';
@@ -16,7 +17,8 @@ export function buildProgram(): Command {
   program
     .name('c0mpute')
     .description('Peer-to-peer compute market node: providers quote, buyers decide, every outcome is a signed receipt.')
-    .version('0.1.0')
+    // the package's version and the build id (src/util/build-id.ts): two builds of one version are told apart
+    .version(buildText())
     // an empty one (`--data-dir "$DIR"` with DIR unset) is USAGE_EMPTY_VALUE, never the default data directory
     .option('--data-dir <dir>', 'node data directory (default: $C0MPUTE_HOME, else ~/.c0mpute)', nonEmpty('--data-dir', 'a directory', 'dataDir'))
     .option('--passphrase-file <file>', 'read the key passphrase from this file (else $C0MPUTE_PASSPHRASE, $C0MPUTE_PASSPHRASE_FILE, or a prompt on a terminal)')

@@ -28,6 +28,7 @@ import { shortDid } from '../util/did-text.js';
 import { plural } from '../util/text.js';
 import { jobRecords, type JobRecords } from './job-records.js';
 import { decodeAuditSettings, type AuditSettings } from '../market/audit-settings.js';
+import { buildText } from '../util/build-id.js';
 
 export async function startControlApi(d: Daemon): Promise<ApiServer> {
   const token = ensureToken(d.opts.dataDir);
@@ -254,6 +255,8 @@ export function status(d: Daemon): Record<string, unknown> {
   const p = d.primary;
   return {
     did: d.did,
+    // the package's version and the build id: two builds of one version told apart (src/util/build-id.ts)
+    build: buildText(),
     overlay: p.name,
     ...overlayStatus(p, now),
     store: d.storeStatus(),

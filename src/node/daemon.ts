@@ -3,7 +3,7 @@
  * on one or more overlays. Wires identity → LevelDB → one OverlayNode per
  * overlay (network, stores, roles) → control API, and stops in reverse order.
  */
-import { rmSync, writeFileSync } from 'node:fs';
+import { existsSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AggregatorRegistry, Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import { C0Error } from '../errors.js';
@@ -17,6 +17,8 @@ import { networksOf, type NodeConfig } from './config.js';
 import type { Identity } from './identity.js';
 import { DAEMON_FILE, dataDirIno, processStart, realDataDir, type DaemonInfo } from './daemon-info.js';
 import { OverlayNode } from './overlay.js';
+import { stampDataDir, STAMP_FILE } from './data-stamp.js';
+import { buildIdentity, buildText } from '../util/build-id.js';
 import type { Route } from './api.js';
 
 export { DAEMON_FILE, readDaemonInfo, type DaemonInfo } from './daemon-info.js';
@@ -133,9 +135,17 @@ export class Daemon {
     }
     // a daemon's start waits a while for a database a one-shot command (`run`, an offline `jobs`) holds during a restart
     const lockWaitMs = this.opts.advertise === false ? 0 : 10_000;
+    const hadData = existsSync(join(dataDir, 'db.created')) || existsSync(join(dataDir, 'db'));
     this.db = await openDb(join(dataDir, 'db'), { lockWaitMs, createdMark: join(dataDir, 'db.created'), onTornLog: (t) => this.log.warn({ code: 'STORE_LOG_TORN', file: t.file, offset: t.offset }, tornLogMessage(join(dataDir, 'db'), t)), onLockWait: (holder) => this.log.warn({ code: 'STORE_LOCKED', holder }, `the database is held by ${holder ?? 'another process'}; waiting up to ${lockWaitMs / 1000} s for it`) });
     this.#stops.push(() => closeDb(this.db));
     this.#watchStore(this.db);
+    // which build wrote this directory last, and with which data format (data-stamp.ts): written with the database's
+    // lock held, before anything upgrades what is stored; a display command's node writes nothing
+    if (!this.opts.display) {
+      const { said, written } = stampDataDir(dataDir, hadData, buildIdentity(), this.clock());
+      if (said) this.log[said.level]({ code: said.code, build: buildText() }, said.message);
+      if (!written) this.log.warn({ code: 'DATA_DIR_STAMP_UNWRITTEN', file: join(dataDir, STAMP_FILE) }, 'the data directory’s stamp could not be written (the next start cannot tell which build wrote the directory)');
+    }
     for (const n of networksOf(config)) {
       const { roles, ...network } = n;
       const o = await OverlayNode.start({ dataDir, db: this.db, identity, config, network, roles, clock: this.clock, log: this.log, ...(this.opts.failpoint ? { failpoint: this.opts.failpoint } : {}), ...(this.opts.display ? { display: true } : {}), ...(this.opts.oneShot ? { oneShot: true } : {}) });

@@ -1,0 +1,64 @@
+/**
+ * The data directory's stamp (src/node/data-stamp.ts, docs/node.md "Which build wrote a data directory"; QA qaUp F5):
+ * which build last started on a directory and its data format, so a start on a directory a later build wrote
+ * (DATA_DIR_NEWER_FORMAT, warn) and a later build coming back after an earlier one ran (DATA_DIR_ROLLED_BACK, warn)
+ * are said, and an upgrade at info. Before, nothing on disk recorded which build wrote a directory, and both ways
+ * went by without a word.
+ */
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { checkStamp, DATA_FORMAT, readStamp, stampDataDir, STAMP_FILE } from '../../../src/node/data-stamp.js';
+
+const NOW = Date.UTC(2026, 0, 5);
+const OLD = { version: '0.1.0', build: 'aaaaaaaaaaaa' };
+const NEW = { version: '0.1.0', build: 'bbbbbbbbbbbb' };
+const at = (format: number, highestFormat = format, b = OLD) => ({ format, highestFormat, ...b, writtenAt: '2026-01-01T00:00:00.000Z' });
+
+describe('the data directory stamp', () => {
+  it('says nothing on a new directory or the same build; the build that changed at info', () => {
+    assert.equal(checkStamp(undefined, false, NEW, NOW, 1).said, undefined);
+    assert.equal(checkStamp(at(1, 1, NEW), true, NEW, NOW, 1).said, undefined);
+    const changed = checkStamp(at(1), true, NEW, NOW, 1).said;
+    assert.equal(changed?.code, 'DATA_DIR_BUILD_CHANGED');
+    assert.equal(changed?.level, 'info');
+    assert.match(changed!.message, /last written by 0\.1\.0 \(build aaaaaaaaaaaa\) at 2026-01-01T00:00:00\.000Z; now 0\.1\.0 \(build bbbbbbbbbbbb\)/);
+  });
+
+  it('a directory from before stamps, or of a lower format: upgraded, at info', () => {
+    const before = checkStamp(undefined, true, NEW, NOW, 1);
+    assert.deepEqual([before.said?.code, before.said?.level], ['DATA_DIR_UPGRADED', 'info']);
+    assert.deepEqual(before.write, { format: 1, highestFormat: 1, version: '0.1.0', build: 'bbbbbbbbbbbb', writtenAt: '2026-01-05T00:00:00.000Z' });
+    const up = checkStamp(at(1), true, NEW, NOW, 2);
+    assert.deepEqual([up.said?.code, up.said?.level], ['DATA_DIR_UPGRADED', 'info']);
+    assert.equal(up.write.format, 2);
+  });
+
+  it('a later build wrote it: DATA_DIR_NEWER_FORMAT at warn, and the stamp keeps the highest format; that build, back, says the rollback', () => {
+    // an earlier build (format 1) starts on a directory a format-2 build wrote
+    const older = checkStamp(at(2, 2, NEW), true, OLD, NOW, 1);
+    assert.deepEqual([older.said?.code, older.said?.level], ['DATA_DIR_NEWER_FORMAT', 'warn']);
+    assert.match(older.said!.message, /later build, data format 2, 0\.1\.0 \(build bbbbbbbbbbbb\).*knows data format 1: running an earlier build on it is not supported/);
+    assert.deepEqual([older.write.format, older.write.highestFormat], [1, 2]);
+    // the format-2 build comes back
+    const back = checkStamp(older.write, true, NEW, NOW, 2);
+    assert.deepEqual([back.said?.code, back.said?.level], ['DATA_DIR_ROLLED_BACK', 'warn']);
+    assert.match(back.said!.message, /an earlier build since a build of data format 2 ran on it: 0\.1\.0 \(build aaaaaaaaaaaa\)/);
+    assert.equal(checkStamp(back.write, true, NEW, NOW, 2).said, undefined, 'said once');
+  });
+
+  it('written atomically at start; an unreadable stamp is said and rewritten', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'c0-stamp-'));
+    try {
+      assert.deepEqual(stampDataDir(dir, false, NEW, NOW), { written: true });
+      assert.deepEqual(readStamp(dir), { format: DATA_FORMAT, highestFormat: DATA_FORMAT, version: '0.1.0', build: 'bbbbbbbbbbbb', writtenAt: '2026-01-05T00:00:00.000Z' });
+      writeFileSync(join(dir, STAMP_FILE), '{"format": "one"');
+      assert.equal(stampDataDir(dir, true, NEW, NOW).said?.code, 'DATA_DIR_STAMP_UNREADABLE');
+      assert.equal((JSON.parse(readFileSync(join(dir, STAMP_FILE), 'utf8')) as { format: number }).format, DATA_FORMAT);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
