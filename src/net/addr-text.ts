@@ -25,3 +25,13 @@ export function isPeerAddr(s: string): boolean {
     return false;
   }
 }
+
+/** The peer id a multiaddr ends with (`/p2p/<PeerId>`, parsed), or undefined when it names none or is no multiaddr. */
+export function peerIdOfAddr(s: string): string | undefined {
+  try {
+    const id = multiaddr(s).getComponents().findLast((c) => c.name === 'p2p')?.value;
+    return id === undefined ? undefined : peerIdFromString(id).toString();
+  } catch {
+    return undefined;
+  }
+}

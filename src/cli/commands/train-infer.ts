@@ -44,12 +44,14 @@ export function parseRows(text: string, width: number, what: string): { x: Float
 
 /** A stage's multiaddr must end in /p2p/<peer id> (the route names stages by key): its DID, else TRAIN_BAD_OPTION. */
 async function stageDid(addr: string, k: number): Promise<string> {
-  const [{ multiaddr }, { didFromPeerId }] = await Promise.all([import('@multiformats/multiaddr'), import('../../node/peer-id.js')]);
-  try {
-    const id = multiaddr(addr).getComponents().findLast((c) => c.name === 'p2p')?.value;
-    if (id !== undefined) return didFromPeerId(id);
-  } catch {
-    /* said below */
+  const [{ peerIdOfAddr }, { didFromPeerId }] = await Promise.all([import('../../net/addr-text.js'), import('../../node/peer-id.js')]);
+  const id = peerIdOfAddr(addr);
+  if (id !== undefined) {
+    try {
+      return didFromPeerId(id);
+    } catch {
+      /* said below */
+    }
   }
   throw new UsageError('TRAIN_BAD_OPTION', `--stages: stage ${k}'s "${addr.slice(0, 100)}" is not a multiaddr ending in /p2p/<peer id> (as \`train stage\` prints it)`, { field: 'stages' });
 }
