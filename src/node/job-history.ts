@@ -244,7 +244,10 @@ export function outcomeNow({ job, attempts, outcome }: Pick<HistoryJob, 'job' | 
   // A provider selected and nothing signed about how it went (no verdict, no non-delivery): the run was broken off by
   // this node's stop or crash (a run that gives up on its provider signs a non-delivery), once its deadline passed or,
   // before it, when the job was live as this process started (`earlier`: MarketService.earlierJobs). QA qaCon F10.
-  const broken = outcome.status === 'none' && attempts.length > 0 && (job.record.deadline <= now || o.earlier === true);
+  // A run that noted how its last attempt ended said so itself (EXEC_BUSY for another of our jobs, a stalled buyer…):
+  // broken off only when that note is this node's stop, or there is none (a crash notes nothing).
+  const last = attempts.at(-1)?.note;
+  const broken = outcome.status === 'none' && attempts.length > 0 && (last === undefined || last.code === 'JOB_INTERRUPTED') && (job.record.deadline <= now || o.earlier === true);
   return broken ? { ...outcome, code: 'JOB_INTERRUPTED' } : outcome;
 }
 

@@ -75,34 +75,19 @@ export function Overlays() {
   );
 }
 
-/** The figures of every entitlement below `id`, summed (a row counts only the claims made under its own entitlement). */
-function BelowRow({ id, depth, below }: { id: string; depth: number; below: Team[] }) {
-  const { spent_uj: spent, reserved_uj: reserved, borrowed_uj: borrowed, held_devices: held } = teamTotals(below);
-  return (
-    <tr class="below" data-below={id}>
-      <th scope="row" style={{ paddingLeft: `${(depth + 1) * 1.2}em` }}>
-        <small>all below {id}</small>
-      </th>
-      <td />
-      <td />
-      <td class="spent-uj" data-uj={spent}>
-        {fmtJoules(spent)}
-      </td>
-      <td data-uj={reserved}>{fmtJoules(reserved)}</td>
-      <td data-uj={borrowed}>{fmtJoules(borrowed)}</td>
-      <td>{held}</td>
-      <td class="bar-col" />
-    </tr>
-  );
-}
+type Summed = Pick<TeamRow, 'spent_uj' | 'reserved_uj' | 'borrowed_uj' | 'held_devices' | 'open_claims'>;
 
-/** The whole ledger's figures: every row, in the tree or not (shown when some usage is under entitlements the tree lacks). */
-function LedgerTotalRow({ rows }: { rows: Array<Pick<TeamRow, 'spent_uj' | 'reserved_uj' | 'borrowed_uj' | 'held_devices' | 'open_claims'>> }) {
+/**
+ * A row of summed figures: `all below <id>` (every entitlement below it; a row counts only the claims made under its
+ * own entitlement), or the whole ledger's (every row, in the tree or not: shown when some usage is under entitlements
+ * the tree lacks).
+ */
+function SumRow({ label, rows, depth, mark }: { label: string; rows: Summed[]; depth?: number; mark: { 'data-below': string } | { 'data-ledger-total': '' } }) {
   const { spent_uj: spent, reserved_uj: reserved, borrowed_uj: borrowed, held_devices: held } = teamTotals(rows);
   return (
-    <tr class="below" data-ledger-total="">
-      <th scope="row">
-        <small>ledger total</small>
+    <tr class="below" {...mark}>
+      <th scope="row" style={depth === undefined ? undefined : { paddingLeft: `${(depth + 1) * 1.2}em` }}>
+        <small>{label}</small>
       </th>
       <td />
       <td />
@@ -185,7 +170,7 @@ function StewardPanel({ overlay, version, connected }: { overlay: string | undef
               </td>
             </tr>,
             // a row counts the claims under that entitlement itself: a parent's is followed by the sums of all below it
-            ...(below.length ? [<BelowRow key={`${t.id} below`} id={t.id} depth={depth} below={below} />] : []),
+            ...(below.length ? [<SumRow key={`${t.id} below`} label={`all below ${t.id}`} depth={depth} rows={below} mark={{ 'data-below': t.id }} />] : []),
           ])}
           {/* usage under entitlements the tree no longer has: still the ledger's, so shown, and the ledger's total after */}
           {d.notInTree?.length
@@ -211,7 +196,7 @@ function StewardPanel({ overlay, version, connected }: { overlay: string | undef
                     <td class="bar-col" />
                   </tr>
                 )),
-                <LedgerTotalRow key=" ledger total" rows={[...d.teams, ...d.notInTree]} />,
+                <SumRow key=" ledger total" label="ledger total" rows={[...d.teams, ...d.notInTree]} mark={{ 'data-ledger-total': '' }} />,
               ]
             : null}
         </tbody>

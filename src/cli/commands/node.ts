@@ -328,7 +328,9 @@ export function jobsBody(j: JobsEntry): string[] {
   }
   const attempts = j.attempts ?? [];
   const o = j.outcome;
-  const lines = [o.status === 'completed' ? 'run completed' : o.status === 'failed' ? 'run failed' : attempts.length ? 'no outcome held' : noSelection(j)];
+  // a provider selected and the run broken off by this node's stop or crash (the daemon's outcome.code, job-history.ts outcomeNow)
+  const broken = o.code === 'JOB_INTERRUPTED' ? 'no outcome held: the run was broken off by this node’s stop or crash (JOB_INTERRUPTED)' : 'no outcome held';
+  const lines = [o.status === 'completed' ? 'run completed' : o.status === 'failed' ? 'run failed' : attempts.length ? broken : noSelection(j)];
   const byAddress = new Map(j.receipts.filter((rc) => rc.address !== undefined).map((rc) => [rc.address!, rc]));
   const shown = new Set<string>();
   attempts.forEach((a, i) => {

@@ -113,6 +113,14 @@ test('a run that failed and then got its provider’s receipt late reads failed,
     assert.deepEqual([at(inFlight!, NOW, { earlier: true }).status, at(inFlight!, NOW, { earlier: true }).code], ['interrupted', 'JOB_INTERRUPTED']);
     assert.equal(at(inFlight!, inFlight!.record.deadline + 1, {}).status, 'interrupted');
     assert.equal(outcomeNow(h.find((x) => x.job.address === inFlight!.address)!, inFlight!.record.deadline + 1).code, 'JOB_INTERRUPTED');
+    // an attempt whose run noted how it ended was not broken off (QA qaPnet F4: EXEC_BUSY, a provider busy with another
+    // of our jobs, read JOB_INTERRUPTED after the deadline); one noted as this node's stop was
+    const held = h.find((x) => x.job.address === inFlight!.address)!;
+    const noted = (code: string) => outcomeNow({ ...held, attempts: held.attempts.map((x) => ({ ...x, note: { code, message: code } })) }, inFlight!.record.deadline + 1).code;
+    assert.equal(noted('EXEC_BUSY'), undefined);
+    assert.equal(noted('JOB_INTERRUPTED'), 'JOB_INTERRUPTED');
+    // `c0mpute jobs` says it too (before, the code the API carried was not shown: `no outcome held`)
+    assert.match(jobsBody({ ...of(inFlight!), outcome: { status: 'none', code: 'JOB_INTERRUPTED' } })[0]!, /^no outcome held: the run was broken off by this node’s stop or crash \(JOB_INTERRUPTED\)$/);
     // no provider selected: how this process's run ended, else (after a restart) that nobody was selected
     assert.equal(at(noOffers!, NOW, { run: { done: true, status: 'no-eligible-provider' } }).status, 'no-eligible-provider');
     assert.equal(at(noOffers!, NOW, { run: { done: true, status: 'no-offers' } }).status, 'no-offers');
