@@ -202,7 +202,8 @@ export const SEND_CONCURRENCY = 16;
 /**
  * Send one record message over a direct route to each recipient DID; resolves to the outcome per recipient (never
  * throws). `codes`, when given, learns why each recipient that did not take it did not: the error's code (the
- * recipient's error frame, or this side's: NET_DEADLINE, NET_DIAL_FAILED, …).
+ * recipient's error frame, or this side's: NET_DEADLINE, NET_DIAL_FAILED, …), or the reason of its `ignore` verdict
+ * (RECORD_FROM_FUTURE, RECORD_EXPIRED, a duplicate's code).
  */
 export async function sendDirect(d: OfferSendDeps, route: DirectRoute, kind: TopicKind, to: readonly string[], data: Uint8Array, codes?: Record<string, string>): Promise<Record<string, OfferSendOutcome>> {
   const c = counter(d.registry, route);
@@ -214,7 +215,11 @@ export async function sendDirect(d: OfferSendDeps, route: DirectRoute, kind: Top
     let outcome: OfferSendOutcome;
     try {
       const frames = await slots.run(() => d.call(peerIdFromDid(did), route.protocol, [data], { limits: { ...route.limits, deadlineMs: d.timeoutMs ?? route.limits.deadlineMs! } }));
-      outcome = (frames[0] as { verdict?: unknown } | undefined)?.verdict === 'accept' ? 'accepted' : 'ignored';
+      const answer = frames[0] as { verdict?: unknown; reason?: unknown } | undefined;
+      outcome = answer?.verdict === 'accept' ? 'accepted' : 'ignored';
+      // why it was ignored, as the recipient's pipeline said it (a duplicate; a record from the future or expired by the
+      // recipient's clock, which only the sender can put right): a code, never free text
+      if (outcome === 'ignored' && codes && typeof answer?.reason === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(answer.reason)) codes[did] = answer.reason;
     } catch (e) {
       // an error frame from the recipient is its verdict (its NOT_KEPT: try later); anything else (no route, no such protocol, deadline) is unreachable
       const err = e as C0Error | undefined;

@@ -180,4 +180,12 @@ test('the sender learns why each recipient did not take a record: its error fram
   const none: Record<string, string> = {};
   assert.deepEqual(await sendDirect(ok, OFFER_ROUTE, 'offer', [to], msg, none), { [to]: 'accepted' });
   assert.deepEqual(none, {});
+  // an `ignore` verdict's reason (QA qaPnet F2: RECORD_FROM_FUTURE, which only the sender's clock can put right); text that is no code is not taken
+  const ignoring = (reason: unknown) => ({ registry: new Registry(), call: async (): Promise<CborValue[]> => [{ verdict: 'ignore', reason } as CborValue] });
+  const why: Record<string, string> = {};
+  assert.deepEqual(await sendDirect(ignoring('RECORD_FROM_FUTURE'), OFFER_ROUTE, 'offer', [to], msg, why), { [to]: 'ignored' });
+  assert.deepEqual(why, { [to]: 'RECORD_FROM_FUTURE' });
+  const odd: Record<string, string> = {};
+  await sendDirect(ignoring('you are\nlate'), OFFER_ROUTE, 'offer', [to], msg, odd);
+  assert.deepEqual(odd, {});
 });

@@ -50,3 +50,24 @@ test('an offer every recipient took writes nothing', async () => {
   missed.stop();
   assert.equal(lines.length, 0);
 });
+
+test('an offer the buyer dropped as from its future says this machine’s clock is ahead (QA qaPnet F2: a provider 45 s ahead heard nothing)', async () => {
+  const { lines, log, net, missed } = rig({ [BUYER]: 'ignored', [STEWARD]: 'ignored' }, { [BUYER]: 'RECORD_FROM_FUTURE', [STEWARD]: 'RECORD_EXPIRED' });
+  assert.equal(await offerToBuyer(net, offer, undefined, BUYER, STEWARD, log, missed), 0, 'neither took it');
+  assert.deepEqual(
+    lines.map((l) => [l.level, l.code, l.peer]),
+    [
+      [40, 'RECORD_FROM_FUTURE', BUYER],
+      [40, 'RECORD_EXPIRED', STEWARD],
+    ],
+  );
+  assert.match(String(lines[0]!.msg), /^the job's buyer dropped an offer as dated in its future \(RECORD_FROM_FUTURE\): this machine's clock is ahead .* fix this machine's clock \(NTP\)$/);
+  missed.stop();
+});
+
+test('an offer ignored as a duplicate (already held) is taken, and says nothing', async () => {
+  const { lines, log, net, missed } = rig({ [BUYER]: 'ignored' }, { [BUYER]: 'DUPLICATE' });
+  assert.equal(await offerToBuyer(net, offer, undefined, BUYER, undefined, log, missed), 1);
+  missed.stop();
+  assert.equal(lines.length, 0);
+});
