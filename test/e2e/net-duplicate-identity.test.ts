@@ -103,7 +103,10 @@ test('no open connection of the key serves it: the address where a process of th
   const z = await startNode({ syncOnConnect: [] }, key);
   nets.push(z);
   await z.dial(a.addrs()[0]!);
-  await waitFor(async () => (await a.listenAddrsOf(p.peerId.toString())).join() === z.addrs().join(), 5_000, 'Z identified alone');
+  let seen: string[] = [];
+  await waitFor(async () => (seen = await a.listenAddrsOf(p.peerId.toString())).join() === z.addrs().join(), 15_000, 'Z identified alone').catch((e: Error) => {
+    throw new Error(`${e.message}: A lists ${seen.join(' ')}; Z ${z.addrs().join(' ')}; P ${p.addrs().join(' ')}; A's connections to the key ${a.libp2p.getConnections(p.peerId).map((c) => `${c.direction} ${c.remoteAddr.toString()} ${c.status}`).join(', ')}`);
+  });
   assert.equal(await ask(a, p.did), 'served');
 
   // a key none of whose processes ever served it: NET_PROTOCOL_UNSUPPORTED, not NET_DIAL_FAILED
