@@ -313,7 +313,10 @@ test('a stalled node: the feed and the Run page say so, and it is live again onc
     // a view opened meanwhile does not load for ever in silence: it says the node has not answered (QA qaCon F7)
     await other.bringToFront();
     await other.evaluate(() => (window.location.hash = '#/reputation'));
-    await other.waitForFunction(() => /Loading .*(has not answered|not answering)/.test(document.querySelector('main .loading')?.textContent ?? ''), { timeout: 30_000, polling: 200 });
+    await other.waitForFunction(() => /Loading .*(has not answered|not answering)/.test(document.querySelector('main .loading')?.textContent ?? ''), { timeout: 30_000, polling: 200 }).catch(async (e: Error) => {
+      // what the tab showed instead (it failed once in a clean-clone CI under the suite's load, never alone)
+      throw new Error(`${e.message} at ${other.url()}: ${await other.evaluate(() => document.querySelector('main')?.innerText?.slice(0, 400)).catch(() => '(no page)')}`, { cause: e });
+    });
     await p.bringToFront();
     await feedSays(p, /not answering/);
     await p.waitForSelector('#run-stale', { timeout: 30_000 });
