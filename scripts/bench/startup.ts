@@ -16,7 +16,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bundleFresh } from '../../src/cli/bundle-fresh.js';
+import { bundleFresh } from '../../src/util/bundle-fresh.js';
 import { statFields } from '../../src/node/daemon-info.js';
 import { createIdentity } from '../../src/node/identity.js';
 import { median, table, type BenchResult } from './lib.js';

@@ -6,12 +6,12 @@
  * (src/node/data-stamp.ts) say it.
  *
  * The id is the bundle's: it is this process's code when the bundle is what runs, or when dist/src was compiled no
- * later than the bundle was built (the launcher then runs either, the same code: src/cli/bundle-fresh.ts, whose rule is
- * repeated here: nothing outside src/cli imports from it). When
+ * later than the bundle was built (the launcher then runs either, the same code: src/util/bundle-fresh.ts). When
  * dist/src was compiled since (an edit, then `tsc` alone), the id is unknown, and said so. Light (node:fs only): the
  * CLI's program reads it for `--version`.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { bundleFresh } from './bundle-fresh.js';
 
 export interface BuildIdentity {
   /** package.json's version */
@@ -22,14 +22,6 @@ export interface BuildIdentity {
 
 const DIST = new URL('../../', import.meta.url);
 const BUILD_RE = /^[0-9a-f]{12}$/;
-
-/** The launcher's rule (src/cli/bundle-fresh.ts, which src/cli owns): the bundle is at least as new as the last compile. */
-function bundleFresh(dist: URL): boolean {
-  const mtime = (rel: string) => statSync(new URL(rel, dist), { throwIfNoEntry: false })?.mtimeMs;
-  const bundled = mtime('bundle/c0mpute.js');
-  const compiled = mtime('.tsbuildinfo');
-  return bundled !== undefined && (compiled === undefined || bundled >= compiled);
-}
 
 let cached: BuildIdentity | undefined;
 

@@ -15,7 +15,7 @@ import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from '../unit/ledger/helpers.js';
 import { BIN } from './node-helpers.js';
-import { bundleFresh } from '../../src/cli/bundle-fresh.js';
+import { bundleFresh } from '../../src/util/bundle-fresh.js';
 
 const t = tempDir('c0-cli-lazy-');
 after(() => t.cleanup());

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { BIN, Cluster, buyerConfig, get } from './node-helpers.js';
 import { DATA_FORMAT } from '../../src/node/data-stamp.js';
 import { buildIdentity, buildText } from '../../src/util/build-id.js';
-import { bundleFresh } from '../../src/cli/bundle-fresh.js';
+import { bundleFresh } from '../../src/util/bundle-fresh.js';
 
 const cluster = new Cluster('stamp');
 after(() => cluster.destroy());
