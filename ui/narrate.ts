@@ -7,7 +7,7 @@ import { looksLikeDid, shortDid } from '../src/util/did-text.js';
 import { printable } from '../src/util/text.js';
 import { windowEndText } from '../src/util/window-end.js';
 import { verdictWord } from '../src/util/acceptance-text.js';
-import { denyBasisOf, denyFiguresText } from '../src/util/deny-text.js';
+import { denyFigures } from '../src/util/deny-text.js';
 import { fmtDuration, plural } from './format.js';
 import { joulesText } from '../src/util/joules.js';
 
@@ -86,8 +86,7 @@ export function admissionText(a: Admission | undefined): string {
   const others = a.reasons && a.reasons.length > 1 ? ` (${a.reasons.map(s).join(', ')})` : '';
   const what = a.verdict === 'Deny' ? 'denied' : a.verdict === 'Queue' ? 'queued the claim' : 'let the queued claim expire';
   // a Deny's figures, as the CLI prints them (src/util/deny-text.ts; numbers only, checked)
-  const figures = a.verdict === 'Deny' ? denyFiguresText(a.reason, denyBasisOf(a.basis)) : undefined;
-  return `✘ the steward ${what}: ${s(a.reason ?? '?')}${others}${figures ? ` (${figures})` : ''}`;
+  return `✘ the steward ${what}: ${s(a.reason ?? '?')}${others}${denyFigures(a)}`;
 }
 
 /**

@@ -8,7 +8,7 @@ import { windowEndText } from '../util/window-end.js';
 import { verdictLine } from '../util/verdict-text.js';
 import { verdictWord } from '../util/acceptance-text.js';
 import { explanationLines } from '../util/run-failure.js';
-import { denyBasisOf, denyFiguresText } from '../util/deny-text.js';
+import { denyFigures } from '../util/deny-text.js';
 
 // Light, for commands that print names without rendering events.
 export { short, shortAddr };
@@ -159,12 +159,6 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
     default:
       break;
   }
-}
-
-/** A Deny's figures (src/util/deny-text.ts) as a parenthesis after its reason, or nothing (none sent, or not of this verdict). */
-export function denyFigures(a: { verdict?: string; reason?: string; basis?: unknown } | undefined): string {
-  const t = a?.verdict === 'Deny' ? denyFiguresText(a.reason, denyBasisOf(a.basis)) : undefined;
-  return t ? ` (${t})` : '';
 }
 
 export function renderExplanation(x: Explanation, names: (did: string) => string = short, write: (s: string) => void = out, opts: RenderOptions = {}): void {

@@ -36,7 +36,7 @@ export function neverOpened(code: string | undefined): boolean {
 }
 
 /** What an error code looks like (ours, and any node's of this protocol): upper case, digits and `_`, at most 64. */
-const CODE_FORM = /^[A-Z][A-Z0-9_]{0,63}$/;
+export const CODE_FORM = /^[A-Z][A-Z0-9_]{0,63}$/;
 
 /**
  * The codes a peer's error frame may carry that this node keeps as they are in

@@ -36,6 +36,7 @@ import type { CborValue } from '../records/cbor.js';
 import { peekType } from '../records/envelope.js';
 import { didFromPeerId, peerIdFromDid } from '../node/peer-id.js';
 import { decodeMessage } from './framing.js';
+import { CODE_FORM } from './frames.js';
 import type { ValidationOutcome } from './gossip-validation.js';
 import type { CallOptions, ProtocolHandler, ProtocolLimits } from './protocols.js';
 import { kindForType, type TopicKind } from './topics.js';
@@ -219,7 +220,7 @@ export async function sendDirect(d: OfferSendDeps, route: DirectRoute, kind: Top
       outcome = answer?.verdict === 'accept' ? 'accepted' : 'ignored';
       // why it was ignored, as the recipient's pipeline said it (a duplicate; a record from the future or expired by the
       // recipient's clock, which only the sender can put right): a code, never free text
-      if (outcome === 'ignored' && codes && typeof answer?.reason === 'string' && /^[A-Z][A-Z0-9_]{0,63}$/.test(answer.reason)) codes[did] = answer.reason;
+      if (outcome === 'ignored' && codes && typeof answer?.reason === 'string' && CODE_FORM.test(answer.reason)) codes[did] = answer.reason;
     } catch (e) {
       // an error frame from the recipient is its verdict (its NOT_KEPT: try later); anything else (no route, no such protocol, deadline) is unreachable
       const err = e as C0Error | undefined;

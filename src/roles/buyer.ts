@@ -1215,7 +1215,6 @@ export class Buyer {
     if (left.length > UNTRIED_NAMED) result.attempts.push({ provider: `(${left.length - UNTRIED_NAMED} more)`, outcome: `not tried: ${why}` });
   }
 
-  /** An attempt's outcome when it ended by this node's own doing (localInterruption): no non-delivery. */
   /**
    * Keep how an attempt ended that got no receipt and no non-delivery (`c0mpute jobs`, GET /v1/jobs and the console's
    * job page show it: docs/node.md "Job history"); before, `jobs` said "no receipt, no non-delivery" with no reason
@@ -1226,6 +1225,7 @@ export class Buyer {
     await this.d.noteAttempt?.(selection, { ...(attempt.code !== undefined ? { code: attempt.code } : {}), message: attempt.outcome }).catch((e: unknown) => this.d.log.debug({ selection: selection.address, err: (e as Error).message }, 'the note of an attempt was not kept'));
   }
 
+  /** An attempt's outcome when it ended by this node's own doing (localInterruption): no non-delivery. */
   #localOutcome(why: 'stopping' | 'stalled', frozenMs: number): { outcome: string; code: string; interrupted: 'stopping' | 'stalled' } {
     if (why === 'stopping') return { outcome: `interrupted: this node is stopping (${JOB_INTERRUPTED})`, code: JOB_INTERRUPTED, interrupted: why };
     return { outcome: `interrupted: this node did not run for ${Math.round(frozenMs / 1000)} s during the attempt (${BUYER_STALLED}); no non-delivery signed`, code: BUYER_STALLED, interrupted: why };

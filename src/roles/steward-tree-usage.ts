@@ -49,8 +49,8 @@ export function ledgerFigures(book: UsageBook, id: string): Omit<NotInTreeRow, '
 /** Every entitlement the ledger has charged (released or open claims) that `tree` lacks, by id. */
 export function notInTree(tree: Tree, book: UsageBook): NotInTreeRow[] {
   const ids = new Set<string>();
+  // every open claim's entitlement is among these too: UsageBook sets it on the claim's Admitted
   for (const id of book.entitlements.keys()) if (!tree.entitlements.has(id)) ids.add(id);
-  for (const c of book.open.values()) if (!tree.entitlements.has(c.entitlement)) ids.add(c.entitlement);
   return [...ids].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)).map((id) => ({ id, ...ledgerFigures(book, id) }));
 }
 

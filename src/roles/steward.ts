@@ -307,11 +307,16 @@ export class Steward {
    * without this a restarted steward showed a clean attestation while its witnesses held the pair (QA qaUp F2). One
    * warning at start says how much is held.
    */
+  /** The seqs the evidence held shows two entries at, the lowest 16. */
+  #evidenceSeqs(): number[] {
+    return [...new Set([...this.#evidence.values()].map((p) => p.seq))].sort((a, b) => a - b).slice(0, 16);
+  }
+
   async #loadEvidence(): Promise<void> {
     const held = (await this.o.records.evidenceAbout?.(this.identity.did, MAX_CONTRADICTING)) ?? [];
     for (const rec of held) this.#heardEvidence(rec, { stored: true });
     if (!this.#evidence.size) return;
-    const seqs = [...new Set([...this.#evidence.values()].map((p) => p.seq))].sort((a, b) => a - b).slice(0, 16);
+    const seqs = this.#evidenceSeqs();
     this.log.warn({ overlay: this.o.name, pairs: this.#evidence.size, seqs }, 'this node holds proof that this steward signed two entries no single history holds (equivocation evidence a witness published): its ledger is not to be trusted by anyone who has it (c0mpute steward status)');
   }
 
@@ -700,7 +705,7 @@ export class Steward {
       // without witnesses named: contradicting receipts from keys this ledger holds no receipt from (anyone's), counted
       ...(this.#othersContradicting ? { contradictingOthers: this.#othersContradicting } : {}),
       // equivocation evidence about this steward held in the node's store or heard since: each pair proves two histories to anyone
-      ...(this.#evidence.size ? { evidence: { pairs: this.#evidence.size, witnesses: new Set([...this.#evidence.values()].flatMap((p) => [...p.witnesses])).size, seqs: [...new Set([...this.#evidence.values()].map((p) => p.seq))].sort((a, b) => a - b).slice(0, 16) } } : {}),
+      ...(this.#evidence.size ? { evidence: { pairs: this.#evidence.size, witnesses: new Set([...this.#evidence.values()].flatMap((p) => [...p.witnesses])).size, seqs: this.#evidenceSeqs() } } : {}),
     };
   }
 

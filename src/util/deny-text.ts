@@ -68,3 +68,9 @@ export function denyFiguresText(reason: string | undefined, b: DenyBasis | undef
       return undefined;
   }
 }
+
+/** A Deny's figures as a parenthesis after its reason (` (settled … over the limit …)`), or '' (none sent, or another verdict). */
+export function denyFigures(a: { verdict?: string; reason?: string; basis?: unknown } | undefined): string {
+  const t = a?.verdict === 'Deny' ? denyFiguresText(a.reason, denyBasisOf(a.basis)) : undefined;
+  return t ? ` (${t})` : '';
+}

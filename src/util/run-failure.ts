@@ -6,7 +6,7 @@
  */
 import { shortDid } from './did-text.js';
 import { printable } from './text.js';
-import { denyBasisOf, denyFiguresText } from './deny-text.js';
+import { denyFigures } from './deny-text.js';
 
 /** A market explanation as the wire carries it (src/market/explain.ts). */
 export interface ExplanationText {
@@ -39,9 +39,7 @@ export function runFailureLines(result: Record<string, unknown>, o: { verdictSai
   if (status === 'denied' || status === 'queue-expired') {
     if (o.verdictSaid) return lines;
     const a = result.admission as { verdict?: string; reason?: string; reasons?: string[]; basis?: unknown } | undefined;
-    // a Deny's figures, when the steward sent them (src/util/deny-text.ts)
-    const figures = a?.verdict === 'Deny' ? denyFiguresText(a.reason, denyBasisOf(a.basis)) : undefined;
-    lines.push(`✘ ${status === 'denied' ? 'the steward denied the claim' : 'the claim was still queued at its deadline'}: ${a?.reason ?? '?'}${a?.reasons && a.reasons.length > 1 ? ` (${a.reasons.join(', ')})` : ''}${figures ? ` (${figures})` : ''}`);
+    lines.push(`✘ ${status === 'denied' ? 'the steward denied the claim' : 'the claim was still queued at its deadline'}: ${a?.reason ?? '?'}${a?.reasons && a.reasons.length > 1 ? ` (${a.reasons.join(', ')})` : ''}${denyFigures(a)}`);
   } else if (status === 'no-eligible-provider' || status === 'no-offers') {
     const network = result.network as { code: string; message: string } | undefined;
     if (network) lines.push(`✘ ${network.message} [${network.code}]`);

@@ -619,8 +619,6 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
   );
 }
 
-// shared with the console's Run page (src/util/run-failure.ts)
-export { runFailureLines } from '../../util/run-failure.js';
 
 /** The checks Buyer.check makes, for the overlay the run would use, without a node (Buyer.checkSpec). */
 async function checkSpecOffline(spec: JobSpec, config: NodeConfig, overlay: string | undefined): Promise<void> {

@@ -17,6 +17,7 @@ import { apiCall } from '../../node/api-client.js';
 import type { PoolRoster } from '../../records/kinds.js';
 import { checkWritable, UsageError, out, outJson, readInput, writeOutput } from '../context.js';
 import { short } from '../short.js';
+import { offsetWords } from '../../pools/clock.js';
 import { overlayQuery, requireDaemon } from '../daemon-client.js';
 import { readDaemonInfo } from '../../node/daemon-info.js';
 import { globals } from './index.js';
@@ -196,10 +197,9 @@ export interface MemberClock {
 export function clockLines(s: { me?: string; members: ReadonlyArray<{ did: string; clock?: MemberClock }>; clock?: { windowMs: number; split?: boolean } }): string[] {
   const w = s.clock?.windowMs;
   const within = w === undefined ? '' : ` (buyers allow ${w / 1000} s)`;
-  const words = (ms: number) => `${(Math.abs(ms) / 1000).toFixed(1)} s ${ms >= 0 ? 'ahead of' : 'behind'}`;
   const lines = s.members
     .filter((m) => m.clock?.skewed)
-    .map((m) => `⚠ clock of ${short(m.did)}${m.did === s.me ? ' (this member)' : ''} is ${words(m.clock!.offsetMs)} the pool's${within}: it is not elected coordinator; fix its clock (NTP) [POOL_MEMBER_CLOCK_SKEWED]`);
+    .map((m) => `⚠ clock of ${short(m.did)}${m.did === s.me ? ' (this member)' : ''} is ${offsetWords(m.clock!.offsetMs)} the pool's${within}: it is not elected coordinator; fix its clock (NTP) [POOL_MEMBER_CLOCK_SKEWED]`);
   if (s.clock?.split) {
     const offs = s.members.filter((m) => m.clock).map((m) => `${short(m.did)} ${m.clock!.offsetMs >= 0 ? '+' : '-'}${(Math.abs(m.clock!.offsetMs) / 1000).toFixed(1)} s`);
     lines.push(`⚠ the members' clocks disagree beyond what buyers allow${within} and no majority agrees (${offs.join(', ')}): buyers drop the offers of a coordinator whose clock is off theirs; fix the members' clocks (NTP) [POOL_CLOCKS_SPLIT]`);

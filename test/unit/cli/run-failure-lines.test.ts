@@ -6,7 +6,7 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { runFailureLines } from '../../../src/cli/commands/node-actions.js';
+import { runFailureLines } from '../../../src/util/run-failure.js';
 
 describe('run: the final lines of a run that did not complete', () => {
   const denied = { status: 'denied', admission: { verdict: 'Deny', reason: 'UNOBSERVED_EXCEEDS_GUARANTEE', reasons: ['UNOBSERVED_EXCEEDS_GUARANTEE'] }, attempts: [] };

@@ -16,7 +16,7 @@ import { openDb, closeDb } from '../../../src/store/db.js';
 import { Ledger } from '../../../src/ledger/index.js';
 import { requestAdmission } from '../../../src/roles/admission-client.js';
 import { renderEvent } from '../../../src/cli/render.js';
-import { runFailureLines } from '../../../src/cli/commands/node-actions.js';
+import { runFailureLines } from '../../../src/util/run-failure.js';
 import { admissionText } from '../../../ui/narrate.js';
 import { denyBasisOf, denyFiguresText } from '../../../src/util/deny-text.js';
 import { tempDir, steward as stewardKey, admitted, released } from '../ledger/helpers.js';
