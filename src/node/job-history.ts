@@ -12,7 +12,7 @@
  * through indexes.
  */
 import { C0Error } from '../errors.js';
-import { T, type Acceptance, type Job, type AnyNonDelivery, type Receipt, type Selection } from '../records/kinds.js';
+import { FIRST_CLAIM_POLICY, T, type Acceptance, type Job, type AnyNonDelivery, type Receipt, type Selection } from '../records/kinds.js';
 import { selectedProvider } from './late-receipts.js';
 import { receiptProviderFor } from '../pools/chain.js';
 import type { Opened } from '../records/envelope.js';
@@ -95,7 +95,7 @@ export async function attemptsOf(records: RecordStore, ev: EvidenceStore, job: s
     const against = (p: string) => ev.nondeliveriesAbout(p).find((n) => n.record.selection === selection.address);
     let nondelivery = against(provider);
     if (!nondelivery) {
-      const pool = await poolOfWinner(records, selection.record.winner, provider);
+      const pool = await poolOfWinner(records, selection, provider);
       if (pool !== undefined) nondelivery = against(pool);
     }
     const note = nondelivery ? undefined : await records.attemptNoteOf(selection.address);
@@ -109,8 +109,9 @@ export async function attemptsOf(records: RecordStore, ev: EvidenceStore, job: s
  * here), else of the provider's current advert (the cited one replaced or evicted since); undefined when neither is a
  * pooled advert of its own.
  */
-async function poolOfWinner(records: RecordStore, winner: string, provider: string): Promise<string | undefined> {
-  const won = (await records.get(winner, T.offer)) ?? (await records.get(winner, T.claim));
+async function poolOfWinner(records: RecordStore, selection: Opened<Selection>, provider: string): Promise<string | undefined> {
+  // the winner is a claim under the first-claim policy, an offer under every other: one read, of its own kind
+  const won = await records.get(selection.record.winner, selection.record.policy === FIRST_CLAIM_POLICY ? T.claim : T.offer);
   const cited = won?.signer === provider ? await records.get(won.record.advert, T.advert) : undefined;
   for (const advert of [cited, records.advertOf(provider)]) {
     if (!advert?.record.pool) continue;
