@@ -79,6 +79,16 @@ async function loggedIn(ctx: BrowserContext): Promise<Page> {
   return p;
 }
 
+
+/**
+ * Press "Run the job" once it can be pressed: the button is disabled until the node's overlays have loaded, and a
+ * click on it before then does nothing (under a loaded CI the test clicked a disabled button and waited 30 s for a
+ * run that never began).
+ */
+async function submitRun(p: Page): Promise<void> {
+  await p.waitForSelector('#run-submit:not([disabled])', { timeout: 30_000 });
+  await p.click('#run-submit');
+}
 before(async () => {
   if (skip) return;
   node = spawn(process.execPath, [HARNESS], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -254,7 +264,7 @@ async function runYaml(p: Page, yaml: string): Promise<string> {
     e.dispatchEvent(new Event('input', { bubbles: true }));
   });
   await p.type('textarea[name=yaml]', yaml);
-  await p.click('#run-submit');
+  await submitRun(p);
   await p.waitForSelector('#run-failure', { timeout: 30_000 });
   return p.$eval('main', (e) => (e as HTMLElement).innerText as string);
 }
@@ -305,7 +315,7 @@ test('a stalled node: the feed and the Run page say so, and it is live again onc
   await feedSays(p, /live/);
   await p.evaluate(() => (window.location.hash = '#/run'));
   await shows(p, 'Run a job');
-  await p.click('#run-submit');
+  await submitRun(p);
   // the run begins (the node said "job"), then nothing more comes
   await p.waitForFunction(() => document.querySelectorAll('ol.narration li').length >= 1, { timeout: 30_000 });
   node.kill('SIGSTOP');

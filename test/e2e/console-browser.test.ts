@@ -108,6 +108,16 @@ async function login(p: Page, n: { api: { api: string; token: string } }): Promi
 
 const text = (p: Page, sel = 'main') => p.$eval(sel, (e) => (e as HTMLElement).innerText);
 
+
+/**
+ * Press "Run the job" once it can be pressed: the button is disabled until the node's overlays have loaded, and a
+ * click on it before then does nothing (under a loaded CI the test clicked a disabled button and waited 30 s for a
+ * run that never began).
+ */
+async function submitRun(p: Page): Promise<void> {
+  await p.waitForSelector('#run-submit:not([disabled])', { timeout: 30_000 });
+  await p.click('#run-submit');
+}
 before(async () => {
   if (skip) return;
   mkdirSync(SHOTS, { recursive: true });
@@ -243,7 +253,7 @@ test('a job run from the form shows progress, then a timeline whose links resolv
   await set('cls', 'sha256-batch');
   await set('energyJ', '100');
   await set('input', `console job ${Date.now()}`);
-  await buyer.click('#run-submit');
+  await submitRun(buyer);
   // Progress first (the narration streams while the job runs), then the result.
   await buyer.waitForFunction(() => document.querySelectorAll('ol.narration li').length >= 2, { timeout: 60_000 });
   await buyer.waitForSelector('#run-result', { timeout: 90_000 });
@@ -330,7 +340,7 @@ test('a bad job file pasted as YAML gets the same coded error as `c0mpute run`',
     e.dispatchEvent(new Event('input', { bubbles: true }));
   });
   await buyer.type('textarea[name=yaml]', 'workload: builtin.sha256\nmaxPrice: 0.01 USD\ndeadline: soon\ninput: x\n');
-  await buyer.click('#run-submit');
+  await submitRun(buyer);
   await buyer.waitForSelector('main .error[role=alert]', { timeout: 30_000 });
   assert.match(await text(buyer, 'main .error[role=alert]'), /^JOB_FILE_INVALID/);
   assert.equal(await buyer.$('ol.narration'), null, 'nothing ran');
