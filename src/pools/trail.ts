@@ -467,14 +467,14 @@ export class DispatchTrail {
   }
 
   /** Dispatches not yet closed (a crashed or replaced coordinator's trail): read from the open index, not the whole trail. */
-  async pending(): Promise<Array<{ job: string; entry: TrailEntry }>> {
-    const out: Array<{ job: string; entry: TrailEntry }> = [];
+  async pending(): Promise<Array<{ job: string; key: string; entry: TrailEntry }>> {
+    const out: Array<{ job: string; key: string; entry: TrailEntry }> = [];
     for await (const o of this.db.keys({ gt: OPEN, lt: `${OPEN}\uffff` })) {
       const key = o.slice(OPEN.length);
       const v = await this.db.get(key);
       if (v === undefined) continue;
       const entry = decodeCanonical(v) as unknown as TrailEntry;
-      if (entry.state === 'dispatched') out.push({ job: key.slice(0, key.indexOf('|')), entry });
+      if (entry.state === 'dispatched') out.push({ job: key.slice(0, key.indexOf('|')), key, entry });
     }
     return out;
   }

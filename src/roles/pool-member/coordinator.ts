@@ -15,6 +15,7 @@ import { open, seal, type Opened } from '../../records/envelope.js';
 import { T, type Energy, type Job, type Offer, type PoolDispatch, type PoolRoster, type Receipt } from '../../records/kinds.js';
 import type { Money } from '../../records/money.js';
 import type { CborValue } from '../../records/cbor.js';
+import { openTaken } from '../../records/taken.js';
 import { coordinatorRanking, selectMember } from '../../pools/choice.js';
 import { admit } from '../../pools/gates.js';
 import { splitPrice } from '../../pools/settlement.js';
@@ -165,6 +166,8 @@ export class PoolCoordinator {
    * next answer. At most one per member of the roster.
    */
   #quietSince = new Map<string, number>();
+  /** Open entries whose envelopes do not open (#readable): each logged once while it stays in the trail. */
+  readonly #unreadable = new Set<string>();
   /** When this member started (wall clock, as a dispatch's issuedAt): its own dispatches issued before are from before a restart. */
   readonly #startedAt: number;
 
@@ -223,7 +226,8 @@ export class PoolCoordinator {
   }
 
   async #sweep(elected: boolean): Promise<number> {
-    const all = await this.d.trail.pending();
+    // An entry whose envelopes do not open is skipped, said once (#readable): it never stops a tick, nor the start.
+    const all = (await this.d.trail.pending()).filter((p) => this.#readable(p));
     if (this.#waiting.size) {
       const still = new Set(all.map((p) => DispatchTrail.key(p.job, open(p.entry.dispatch, T.poolDispatch, { trusted: true }).signer)));
       for (const k of this.#waiting.keys()) if (!still.has(k)) this.#waiting.delete(k);
@@ -267,7 +271,7 @@ export class PoolCoordinator {
         const stopAt = performance.now() + RECOVERY_TICK_LIVENESS * this.d.options.livenessMs;
         for (let i = 0; i < order.length && !tick.silent && performance.now() < stopAt; i += RECOVERY_PARALLEL) {
           const round = order.slice(i, i + RECOVERY_PARALLEL);
-          const done = await Promise.all(round.map((p) => (elected || by === this.d.did ? this.#recoverOne(p.job, p.entry, by, live, tick) : this.#askOne(p.job, p.entry, by, tick))));
+          const done = await Promise.all(round.map((p) => this.#guarded(p.job, by, () => (elected || by === this.d.did ? this.#recoverOne(p.job, p.entry, by, live, tick) : this.#askOne(p.job, p.entry, by, tick)))));
           n += done.filter(Boolean).length;
           this.#cursor.set(by, round[round.length - 1]!.job);
         }
@@ -275,6 +279,41 @@ export class PoolCoordinator {
       }),
     );
     return counts.reduce((a, b) => a + b, 0);
+  }
+
+  /**
+   * Whether a pending entry's envelopes open: its dispatch, its job and the record the buyer took (an auction's offer,
+   * an open order's claim: src/records/taken.ts), as recovery and catch-up open them. One that does not (kept by a
+   * build that wrote something else, or damaged) cannot be asked about nor failed with a receipt (a receipt names the
+   * offer), so it is skipped, logged once at warn with its code, and left to the history's pruning
+   * (`history.keepDays` after its job's deadline); the others are recovered as usual. Before, such an entry made every
+   * tick throw, and the start with it: a member that was coordinating a pooled order when it was killed could not start
+   * again (QA qaOrd F1: its dispatch's claim was opened as an offer, RECORD_WRONG_TYPE, exit 3).
+   */
+  #readable(p: { job: string; key: string; entry: TrailEntry }): boolean {
+    try {
+      const job = open(p.entry.job, T.job, { trusted: true });
+      open(p.entry.dispatch, T.poolDispatch, { trusted: true });
+      openTaken(p.entry.offer, job, { trusted: true });
+      this.#unreadable.delete(p.key);
+      return true;
+    } catch (e) {
+      if (!this.#unreadable.has(p.key)) {
+        this.#unreadable.add(p.key);
+        this.d.log.warn({ job: p.job, key: p.key, code: code(e), err: (e as Error).message }, 'pool: a dispatch in the trail does not open; it is skipped by recovery (neither asked about nor failed) and dropped with the job history');
+      }
+      return false;
+    }
+  }
+
+  /** One entry's recovery or catch-up: an error is logged with its code and the entry is left for the next tick, never the tick's end. */
+  async #guarded(job: string, by: string, step: () => Promise<boolean>): Promise<boolean> {
+    try {
+      return await step();
+    } catch (e) {
+      this.d.log.warn({ job, coordinator: by, code: code(e), err: (e as Error).message }, 'pool: recovering a dispatch failed; it is tried again at the next tick');
+      return false;
+    }
   }
 
   /**
@@ -631,7 +670,8 @@ export class PoolCoordinator {
     // pool restarting) fails the dispatch at once, and this one, signing at once as well, made two lost receipts.
     if ((await this.#turn(job, d.signer)).waitMs > 0) return false;
     const j = open(entry.job, T.job, { trusted: true });
-    const offer = open(entry.offer, T.offer, { trusted: true });
+    // The record the buyer took: an auction's offer or an order's claim (src/records/taken.ts).
+    const offer = openTaken(entry.offer, j, { trusted: true });
     const now = this.d.clock();
     const receipt = seal(
       T.receipt,

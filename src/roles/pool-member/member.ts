@@ -386,7 +386,9 @@ export class PoolMember {
     if (!this.#rs.left && this.#mono() - pinged >= this.d.options.livenessMs) await this.#pingAll(false);
     this.#openGate?.();
     this.#ready = true;
-    await this.tick();
+    // A failing tick (recovery that cannot reach its store) is logged, as the loop logs it, never the end of the start:
+    // the daemon runs and the next tick tries again.
+    await this.tick().catch((e) => this.d.log.warn({ err: (e as Error).message, code: code(e) }, 'pool: tick failed'));
     const loop = () => {
       if (this.#stopped) return;
       // The sync step runs beside the loop (tick() awaits it; here it is not awaited): a slow pull does not hold pings.

@@ -21,6 +21,7 @@
 import { C0Error } from '../../errors.js';
 import { open, type Opened } from '../../records/envelope.js';
 import { T, type Job, type Offer, type PoolDispatch, type PoolRoster } from '../../records/kinds.js';
+import { openTaken } from '../../records/taken.js';
 
 export const POOL_PROTOCOL = '/c0mpute/pool/1';
 
@@ -61,7 +62,8 @@ export interface PoolReply {
 
 /**
  * A dispatch-carrying request's records, checked: signed by the caller, a member of this pool, linking job ↔ offer ↔
- * dispatch, and naming as its member one on the roster it names when this member holds that roster (`rosterOf`; one
+ * dispatch (the "offer" is the record the buyer took: an auction's `c0mpute.offer/1`, or an open order's winning
+ * `c0mpute.claim/1`, opened as the job calls for: src/records/taken.ts; the other type is RECORD_WRONG_TYPE), and naming as its member one on the roster it names when this member holds that roster (`rosterOf`; one
  * it does not hold is the caller's to refuse: POOL_ROSTER_STALE for `trail`). An honest coordinator picks the member
  * with selectMember over that roster's active members, so a made-up member is a forged dispatch: refused
  * POOL_DISPATCH_MISMATCH, before it is kept, counted or dialled.
@@ -70,7 +72,8 @@ export function checkDispatch(f: Record<string, unknown>, from: string, pool: st
   if (!(f.dispatch instanceof Uint8Array) || !(f.job instanceof Uint8Array) || !(f.offer instanceof Uint8Array)) throw new C0Error('POOL_BAD_REQUEST', 'dispatch, job and offer envelopes required');
   const dispatch = open(f.dispatch, T.poolDispatch);
   const job = open(f.job, T.job);
-  const offer = open(f.offer, T.offer);
+  // An auction's offer, or an open order's winning claim (a job with `order`): the one the buyer took, either way.
+  const offer = openTaken(f.offer, job);
   if (dispatch.signer !== from) throw new C0Error('POOL_DISPATCH_NOT_CALLERS', 'the dispatch was signed by another member');
   if (dispatch.record.pool !== pool || !members.includes(dispatch.signer)) throw new C0Error('POOL_NOT_MEMBER', 'the dispatch is not by a member of this pool');
   if (dispatch.record.job !== job.address || dispatch.record.offer !== offer.address || offer.record.job !== job.address) throw new C0Error('POOL_DISPATCH_MISMATCH', 'the dispatch, job and offer do not link');

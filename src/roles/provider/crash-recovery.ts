@@ -20,6 +20,7 @@
 import { C0Error } from '../../errors.js';
 import { open, seal, type Opened } from '../../records/envelope.js';
 import { T, type Job, type Offer, type Receipt } from '../../records/kinds.js';
+import { openTaken } from '../../records/taken.js';
 import type { Ed25519Signer } from '../../records/ed25519.js';
 import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/log.js';
@@ -119,7 +120,7 @@ async function failCrashedRuns(d: CrashRecoveryDeps): Promise<void> {
 /** Sign, keep, gossip and send to its buyer the failed receipt (EXEC_PROVIDER_CRASHED) of work a crash ended. */
 async function signCrashed(d: CrashRecoveryDeps, jobBytes: Uint8Array, offerBytes: Uint8Array, address: string, startedAt: number, message: string): Promise<void> {
   const job = open(jobBytes, T.job);
-  const offer = job.record.order ? (open(offerBytes, T.claim) as unknown as Opened<Offer>) : open(offerBytes, T.offer);
+  const offer = openTaken(offerBytes, job);
   if (job.address !== address || offer.signer !== d.did) throw new C0Error('EXEC_NOTE_MISMATCH', 'the recorded job or offer is not this job’s, or not this provider’s');
   const plain = receiptFor(job, offer, {
     startedAt,

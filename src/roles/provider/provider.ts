@@ -8,6 +8,7 @@ import { C0Error } from '../../errors.js';
 import { open, seal, type Opened } from '../../records/envelope.js';
 import { T, type Advert, type Hardware, type Job, type Offer, type Receipt, type Selection } from '../../records/kinds.js';
 import { compareMoney } from '../../records/money.js';
+import { openTaken } from '../../records/taken.js';
 import { hashHex } from '../../records/address.js';
 import type { Ed25519Signer } from '../../records/ed25519.js';
 import { monotonicClock, type Clock } from '../../util/clock.js';
@@ -977,7 +978,7 @@ export class Provider {
     // startBy, so the EXEC_OFFER_LAPSED check below never refuses one). A won claim stops being opened once it ran here
     // (EXEC_ALREADY_RUN), once its input lapsed here (EXEC_JOB_LAPSED), while its buyer is paused (EXEC_BUYER_PAUSED),
     // and at the job's deadline.
-    const offer = job.record.order ? (open(req.offer, T.claim) as unknown as Opened<Offer>) : open(req.offer, T.offer);
+    const offer = openTaken(req.offer, job);
     const selection: Opened<Selection> = open(req.selection, T.selection);
     const now = this.d.clock();
     const problem = this.d.storeProblem?.();
