@@ -25,6 +25,7 @@ import { compareDids } from '../records/did.js';
 import { cmpAmount } from '../market/amount.js';
 import { REASON, evaluate, prepareJob, type PreparedJob } from '../market/eligibility.js';
 import type { LiveProvider } from './types.js';
+import { receiptProviderFor } from '../pools/chain.js';
 
 export const MIB = 1024 * 1024;
 
@@ -107,6 +108,8 @@ export interface Candidate {
 
 export interface ProviderRejection {
   provider: string;
+  /** The pool its live advert stands for (a pool member: docs/pools.md "One provider to buyers"). */
+  pool?: string;
   advert?: string;
   reasons: CandidateReason[];
 }
@@ -315,6 +318,14 @@ function rankInPlace(ok: Candidate[], costRank: ReadonlyMap<string, number>): vo
   }
 }
 
+/**
+ * Whether `p` may claim an order designated to `designated`: it is that provider, or a member of that pool (its live
+ * advert is its pooled advert of it: docs/pools.md "One provider to buyers"; the buyer takes such a claim, claims.ts).
+ */
+export function isDesignated(p: Pick<LiveProvider, 'did' | 'advert'>, designated: string): boolean {
+  return p.did === designated || (p.advert.record.pool !== undefined && receiptProviderFor(p.did, p.advert) === designated);
+}
+
 /** The ranked candidates for an order, and why every other provider is not one. */
 export function candidates(input: CandidatesInput): CandidatesResult {
   if (typeof input.now !== 'number' || !Number.isFinite(input.now)) throw new C0Error('MATCH_BAD_INPUT', 'candidates needs a numeric `now`', { field: 'now' });
@@ -341,7 +352,7 @@ export function candidates(input: CandidatesInput): CandidatesResult {
   // beyond its entry (no reasons list, no closure), and looks each DID up only where it must (docs/market.md §13).
   for (const p of byDid.values()) {
     let reasons: CandidateReason[] | undefined;
-    if (order.designated !== undefined && p.did !== order.designated) (reasons ??= []).push(reason(CANDIDATE_REASON.NOT_DESIGNATED, 'designated', order.designated, p.did, 'is not the designated provider'));
+    if (order.designated !== undefined && !isDesignated(p, order.designated)) (reasons ??= []).push(reason(CANDIDATE_REASON.NOT_DESIGNATED, 'designated', order.designated, p.did, 'is not the designated provider'));
     if (p.liveUntil <= now) (reasons ??= []).push(reason(CANDIDATE_REASON.NOT_LIVE, 'presence', `live after ${now}`, p.liveUntil, `its presence lapsed at ${p.liveUntil}`));
     else if (!p.workloads.includes(order.workload)) (reasons ??= []).push(reason(CANDIDATE_REASON.NOT_LIVE_FOR_WORKLOAD, 'workload', order.workload, p.workloads, `is live, but not for ${order.workload}`));
     const failed = evaluate(pj, p.advert, undefined, now, skew);
@@ -354,7 +365,7 @@ export function candidates(input: CandidatesInput): CandidatesResult {
     if (reasons === undefined && ask.ok) {
       costs.add(ask.cost.amount);
       ok.push({ rank: 0, provider: p.did, advert: p.advert.address, ask: ask.ask, units: ask.units, cost: ask.cost, freeSlots: p.freeSlots, held: h, lastPicked: rotation.lastPicked(p.did) });
-    } else rejected.push({ provider: p.did, advert: p.advert.address, reasons: reasons ?? [] });
+    } else rejected.push({ provider: p.did, ...(p.advert.record.pool ? { pool: receiptProviderFor(p.did, p.advert) } : {}), advert: p.advert.address, reasons: reasons ?? [] });
   }
   if (input.known) {
     const latest = new Map<string, Opened<Advert>>();
@@ -393,6 +404,15 @@ const SAY: Record<string, string> = {
   NOT_DESIGNATED: 'not the designated provider',
 };
 
+/**
+ * The counts are per reason, and a provider is counted under each of its reasons: when they add up to more than the
+ * providers rejected, the sentence says so, not reading as a partition (QA qaOrd F5: "13 providers: 8 …, 5 …, 1 …").
+ */
+function overlap(rejected: ProviderRejection[], counts: Record<string, number>): string {
+  const sum = Object.values(counts).reduce((a, b) => a + b, 0);
+  return sum > rejected.length ? ` (a provider may count under several reasons: ${plural(rejected.length, 'provider')} in all)` : '';
+}
+
 function summarise(order: CandidateOrder, ok: Candidate[], rejected: ProviderRejection[], counts: Record<string, number>): string {
   const known = ok.length + rejected.length;
   const why = Object.entries(counts)
@@ -401,11 +421,11 @@ function summarise(order: CandidateOrder, ok: Candidate[], rejected: ProviderRej
     .join(', ');
   if (ok.length > 0) {
     const c = ok[0]!;
-    return `${ok.length} of ${plural(known, 'provider')} could take the ${order.workload} order now; the first asks ${c.cost.amount} ${c.cost.currency}${why ? ` (not candidates: ${why})` : ''}.`;
+    return `${ok.length} of ${plural(known, 'provider')} could take the ${order.workload} order now; the first asks ${c.cost.amount} ${c.cost.currency}${why ? ` (not candidates: ${why}${overlap(rejected, counts)})` : ''}.`;
   }
   if (known === 0) return `No provider is live: no presence has been heard for ${order.workload}.`;
-  const designated = order.designated !== undefined && !rejected.some((p) => p.provider === order.designated) ? ` The designated provider ${order.designated} is not known.` : '';
-  return `No candidate among ${plural(known, 'provider')} for ${order.workload} at ${order.maxPrice.amount} ${order.maxPrice.currency}: ${why}.${designated}`;
+  const designated = order.designated !== undefined && !rejected.some((p) => p.provider === order.designated || p.pool === order.designated) ? ` The designated provider ${order.designated} is not known.` : '';
+  return `No candidate among ${plural(known, 'provider')} for ${order.workload} at ${order.maxPrice.amount} ${order.maxPrice.currency}: ${why}${overlap(rejected, counts)}.${designated}`;
 }
 
 // ---------------------------------------------------------------------------

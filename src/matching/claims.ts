@@ -15,7 +15,8 @@
  *     gates for the job at the claim's arrival (src/market/eligibility.ts);
  *   - its price is in the job's currency and at most the order's bid (the
  *     job's maxPrice, or the designated price when the order names one);
- *   - when the order names a designated provider, the claimant is that provider;
+ *   - when the order names a designated provider, the claimant is that provider, or, when it names a pool, a member
+ *     of it: the claim cites the claimant's pooled advert of that pool (docs/pools.md "One provider to buyers");
  *   - it was signed and received before the job's deadline, and not signed
  *     before the job was announced nor (beyond the skew window) after it arrived.
  * The claim with the lowest sequence number among the valid ones wins; every
@@ -26,6 +27,7 @@ import { C0Error } from '../errors.js';
 import { cmpAmount } from '../market/amount.js';
 import { checkEligibility, type Failure } from '../market/eligibility.js';
 import { open, T, type Advert, type Claim, type Job, type Money, type Opened } from '../records/index.js';
+import { receiptProviderFor } from '../pools/chain.js';
 
 /** Refusal codes of a claim (stable; tests and the signed refusal carry them). */
 export const CLAIM_REFUSAL = {
@@ -186,8 +188,18 @@ export function decideClaims(input: ClaimInput): ClaimDecision {
       continue;
     }
     if (input.order.designated !== undefined && c.signer !== input.order.designated) {
-      refuse(CLAIM_REFUSAL.NOT_DESIGNATED, `the order is designated to ${input.order.designated}`);
-      continue;
+      // An order designated to a pool is claimed by one of its members, citing its pooled advert of that pool (the
+      // chain the advert carries, checked when it was opened, proves the membership): docs/pools.md "One provider to
+      // buyers". Any other claimant is not designated. A claimant whose advert is not known cannot be judged either way.
+      const cited = input.adverts(r.advert);
+      if (!cited) {
+        refuse(CLAIM_REFUSAL.ADVERT_UNKNOWN, `the advert ${r.advert} is not known`);
+        continue;
+      }
+      if (cited.type !== T.advert || cited.signer !== c.signer || receiptProviderFor(c.signer, cited) !== input.order.designated) {
+        refuse(CLAIM_REFUSAL.NOT_DESIGNATED, `the order is designated to ${input.order.designated}`);
+        continue;
+      }
     }
     if (r.price.currency !== bid.currency) {
       refuse(CLAIM_REFUSAL.CURRENCY_MISMATCH, `priced in ${r.price.currency}; the order pays in ${bid.currency} (never converted)`);

@@ -50,6 +50,7 @@
  */
 import { createHash } from 'node:crypto';
 import { MATCH_ESCALATE_MS, MATCH_FRONT_PERIODS, MATCH_LEASE_MS, type LiveProvider } from './types.js';
+import { isDesignated } from './candidates.js';
 
 /** An open order as the lease rule sees it (built from the buyer's signed job). */
 export interface OpenOrder {
@@ -174,7 +175,7 @@ export function leaseRanking(order: OpenOrder, providers: readonly LiveProvider[
   const oh = hash64(order.address);
   const dh = didHash ?? hash64;
   const may: Array<{ p: LiveProvider; w: number }> = [];
-  for (const p of providers) if ((order.designated !== undefined ? p.did === order.designated : order.openBid) && eligible(p, order)) may.push({ p, w: mixWeight(oh, dh(p.did)) });
+  for (const p of providers) if ((order.designated !== undefined ? isDesignated(p, order.designated) : order.openBid) && eligible(p, order)) may.push({ p, w: mixWeight(oh, dh(p.did)) });
   may.sort((a, b) => b.w - a.w || byString(a.p.did, b.p.did));
   return may.map((x) => x.p);
 }
@@ -248,7 +249,7 @@ export function computeLeases(input: LeaseInput): LeaseView {
     let mine = -1; // placeOf's slot in cand
     for (let j = 0; j < np; j++) {
       const p = withRoom[j]!;
-      if ((o.designated !== undefined ? p.did === o.designated : o.openBid) && eligible(p, o)) {
+      if ((o.designated !== undefined ? isDesignated(p, o.designated) : o.openBid) && eligible(p, o)) {
         if (j === me) mine = n;
         cand[n] = j;
         ws[n++] = mixWeight(oh, dh[j]!);

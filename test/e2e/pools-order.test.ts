@@ -4,7 +4,9 @@
  * needs m2's 5 cores, so m1 dispatches it to m2 with its claim where an auction's dispatch carries the offer.
  *  - m1 SIGKILLed once the buyer's work was accepted: it starts again on its data dir (before: RECORD_WRONG_TYPE,
  *    exit 3, at every start) and the dispatch is closed POOL_COORDINATOR_LOST on both members (m2 kept its copy);
- *  - the next pooled order, dispatched to the other member, completes and settles.
+ *  - the next pooled order, dispatched to the other member, completes and settles;
+ *  - an order designated to the pool's DID (QA qaOrd F5: never claimed, "is not known") is claimed by a member for the
+ *    pool and completes, with no "no live provider can claim" warning before it.
  */
 import '../../src/polyfill.js';
 import { test, before, after } from 'node:test';
@@ -93,5 +95,15 @@ test('the coordinator of a pooled order SIGKILLed after the work was accepted st
     for (const n of [m.m1, m.m2!]) {
       await waitFor(`${n.name} to count m2's completed job`, async () => (await view(n)).members.find((x) => x.did === m.m2!.did)!.jobs.completed === 1, 20_000);
     }
+  });
+});
+
+test('an order designated to the pool is claimed by a member for the pool and completes', async () => {
+  await withLogs(c, async () => {
+    const run = await runJob(buyer, { ...order(300), order: { designated: pool } });
+    assert.equal(run.events.find((e) => e.e === 'order-check'), undefined, 'the pre-post check finds the pool’s members');
+    assert.equal(run.result.status, 'completed', JSON.stringify(run.result.attempts));
+    const receipt = run.events.find((e) => e.e === 'receipt')!.receipt as { signer: string; record: { provider: string } };
+    assert.deepEqual([receipt.signer, receipt.record.provider], [m.m1!.did, pool]);
   });
 });

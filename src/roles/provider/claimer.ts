@@ -59,7 +59,7 @@ import { T, type Advert, type Claim, type Job } from '../../records/kinds.js';
 import type { Ed25519Signer } from '../../records/ed25519.js';
 import { monotonicClock, type Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/log.js';
-import { askFor, orderFromJob } from '../../matching/candidates.js';
+import { askFor, isDesignated, orderFromJob } from '../../matching/candidates.js';
 import { cmpAmount } from '../../market/amount.js';
 import { checkEligibility } from '../../market/eligibility.js';
 import type { OpenOrders } from '../../matching/open-orders.js';
@@ -293,7 +293,9 @@ export class Claimer {
         continue;
       }
       if (this.#skipsBuyer(job.signer)) continue;
-      const mine = order.designated !== undefined ? order.designated === this.d.did : mode === 'any' || view!.byOrder.get(job.address)?.provider === this.d.did;
+      // Designated to this provider, or to the pool its advert stands for (each member claims it as the pool: the first
+      // claim wins, the others are refused ORDER_TAKEN; docs/matching.md "A pooled claim").
+      const mine = order.designated !== undefined ? isDesignated({ did: this.d.did, advert }, order.designated) : mode === 'any' || view!.byOrder.get(job.address)?.provider === this.d.did;
       if (!mine) continue;
       const price = this.#price(job, advert, now);
       if (price) out.push({ job, price, advert });
