@@ -32,7 +32,8 @@
  */
 import { ignoreError, type SemanticHook } from '../net/gossip-validation.js';
 import type { Opened } from '../records/envelope.js';
-import type { Advert, Job, Offer, Receipt, Selection } from '../records/kinds.js';
+import { T, type Advert, type Job, type Offer, type Receipt, type Selection } from '../records/kinds.js';
+import type { RecordStore } from '../store/records.js';
 import { moneyEquals } from '../records/money.js';
 import { receiptProviderFor, verifyPoolProof } from '../pools/chain.js';
 import { LOST_CODE } from '../pools/outcome.js';
@@ -46,9 +47,36 @@ export interface OwnReceiptLookups {
   did: string;
   job(address: string): Promise<Opened<Job> | undefined>;
   selections(job: string): Promise<Array<Opened<Selection>>>;
+  /** The record a selection took, by address: an auction's offer, or an open order's winning claim (src/records/taken.ts). */
   offer(address: string): Promise<Opened<Offer> | undefined>;
   advert(address: string): Opened<Advert> | undefined;
   skewMs?: number;
+}
+
+/** Where this node holds what its selections took: the live offer book, and its store. */
+export interface HeldRecords {
+  did: string;
+  book(address: string): Opened<Offer> | undefined;
+  records: Pick<RecordStore, 'get' | 'selectionsOf'>;
+  advert(address: string): Opened<Advert> | undefined;
+  skewMs?: number;
+}
+
+/**
+ * The lookups of a node's own records (overlay.ts). What a selection took is an offer, or, for an open order, the
+ * won claim, which stands where an offer stands (same job, signer, advert and price: src/records/taken.ts). Before,
+ * only offers were looked up, so a pooled order's POOL_COORDINATOR_LOST receipt signed by another member of the pool
+ * (lostByPoolMember needs the taken record's advert) was ignored RECEIPT_NOT_SELECTED (QA qaOrd F1, noticed by its fix).
+ */
+export function ownReceiptLookups(h: HeldRecords): OwnReceiptLookups {
+  return {
+    did: h.did,
+    job: (a) => h.records.get(a, T.job),
+    selections: (job) => h.records.selectionsOf(job),
+    offer: async (a) => h.book(a) ?? (await h.records.get(a, T.offer)) ?? ((await h.records.get(a, T.claim)) as unknown as Opened<Offer> | undefined),
+    advert: h.advert,
+    ...(h.skewMs === undefined ? {} : { skewMs: h.skewMs }),
+  };
 }
 
 /** The provider a selection chose: the signer of its winning offer (or claim), as the selection lists it. */

@@ -24,7 +24,7 @@ import { createNetwork, type Network } from '../net/node.js';
 import type { TopicKind } from '../net/topics.js';
 import { keptWitness, stewardLedgerLeft } from './ledger-role-leftovers.js';
 import { evidenceHook, ForeignHeads, notFromTheFuture, openHeld, poolHeadHook, recordHooks, witnessHook } from './record-hooks.js';
-import { countersignsLate, directReceiptLog, receiptHook, type OwnReceiptLookups } from './late-receipts.js';
+import { countersignsLate, directReceiptLog, ownReceiptLookups, receiptHook, type OwnReceiptLookups } from './late-receipts.js';
 import { buyerVerdict } from '../reputation/derive.js';
 import { MemoryRecordCache, RECORD_CACHE_DEFAULTS } from '../net/record-cache.js';
 import { CATCH_UP_DEFAULTS, type CatchUpOptions } from '../net/network-api.js';
@@ -598,15 +598,15 @@ export class OverlayNode {
 
   /** What a receipt sent directly is checked against: this node's own jobs, selections and offers, whatever its roles now (late-receipts.ts). */
   #ownReceipts(): OwnReceiptLookups {
-    return {
+    return ownReceiptLookups({
       did: this.did,
-      job: (a) => this.records.get(a, T.job),
-      selections: (job) => this.records.selectionsOf(job),
-      offer: async (a) => this.market.book.get(a) ?? (await this.records.get(a, T.offer)),
+      book: (a) => this.market.book.get(a),
+      records: this.records,
       advert: (a) => this.market.adverts.get(a),
       ...(this.d.network.clockSkewMs === undefined ? {} : { skewMs: this.d.network.clockSkewMs }),
-    };
+    });
   }
+
 
   /** Who besides the job's buyer may sign a selection a provider will run (an overlay's steward). */
   selectionAuthority: ((selectionSigner: string, jobBuyer: string) => boolean) | undefined;
