@@ -23,10 +23,11 @@
 import { C0Error } from '../errors.js';
 import type { CborValue } from '../records/cbor.js';
 import type { Network } from '../net/node.js';
+import type { ServeContext } from '../net/protocols.js';
 import { didFromPeerId } from '../node/peer-id.js';
 import { isDid } from '../records/did.js';
 import { weightsBytes, weightsFromBytes, type MlpShape } from './model.js';
-import { StageQueue, stageForward, type StageRunner } from './pipeline.js';
+import { STAGE_QUEUE, StageQueue, stageForward, type StageRunner } from './pipeline.js';
 import { PAYLOAD_FRAME, splitPayload, withRetry } from './transport.js';
 
 export const PIPELINE_PROTOCOL = '/c0mpute/pipeline/1';
@@ -52,7 +53,10 @@ export const PIPELINE_LIMITS = {
   deadlineMs: 60_000,
   // a request is many frames (up to 3 MiB of activations): it may take the whole deadline, as before (ProtocolLimits.requestMs)
   requestMs: 60_000,
-  maxInboundStreams: 64,
+  // above a caller's bound (STAGE_QUEUE.perCaller): its requests past that bound are answered PIPELINE_BUSY by the
+  // stage, not reset by libp2p; both ends, so a stage's forwards to the next are not cut at libp2p's 64 either
+  maxInboundStreams: 2 * STAGE_QUEUE.perCaller,
+  maxOutboundStreams: 2 * STAGE_QUEUE.perCaller,
   maxStreamBytes: MAX_ACTIVATION_BYTES + FRAMING_BYTES,
   maxResponseBytes: MAX_ACTIVATION_BYTES + FRAMING_BYTES,
 };
@@ -112,6 +116,15 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
   // every later stage owns at least one layer: at most this many stages can follow
   const stagesLeft = Math.max(0, o.shape.layers.length - 1 - o.range[1]);
   const deadlineMs = o.deadlineMs ?? LIMITS.deadlineMs;
+  // each caller's requests held here, from the handler's start to its answer (waiting, computed, or waiting on the
+  // stages after this one): at most STAGE_QUEUE.perCaller, one more answered PIPELINE_BUSY (QA qaTrn F1: a request that
+  // waits on its forward is out of the compute queue, and libp2p reset a caller's 65th stream before any bound spoke)
+  const held = new Map<string, number>();
+  const callerBusy = (caller: string): C0Error | undefined => {
+    const n = held.get(caller) ?? 0;
+    if (n < STAGE_QUEUE.perCaller) return undefined;
+    return new C0Error('PIPELINE_BUSY', `this caller has ${n} requests at this stage (waiting, computed, or waiting on the stages after it), at most ${STAGE_QUEUE.perCaller}; send fewer micro-batches at once`, { detail: { scope: 'caller' } });
+  };
   /** The output passed through the rest of the route: within this stage's share of the deadline, a failure naming the next stage (one a later stage already named is passed back as it is). */
   const forward = async (route: string[], h: { batch: number; mb: number }, y: Float64Array, caller: AbortSignal): Promise<Uint8Array> => {
     const ms = forwardDeadlineMs(deadlineMs, route.length);
@@ -140,49 +153,72 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
       caller.removeEventListener('abort', left);
     }
   };
+  /** One request, admitted: checked, computed in its turn, forwarded along its route, answered. */
+  const serveOne = async (reqs: CborValue[], ctx: ServeContext): Promise<void> => {
+    const head = reqs[0] as { batch?: unknown; mb?: unknown; route?: unknown } | undefined;
+    if (!head || typeof head.batch !== 'number' || !Array.isArray(head.route)) throw new C0Error('PIPELINE_BAD_REQUEST', 'first frame must be {batch, mb, route}');
+    if (!Number.isSafeInteger(head.batch) || head.batch < 1) throw new C0Error('PIPELINE_BAD_REQUEST', `batch ${String(head.batch)} is not a positive integer`);
+    // the request's own fields, all checked here: a bad one is this caller's request, never reported later as the next stage's failure
+    const mb = head.mb ?? 0;
+    if (typeof mb !== 'number' || !Number.isSafeInteger(mb) || mb < 0) throw new C0Error('PIPELINE_BAD_REQUEST', `mb ${JSON.stringify(mb)?.slice(0, 40)} is not a micro-batch number (an integer ≥ 0)`);
+    if (!reqs.slice(1).every((f) => f instanceof Uint8Array)) throw new C0Error('PIPELINE_BAD_REQUEST', 'the frames after the first must be the activations’ bytes');
+    // the input is bounded before it is decoded or computed (the wire bounds it as it is read; this is the documented figure)
+    checkSize(reqs.slice(1).reduce((n: number, f) => n + (f instanceof Uint8Array ? f.length : 0), 0));
+    if (head.batch * widest > MAX_STAGE_VALUES) throw new C0Error('PIPELINE_TOO_LARGE', `${head.batch} rows × a widest layer of ${widest} is over ${MAX_STAGE_VALUES} values; use more micro-batches`);
+    // the output this stage would send on is bounded as the input is, before anything is computed
+    checkSize(head.batch * outW * 8);
+    if (head.route.length > stagesLeft) throw new C0Error('PIPELINE_BAD_REQUEST', `a route of ${head.route.length} stages; at most ${stagesLeft} can follow this one (layers ${o.range[0]}–${o.range[1]} of ${o.shape.layers.length - 1})`);
+    if (!head.route.every((d) => isDid(d))) throw new C0Error('PIPELINE_BAD_REQUEST', 'route entries must be DIDs');
+    const payload = joinBytes(reqs.slice(1));
+    if (payload.length % 8 !== 0) throw new C0Error('PIPELINE_BAD_REQUEST', `activations of ${payload.length} bytes: not a whole number of 8-byte values`);
+    const x = weightsFromBytes(payload);
+    if (x.length !== head.batch * inW) throw new C0Error('PIPELINE_BAD_REQUEST', `activations of ${x.length} values, expected ${head.batch * inW}`);
+    const batch = head.batch;
+    const y = await queue.run(ctx.peer.toString(), ctx.signal, () => stageForward(o.shape, o.w, o.range, x, batch));
+    const route = head.route as string[];
+    const outBytes = route.length > 0 ? await forward(route, { batch: head.batch, mb }, y, ctx.signal) : weightsBytes(y);
+    for (const f of splitPayload(outBytes)) await ctx.send(f);
+  };
   await net.handle(
     PIPELINE_PROTOCOL,
     async (reqs, ctx) => {
-      const head = reqs[0] as { batch?: unknown; mb?: unknown; route?: unknown } | undefined;
-      if (!head || typeof head.batch !== 'number' || !Array.isArray(head.route)) throw new C0Error('PIPELINE_BAD_REQUEST', 'first frame must be {batch, mb, route}');
-      if (!Number.isSafeInteger(head.batch) || head.batch < 1) throw new C0Error('PIPELINE_BAD_REQUEST', `batch ${String(head.batch)} is not a positive integer`);
-      // the request's own fields, all checked here: a bad one is this caller's request, never reported later as the next stage's failure
-      const mb = head.mb ?? 0;
-      if (typeof mb !== 'number' || !Number.isSafeInteger(mb) || mb < 0) throw new C0Error('PIPELINE_BAD_REQUEST', `mb ${JSON.stringify(mb)?.slice(0, 40)} is not a micro-batch number (an integer ≥ 0)`);
-      if (!reqs.slice(1).every((f) => f instanceof Uint8Array)) throw new C0Error('PIPELINE_BAD_REQUEST', 'the frames after the first must be the activations’ bytes');
-      // the input is bounded before it is decoded or computed (the wire bounds it as it is read; this is the documented figure)
-      checkSize(reqs.slice(1).reduce((n: number, f) => n + (f instanceof Uint8Array ? f.length : 0), 0));
-      if (head.batch * widest > MAX_STAGE_VALUES) throw new C0Error('PIPELINE_TOO_LARGE', `${head.batch} rows × a widest layer of ${widest} is over ${MAX_STAGE_VALUES} values; use more micro-batches`);
-      // the output this stage would send on is bounded as the input is, before anything is computed
-      checkSize(head.batch * outW * 8);
-      if (head.route.length > stagesLeft) throw new C0Error('PIPELINE_BAD_REQUEST', `a route of ${head.route.length} stages; at most ${stagesLeft} can follow this one (layers ${o.range[0]}–${o.range[1]} of ${o.shape.layers.length - 1})`);
-      if (!head.route.every((d) => isDid(d))) throw new C0Error('PIPELINE_BAD_REQUEST', 'route entries must be DIDs');
-      const payload = joinBytes(reqs.slice(1));
-      if (payload.length % 8 !== 0) throw new C0Error('PIPELINE_BAD_REQUEST', `activations of ${payload.length} bytes: not a whole number of 8-byte values`);
-      const x = weightsFromBytes(payload);
-      if (x.length !== head.batch * inW) throw new C0Error('PIPELINE_BAD_REQUEST', `activations of ${x.length} values, expected ${head.batch * inW}`);
-      const batch = head.batch;
-      const y = await queue.run(ctx.peer.toString(), ctx.signal, () => stageForward(o.shape, o.w, o.range, x, batch));
-      const route = head.route as string[];
-      const outBytes = route.length > 0 ? await forward(route, { batch: head.batch, mb }, y, ctx.signal) : weightsBytes(y);
-      for (const f of splitPayload(outBytes)) await ctx.send(f);
+      const caller = ctx.peer.toString();
+      const busy = callerBusy(caller);
+      if (busy) throw busy;
+      held.set(caller, (held.get(caller) ?? 0) + 1);
+      try {
+        await serveOne(reqs, ctx);
+      } finally {
+        const n = (held.get(caller) ?? 1) - 1;
+        if (n > 0) held.set(caller, n);
+        else held.delete(caller);
+      }
     },
     LIMITS,
-    // a caller not allowed is refused before its activations (up to 3 MiB, read for up to 60 s) are
+    // a caller not allowed, or already at its bound, is refused before its activations (up to 3 MiB, read for up to 60 s) are
     {
       admit: (peer) => {
-        if (!allow) return undefined;
-        let caller: string | undefined;
-        try {
-          caller = didFromPeerId(peer);
-        } catch {
-          caller = undefined;
+        if (allow) {
+          let caller: string | undefined;
+          try {
+            caller = didFromPeerId(peer);
+          } catch {
+            caller = undefined;
+          }
+          if (caller === undefined || !allow.has(caller)) return new C0Error('PIPELINE_NOT_ALLOWED', `${caller ?? 'this caller'} may not call this stage`);
         }
-        return caller !== undefined && allow.has(caller) ? undefined : new C0Error('PIPELINE_NOT_ALLOWED', `${caller ?? 'this caller'} may not call this stage`);
+        return callerBusy(peer.toString());
       },
     },
   );
 }
+
+/**
+ * Micro-batches a driver (`train infer`, the devnet's walk) keeps out at once: half a stage's bound per caller
+ * (STAGE_QUEUE.perCaller), so two drivers under one key still fit. Before (QA qaTrn F1), `--micro 200` sent all 200 at
+ * once and libp2p reset the streams past 64 (NET_STREAM_FAILED).
+ */
+export const DRIVER_IN_FLIGHT = STAGE_QUEUE.perCaller / 2;
 
 /** A driver's view of a remote pipeline: the whole route as one StageRunner (stage 0 forwards through the rest). */
 export function remotePipeline(net: Pick<Network, 'request'>, route: string[]): StageRunner {

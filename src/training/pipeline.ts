@@ -127,29 +127,42 @@ export class StageQueue {
 }
 
 /**
- * Run `x` ([batch][inWidth]) through the stages with `micro` micro-batches in flight
- * (micro = 1: no micro-batching, one whole batch at a time). Returns [batch][outWidth].
+ * Run `x` ([batch][inWidth]) through the stages in `micro` micro-batches (micro = 1: no micro-batching, one whole
+ * batch at a time). Returns [batch][outWidth]. `inFlight` bounds how many micro-batches are out at once (default: all
+ * of them): the next one is sent as soon as one comes back, in order, so a remote stage is never asked to hold more of
+ * one caller's requests than its bound (PIPELINE_BUSY; docs/training.md "Driving it"). After a failure no further
+ * micro-batch is sent.
  */
-export async function gpipeForward(stages: StageRunner[], x: Float64Array, batch: number, inWidth: number, outWidth: number, micro: number, opts: { serialise?: boolean } = {}): Promise<Float64Array> {
+export async function gpipeForward(stages: StageRunner[], x: Float64Array, batch: number, inWidth: number, outWidth: number, micro: number, opts: { serialise?: boolean; inFlight?: number } = {}): Promise<Float64Array> {
   const m = Math.max(1, Math.min(micro, batch));
   // Local stages are serialised here; remote stages serialise themselves (src/training/pipeline-net.ts).
   const serialStages = opts.serialise === false ? stages : stages.map(serial);
   const out = new Float64Array(batch * outWidth);
-  const jobs: Promise<void>[] = [];
-  for (let k = 0; k < m; k++) {
+  let nextK = 0;
+  let failed = false;
+  const one = async (k: number): Promise<void> => {
     const a = Math.floor((k * batch) / m);
     const b = Math.floor(((k + 1) * batch) / m);
-    if (b === a) continue;
-    jobs.push(
-      (async () => {
-        let act: Float64Array = x.slice(a * inWidth, b * inWidth);
-        for (const s of serialStages) act = await s(act, b - a, k);
-        if (act.length !== (b - a) * outWidth) throw new C0Error('PIPELINE_BAD_OUTPUT', `stage output of ${act.length} values, expected ${(b - a) * outWidth}`);
-        out.set(act, a * outWidth);
-      })(),
-    );
-  }
-  await Promise.all(jobs);
+    if (b === a) return;
+    let act: Float64Array = x.slice(a * inWidth, b * inWidth);
+    for (const s of serialStages) act = await s(act, b - a, k);
+    if (act.length !== (b - a) * outWidth) throw new C0Error('PIPELINE_BAD_OUTPUT', `stage output of ${act.length} values, expected ${(b - a) * outWidth}`);
+    out.set(act, a * outWidth);
+  };
+  // `lanes` workers each take the next micro-batch in order once theirs is back
+  const lane = async (): Promise<void> => {
+    while (!failed && nextK < m) {
+      const k = nextK++;
+      try {
+        await one(k);
+      } catch (e) {
+        failed = true;
+        throw e;
+      }
+    }
+  };
+  const lanes = Math.max(1, Math.min(m, opts.inFlight ?? m));
+  await Promise.all(Array.from({ length: lanes }, lane));
   return out;
 }
 

@@ -75,6 +75,14 @@ test('train infer sends the rows through two stage processes: the output is the 
   assert.equal(human.code, 0, human.err);
   assert.match(human.out, /^row 0: class \d {2}\S+ \S+ \S+$/m);
   assert.match(human.out, /^5 rows through 2 stages in 4 micro-batches$/m);
+  // 200 micro-batches: at most 32 out at once (before, QA qaTrn F1: all at once, NET_STREAM_FAILED past the stage's 64)
+  const many = Array.from({ length: 200 }, (_, i) => [i / 10, -i / 7, Math.sin(i), 1]);
+  const manyFile = join(c.root, 'many.json');
+  writeFileSync(manyFile, JSON.stringify(many));
+  const wide = await c0mpute(driver.dir, ['train', 'infer', '--stages', stages, '--layers', layers.join(','), '--input', manyFile, '--micro', '200', '--json']);
+  assert.equal(wide.code, 0, wide.err);
+  const wideLocal = forward({ layers }, weightsFromBytes(readFileSync(weights)), Float64Array.from(many.flat()), many.length);
+  assert.deepEqual((JSON.parse(wide.out) as { outputs: number[][] }).outputs.flat(), Array.from(wideLocal));
 
   // another node's key is not on stage 0's --allow
   const other = c.dataDir('other');

@@ -63,7 +63,7 @@ export function registerInfer(train: Command): void {
     .requiredOption('--stages <multiaddrs>', 'every stage in order, comma-separated, each ending in /p2p/<peer id> (as `train stage` prints it); only stage 0 is dialled')
     .requiredOption('--layers <widths>', 'the model’s layer widths, as the stages were given, e.g. 4,16,3')
     .requiredOption('--input <file>', 'the input rows: a JSON array of rows, each an array of numbers of the first layer’s width ("-": stdin)')
-    .option('--micro <n>', 'micro-batches in flight (GPipe)', '4')
+    .option('--micro <n>', 'micro-batches to cut the rows into (GPipe; at most 32 in flight at once)', '4')
     .option('--json', 'machine-readable output: {rows, outputs, predictions}')
     .action(async (opts: { stages: string; layers: string; input: string; micro: string; json?: boolean }, cmd: Command) => {
       const { dataDir } = globals(cmd);
@@ -75,7 +75,7 @@ export function registerInfer(train: Command): void {
       const route: string[] = [];
       for (const [k, a] of addrs.entries()) route.push(await stageDid(a, k));
       const { x, rows } = parseRows(new TextDecoder().decode(readInput(opts.input)), layers[0]!, opts.input);
-      const [{ loadNodeIdentity }, { createNetwork }, { remotePipeline }, { gpipeForward }, { argmaxRows }] = await Promise.all([
+      const [{ loadNodeIdentity }, { createNetwork }, { remotePipeline, DRIVER_IN_FLIGHT }, { gpipeForward }, { argmaxRows }] = await Promise.all([
         import('../signer.js'),
         import('../../net/node.js'),
         import('../../training/pipeline-net.js'),
@@ -90,7 +90,7 @@ export function registerInfer(train: Command): void {
         await net.start();
         await net.dial(addrs[0]!);
         // errors come back with their codes: PIPELINE_NOT_ALLOWED (stage 0's --allow), PIPELINE_NEXT_STAGE_FAILED naming the stage, NET_DIAL_FAILED…
-        y = await gpipeForward([remotePipeline(net, route)], x, rows, layers[0]!, outW, Number(opts.micro), { serialise: false });
+        y = await gpipeForward([remotePipeline(net, route)], x, rows, layers[0]!, outW, Number(opts.micro), { serialise: false, inFlight: DRIVER_IN_FLIGHT });
       } finally {
         await net.stop().catch(() => {});
       }

@@ -6,7 +6,7 @@ import { createNetwork, type Network } from '../../../src/net/node.js';
 import { forward, initWeights, weightsBytes } from '../../../src/training/model.js';
 import { iris } from '../../../src/training/data.js';
 import { gpipeForward, localStages, partition } from '../../../src/training/pipeline.js';
-import { remotePipeline, serveStage } from '../../../src/training/pipeline-net.js';
+import { DRIVER_IN_FLIGHT, remotePipeline, serveStage } from '../../../src/training/pipeline-net.js';
 import { expectedPipelineOutput, runPipelineJob } from '../../../src/training/pipeline-job.js';
 
 const eq = (a: Float64Array, b: Float64Array) => assert.equal(Buffer.from(weightsBytes(a)).toString('hex'), Buffer.from(weightsBytes(b)).toString('hex'));
@@ -27,6 +27,33 @@ describe('pipeline mode', () => {
     for (const stages of [1, 2, 3]) for (const micro of [1, 2, 4, 7, 30]) eq(await gpipeForward(localStages(shape, w, stages), d.x, d.n, 4, 3, micro), want);
   });
 
+  it('keeps at most inFlight micro-batches out at once, in order, and sends none after a failure (QA qaTrn F1)', async () => {
+    let out = 0;
+    let most = 0;
+    const sent: number[] = [];
+    const stage = async (x: Float64Array, _b: number, mb: number): Promise<Float64Array> => {
+      sent.push(mb);
+      most = Math.max(most, ++out);
+      await new Promise((r) => setTimeout(r, 1));
+      out--;
+      return x;
+    };
+    const x = Float64Array.from({ length: 100 }, (_, i) => i);
+    const y = await gpipeForward([stage], x, 100, 1, 1, 100, { serialise: false, inFlight: 8 });
+    eq(y, x);
+    assert.equal(most, 8);
+    assert.deepEqual(sent, Array.from({ length: 100 }, (_, i) => i));
+    sent.length = 0;
+    const failing = async (x: Float64Array, _b: number, mb: number): Promise<Float64Array> => {
+      sent.push(mb);
+      if (mb === 3) throw new Error('stage gone');
+      await new Promise((r) => setTimeout(r, 5));
+      return x;
+    };
+    await assert.rejects(gpipeForward([failing], x, 100, 1, 1, 100, { serialise: false, inFlight: 4 }), /stage gone/);
+    assert.ok(sent.length <= 8, `sent ${sent.length} after micro-batch 3 failed`);
+  });
+
   it('stages on separate libp2p nodes: activations flow stage to stage, output equal to the single-process forward', async () => {
     const nets: Network[] = [];
     try {
@@ -40,6 +67,10 @@ describe('pipeline mode', () => {
       const run = remotePipeline(nets[0]!, [nets[1]!.did, nets[2]!.did]);
       const want = forward(shape, w, d.x, d.n);
       for (const micro of [1, 5]) eq(await gpipeForward([run], d.x, d.n, 4, 3, micro, { serialise: false }), want);
+      // 200 micro-batches of one row: the driver's window keeps the stage's bound (before, QA qaTrn F1: all 200 at once,
+      // and libp2p reset the streams past 64, NET_STREAM_FAILED)
+      const many = Float64Array.from({ length: 200 * 4 }, (_, i) => Math.sin(i));
+      eq(await gpipeForward([run], many, 200, 4, 3, 200, { serialise: false, inFlight: DRIVER_IN_FLIGHT }), forward(shape, w, many, 200));
     } finally {
       await Promise.all(nets.map((n) => n.stop()));
     }
