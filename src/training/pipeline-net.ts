@@ -25,6 +25,7 @@ import type { CborValue } from '../records/cbor.js';
 import type { Network } from '../net/node.js';
 import type { ServeContext } from '../net/protocols.js';
 import { didFromPeerId } from '../node/peer-id.js';
+import { handshakeFailure } from '../net/refusals.js';
 import { isDid } from '../records/did.js';
 import { weightsBytes, weightsFromBytes, type MlpShape } from './model.js';
 import { STAGE_QUEUE, StageQueue, stageForward, type StageRunner } from './pipeline.js';
@@ -220,11 +221,118 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
  */
 export const DRIVER_IN_FLIGHT = STAGE_QUEUE.perCaller / 2;
 
-/** A driver's view of a remote pipeline: the whole route as one StageRunner (stage 0 forwards through the rest). */
-export function remotePipeline(net: Pick<Network, 'request'>, route: string[]): StageRunner {
+/** A stage of a driver's route: its DID and, when known, the address it was given by (`train infer --stages`). */
+export interface RouteStage {
+  did: string;
+  addr?: string;
+}
+
+/** How a driver names stage `k` of its route: its place, its key and its address (QA qaTrn F3: the peer id alone). */
+export function stageName(route: RouteStage[], k: number): string {
+  const s = route[k]!;
+  return `stage ${k} (${s.did}${s.addr ? ` at ${s.addr}` : ''})`;
+}
+
+/** The protocol's prefix on an error frame's message (DirectProtocols.open): the driver names the stage instead. */
+const ANSWERED = `${PIPELINE_PROTOCOL} peer answered: `;
+
+/**
+ * A driver's error for a request to stage 0, naming the stage: a stage's answer keeps its code (a later stage it names
+ * by key is named by its place in the route too); a request stage 0 took and then did not answer within the deadline,
+ * or failed under (its stream reset, its connection lost), is PIPELINE_NEXT_STAGE_FAILED naming stage 0 (`timedOut`
+ * as for a stage's forward); stage 0 never reached is NET_DIAL_FAILED, one that does not speak the protocol
+ * NET_PROTOCOL_UNSUPPORTED, both naming it.
+ */
+export function driverError(e: unknown, route: RouteStage[], o: { sent: boolean; timedOut: boolean; deadlineMs: number }): C0Error {
+  const first = stageName(route, 0);
+  if (!(e instanceof C0Error)) return new C0Error('PIPELINE_NEXT_STAGE_FAILED', `${first} failed: ${(e as Error)?.message ?? String(e)}`, { detail: { stage: route[0]!.did, index: 0, timedOut: false } });
+  const detail = (e.detail ?? {}) as Record<string, unknown>;
+  if (detail.remote === true) {
+    let msg = e.message.startsWith(ANSWERED) ? e.message.slice(ANSWERED.length) : e.message;
+    let named: number | undefined;
+    for (let k = route.length - 1; k >= 1; k--) {
+      if (msg.includes(`stage ${route[k]!.did}`)) {
+        msg = msg.replace(`stage ${route[k]!.did}`, stageName(route, k));
+        named = k;
+        break;
+      }
+    }
+    return new C0Error(e.code, `${first} answered: ${msg}`, { detail: { ...detail, ...(named !== undefined ? { stage: route[named]!.did, index: named } : {}) } });
+  }
+  const why = `${e.code}: ${e.message}`.slice(0, 300);
+  if (o.timedOut || (o.sent && e.code === 'NET_DEADLINE')) {
+    return new C0Error('PIPELINE_NEXT_STAGE_FAILED', `${first} did not answer within ${o.deadlineMs} ms (${why})`, { detail: { stage: route[0]!.did, index: 0, cause: e.code, timedOut: true } });
+  }
+  if (!o.sent && e.code === 'NET_DIAL_FAILED') return new C0Error('NET_DIAL_FAILED', `${first} is not reachable: ${e.message}`, { detail: { ...detail, stage: route[0]!.did, index: 0 } });
+  if (!o.sent && e.code === 'NET_PROTOCOL_UNSUPPORTED') return new C0Error('NET_PROTOCOL_UNSUPPORTED', `${first} does not serve ${PIPELINE_PROTOCOL} (is it a \`train stage\`?): ${e.message}`, { detail: { ...detail, stage: route[0]!.did, index: 0 } });
+  return new C0Error('PIPELINE_NEXT_STAGE_FAILED', `${first} failed: ${why}`, { detail: { stage: route[0]!.did, index: 0, cause: e.code, timedOut: false } });
+}
+
+/**
+ * A driver's view of a remote pipeline: the whole route as one StageRunner (stage 0 forwards through the rest). Each
+ * micro-batch has the request's deadline (`deadlineMs`, default PIPELINE_LIMITS.deadlineMs), its retries included;
+ * its failures name the stage (driverError). Before (QA qaTrn F3), a retry after the deadline opened a new stream, and
+ * a stage 0 stopped mid-request was reported 71 s later as `NET_DIAL_FAILED … cannot open` naming its peer id.
+ */
+export function remotePipeline(net: Pick<Network, 'request'>, route: Array<string | RouteStage>, o: { deadlineMs?: number } = {}): StageRunner {
+  const stages: RouteStage[] = route.map((r) => (typeof r === 'string' ? { did: r } : r));
+  const dids = stages.map((r) => r.did);
+  const ms = o.deadlineMs ?? LIMITS.deadlineMs;
   return async (x, batch, mb) => {
     checkSize(x.length * 8);
-    const frames = await withRetry(() => net.request(route[0]!, PIPELINE_PROTOCOL, [{ batch, mb, route: route.slice(1) }, ...splitPayload(weightsBytes(x))], { limits: LIMITS }));
-    return weightsFromBytes(joinBytes(frames));
+    const frames: CborValue[] = [{ batch, mb, route: dids.slice(1) }, ...splitPayload(weightsBytes(x))];
+    const ac = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      ac.abort(new C0Error('NET_DEADLINE', `no answer within ${ms} ms`));
+    }, ms);
+    // whether any try reached stage 0 (a stream opened): a failure after that is the stage's, not "not reachable"
+    let sent = false;
+    try {
+      const answer = await withRetry(async () => {
+        try {
+          return await net.request(dids[0]!, PIPELINE_PROTOCOL, frames, { limits: { ...LIMITS, deadlineMs: ms }, signal: ac.signal });
+        } catch (e) {
+          if (!(e instanceof C0Error) || (e.code !== 'NET_DIAL_FAILED' && e.code !== 'NET_PROTOCOL_UNSUPPORTED')) sent = true;
+          throw e;
+        }
+      });
+      return weightsFromBytes(joinBytes(answer));
+    } catch (e) {
+      throw driverError(e, stages, { sent, timedOut, deadlineMs: ms });
+    } finally {
+      clearTimeout(timer);
+    }
   };
+}
+
+/** Tries of a driver's dial to stage 0 that the stage's node closed as it opened (connectStage), and the pause before the next (ms, plus up to as much again at random). */
+export const STAGE_DIAL = { tries: 3, pauseMs: 1_000 };
+
+/**
+ * A driver's connection to stage 0. A dial the stage's node closes as it opens (ECONNRESET, an early EOF: libp2p
+ * takes at most 5 new connections a second from one host and 10 handshakes at once, and closes the others) is tried
+ * again after a pause, STAGE_DIAL.tries in all; any other failure (refused: nothing listens) is not. The error is
+ * NET_DIAL_FAILED naming the stage, and after resets it says what they most likely were. Before (QA qaTrn F2), 4 of 24
+ * drivers started at once failed `NET_DIAL_FAILED … ECONNRESET` against a stage that was up, read as "not reachable".
+ */
+export async function connectStage(net: Pick<Network, 'dial'>, route: RouteStage[], o: { tries?: number; pauseMs?: number } = {}): Promise<void> {
+  const tries = o.tries ?? STAGE_DIAL.tries;
+  const pauseMs = o.pauseMs ?? STAGE_DIAL.pauseMs;
+  for (let i = 1; ; i++) {
+    try {
+      await net.dial(route[0]!.addr ?? route[0]!.did);
+      return;
+    } catch (e) {
+      const reset = handshakeFailure(e) === 'gone';
+      if (reset && i < tries) {
+        await new Promise((r) => setTimeout(r, pauseMs + Math.floor(Math.random() * pauseMs)));
+        continue;
+      }
+      const err = e instanceof C0Error ? e : new C0Error('NET_DIAL_FAILED', (e as Error).message);
+      const hint = reset ? ` (closed by its node as it opened, ${i} ${i === 1 ? 'try' : 'tries'}: a node takes at most 5 new connections a second from one host and 10 handshakes at once, so many drivers at once may be refused; try again)` : '';
+      throw new C0Error('NET_DIAL_FAILED', `${stageName(route, 0)} is not reachable: ${err.message}${hint}`, { detail: { ...((err.detail ?? {}) as object), stage: route[0]!.did, index: 0, reset } });
+    }
+  }
 }

@@ -75,7 +75,7 @@ export function registerInfer(train: Command): void {
       const route: string[] = [];
       for (const [k, a] of addrs.entries()) route.push(await stageDid(a, k));
       const { x, rows } = parseRows(new TextDecoder().decode(readInput(opts.input)), layers[0]!, opts.input);
-      const [{ loadNodeIdentity }, { createNetwork }, { remotePipeline, DRIVER_IN_FLIGHT }, { gpipeForward }, { argmaxRows }] = await Promise.all([
+      const [{ loadNodeIdentity }, { createNetwork }, { remotePipeline, connectStage, DRIVER_IN_FLIGHT }, { gpipeForward }, { argmaxRows }] = await Promise.all([
         import('../signer.js'),
         import('../../net/node.js'),
         import('../../training/pipeline-net.js'),
@@ -88,9 +88,10 @@ export function registerInfer(train: Command): void {
       let y: Float64Array;
       try {
         await net.start();
-        await net.dial(addrs[0]!);
-        // errors come back with their codes: PIPELINE_NOT_ALLOWED (stage 0's --allow), PIPELINE_NEXT_STAGE_FAILED naming the stage, NET_DIAL_FAILED…
-        y = await gpipeForward([remotePipeline(net, route)], x, rows, layers[0]!, outW, Number(opts.micro), { serialise: false, inFlight: DRIVER_IN_FLIGHT });
+        const stages = route.map((did, k) => ({ did, addr: addrs[k]! }));
+        await connectStage(net, stages);
+        // errors come back with their codes, naming the stage by place, key and address: PIPELINE_NOT_ALLOWED (stage 0's --allow), PIPELINE_NEXT_STAGE_FAILED, NET_DIAL_FAILED…
+        y = await gpipeForward([remotePipeline(net, stages)], x, rows, layers[0]!, outW, Number(opts.micro), { serialise: false, inFlight: DRIVER_IN_FLIGHT });
       } finally {
         await net.stop().catch(() => {});
       }
