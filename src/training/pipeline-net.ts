@@ -24,6 +24,7 @@ import { C0Error } from '../errors.js';
 import type { CborValue } from '../records/cbor.js';
 import type { Network } from '../net/node.js';
 import type { ServeContext } from '../net/protocols.js';
+import type { Logger } from '../util/log.js';
 import { didFromPeerId } from '../node/peer-id.js';
 import { handshakeFailure } from '../net/refusals.js';
 import { isDid } from '../records/did.js';
@@ -94,6 +95,39 @@ export interface StageServerOptions {
   allow?: string[];
   /** The deadline of a request to this stage, ms (default PIPELINE_LIMITS.deadlineMs): the forward to the next stage gets a share of it. */
   deadlineMs?: number;
+  /** Where the stage says what it refused and what failed (default: nowhere). */
+  log?: Logger;
+}
+
+/** A stage's log lines of one kind at most once per this many ms; the ones held back are counted in the next (`more`). */
+export const STAGE_LOG_WINDOW_MS = 10_000;
+
+/**
+ * What a stage's operator sees of a request that did not end well (docs/training.md "Pipeline"): a forward that
+ * failed or timed out at warn (the next stage, or the stages after it, are in trouble), the caller's own failures
+ * (refused: not allowed, busy, a bad or too large request; the caller left or reset the stream) at info. Each code is
+ * logged at most once per STAGE_LOG_WINDOW_MS, with the count of those held back, so a flood does not fill the log.
+ * Before (QA qaTrn F4), a stage logged nothing after its start line.
+ */
+export function stageLogger(log: Logger | undefined, now: () => number = () => performance.now()): (e: unknown, caller: string) => void {
+  const last = new Map<string, { at: number; held: number }>();
+  return (e, caller) => {
+    if (!log) return;
+    const code = e instanceof C0Error ? e.code : 'INTERNAL';
+    const t = now();
+    const seen = last.get(code);
+    if (seen && t - seen.at < STAGE_LOG_WINDOW_MS) {
+      seen.held++;
+      return;
+    }
+    last.set(code, { at: t, held: 0 });
+    const detail = e instanceof C0Error ? (e.detail as { stage?: unknown; timedOut?: unknown } | undefined) : undefined;
+    const fields = { code, caller, err: (e as Error)?.message?.slice(0, 300), ...(detail?.stage !== undefined ? { next: detail.stage, timedOut: detail.timedOut } : {}), ...(seen?.held ? { more: seen.held } : {}) };
+    if (code === 'PIPELINE_NEXT_STAGE_FAILED') log.warn(fields, 'forward to the next stage failed');
+    else if (code.startsWith('PIPELINE_')) log.info(fields, 'refused a request');
+    else if (code.startsWith('NET_')) log.info(fields, 'a request failed on the wire (the caller left or reset it, or its stream broke)');
+    else log.warn(fields, 'a request failed');
+  };
 }
 
 /**
@@ -121,6 +155,14 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
   // stages after this one): at most STAGE_QUEUE.perCaller, one more answered PIPELINE_BUSY (QA qaTrn F1: a request that
   // waits on its forward is out of the compute queue, and libp2p reset a caller's 65th stream before any bound spoke)
   const held = new Map<string, number>();
+  const said = stageLogger(o.log);
+  const callerDid = (peer: Parameters<typeof didFromPeerId>[0]): string => {
+    try {
+      return didFromPeerId(peer);
+    } catch {
+      return peer.toString();
+    }
+  };
   const callerBusy = (caller: string): C0Error | undefined => {
     const n = held.get(caller) ?? 0;
     if (n < STAGE_QUEUE.perCaller) return undefined;
@@ -185,10 +227,16 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
     async (reqs, ctx) => {
       const caller = ctx.peer.toString();
       const busy = callerBusy(caller);
-      if (busy) throw busy;
+      if (busy) {
+        said(busy, callerDid(ctx.peer));
+        throw busy;
+      }
       held.set(caller, (held.get(caller) ?? 0) + 1);
       try {
         await serveOne(reqs, ctx);
+      } catch (e) {
+        said(e, callerDid(ctx.peer));
+        throw e;
       } finally {
         const n = (held.get(caller) ?? 1) - 1;
         if (n > 0) held.set(caller, n);
@@ -206,9 +254,15 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
           } catch {
             caller = undefined;
           }
-          if (caller === undefined || !allow.has(caller)) return new C0Error('PIPELINE_NOT_ALLOWED', `${caller ?? 'this caller'} may not call this stage`);
+          if (caller === undefined || !allow.has(caller)) {
+            const e = new C0Error('PIPELINE_NOT_ALLOWED', `${caller ?? 'this caller'} may not call this stage`);
+            said(e, caller ?? peer.toString());
+            return e;
+          }
         }
-        return callerBusy(peer.toString());
+        const busy = callerBusy(peer.toString());
+        if (busy) said(busy, callerDid(peer));
+        return busy;
       },
     },
   );

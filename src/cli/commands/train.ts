@@ -173,9 +173,12 @@ export function register(program: Command): void {
       const id = await loadNodeIdentity(dataDir);
       const w = weightsFromBytes(readInput(weightsFile));
       if (w.length !== paramCount(shape)) throw new C0Error('TRAIN_WEIGHTS_INVALID', `${weightsFile}: ${w.length} weights, a ${opts.layers} model has ${paramCount(shape)}`);
+      const { createLogger } = await import('../../util/log.js');
+      // refusals, failed forwards and broken streams go to stderr (QA qaTrn F4: a stage logged nothing after its start line)
+      const log = createLogger({ level: process.env.C0MPUTE_LOG_LEVEL ?? 'info', format: 'pretty' }).child({ module: 'stage' });
       const net = await createNetwork({ signer: id.signer, listen: [opts.listen], loopback: true, syncOnConnect: [], topics: [], ...(opts.next ? { bootstrap: [opts.next] } : {}) });
       try {
-        await serveStage(net, { shape, w, range, ...(allow ? { allow } : {}) });
+        await serveStage(net, { shape, w, range, log, ...(allow ? { allow } : {}) });
         await net.start();
       } catch (e) {
         // a node that did not start (NET_LISTEN_FAILED) is stopped, or its open handles keep the process alive after the error
