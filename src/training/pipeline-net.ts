@@ -29,7 +29,7 @@ import { didFromPeerId } from '../node/peer-id.js';
 import { handshakeFailure } from '../net/refusals.js';
 import { isDid } from '../records/did.js';
 import { weightsBytes, weightsFromBytes, type MlpShape } from './model.js';
-import { STAGE_QUEUE, StageQueue, stageForward, type StageRunner } from './pipeline.js';
+import { STAGE_QUEUE, StageQueue, stageForwardFinite, type StageRunner } from './pipeline.js';
 import { PAYLOAD_FRAME, splitPayload, withRetry } from './transport.js';
 
 export const PIPELINE_PROTOCOL = '/c0mpute/pipeline/1';
@@ -63,6 +63,8 @@ export const PIPELINE_LIMITS = {
   maxResponseBytes: MAX_ACTIVATION_BYTES + FRAMING_BYTES,
 };
 const LIMITS = PIPELINE_LIMITS;
+/** The protocol's prefix on an error frame's message (DirectProtocols.open): a stage or driver names the stage instead. */
+const ANSWERED = `${PIPELINE_PROTOCOL} peer answered: `;
 
 function joinBytes(frames: CborValue[]): Uint8Array {
   const parts = frames.filter((f): f is Uint8Array => f instanceof Uint8Array);
@@ -186,6 +188,11 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
       return joinBytes(await withRetry(() => net.request(route[0]!, PIPELINE_PROTOCOL, frames, { limits: { ...LIMITS, deadlineMs: ms }, signal: ac.signal })));
     } catch (e) {
       if (e instanceof C0Error && e.code === 'PIPELINE_NEXT_STAGE_FAILED') throw e;
+      // a later stage's refusal of the values themselves keeps its code, naming the stage that refused (once)
+      if (e instanceof C0Error && e.code === 'PIPELINE_OUTPUT_NOT_FINITE' && (e.detail as { remote?: unknown } | undefined)?.remote === true) {
+        const msg = e.message.startsWith(ANSWERED) ? e.message.slice(ANSWERED.length) : e.message;
+        throw new C0Error(e.code, msg.startsWith('stage did:') ? msg : `stage ${route[0]} answered: ${msg}`, { detail: { stage: route[0] } });
+      }
       const why = (e instanceof C0Error ? `${e.code}: ${e.message}` : (e as Error).message).slice(0, 300);
       // worded by what happened: a timeout only when this share ran out (or the request's own deadline did), else the next stage's failure and its reason
       const timedOut = timer === undefined || (e instanceof C0Error && e.code === 'NET_DEADLINE');
@@ -217,7 +224,7 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
     const x = weightsFromBytes(payload);
     if (x.length !== head.batch * inW) throw new C0Error('PIPELINE_BAD_REQUEST', `activations of ${x.length} values, expected ${head.batch * inW}`);
     const batch = head.batch;
-    const y = await queue.run(ctx.peer.toString(), ctx.signal, () => stageForward(o.shape, o.w, o.range, x, batch));
+    const y = await queue.run(ctx.peer.toString(), ctx.signal, () => stageForwardFinite(o.shape, o.w, o.range, x, batch));
     const route = head.route as string[];
     const outBytes = route.length > 0 ? await forward(route, { batch: head.batch, mb }, y, ctx.signal) : weightsBytes(y);
     for (const f of splitPayload(outBytes)) await ctx.send(f);
@@ -287,8 +294,6 @@ export function stageName(route: RouteStage[], k: number): string {
   return `stage ${k} (${s.did}${s.addr ? ` at ${s.addr}` : ''})`;
 }
 
-/** The protocol's prefix on an error frame's message (DirectProtocols.open): the driver names the stage instead. */
-const ANSWERED = `${PIPELINE_PROTOCOL} peer answered: `;
 
 /**
  * A driver's error for a request to stage 0, naming the stage: a stage's answer keeps its code (a later stage it names

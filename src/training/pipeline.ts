@@ -29,6 +29,31 @@ export function stageForward(shape: MlpShape, w: Float64Array, range: [number, n
   return a;
 }
 
+/** The index of the first value of `a` that is not finite (±Infinity, NaN), or -1. */
+export function firstNonFinite(a: Float64Array): number {
+  for (let i = 0; i < a.length; i++) if (!Number.isFinite(a[i]!)) return i;
+  return -1;
+}
+
+/**
+ * stageForward, refusing a layer whose output is not finite (PIPELINE_OUTPUT_NOT_FINITE naming the layer and the row
+ * of the batch, `detail.layer`, `detail.row`): float64 overflowed (inputs around 1e308), and JSON cannot carry the
+ * value on. Before (QA qaTrn F5), such a row came back as Infinity, printed as `null` by `train infer --json`, exit 0.
+ */
+export function stageForwardFinite(shape: MlpShape, w: Float64Array, range: [number, number], x: Float64Array, batch: number): Float64Array {
+  let a = x;
+  for (let l = range[0]; l < range[1]; l++) {
+    a = layerForward(shape, w, l, a, batch);
+    const i = firstNonFinite(a);
+    if (i >= 0) {
+      const width = shape.layers[l + 1]!;
+      const row = Math.floor(i / width);
+      throw new C0Error('PIPELINE_OUTPUT_NOT_FINITE', `layer ${l} (widths ${shape.layers[l]}→${width}) gave ${a[i]} for row ${row} of the micro-batch: float64 overflowed; scale the input down`, { detail: { layer: l, row } });
+    }
+  }
+  return a;
+}
+
 export type StageRunner = (x: Float64Array, batch: number, microBatch: number) => Promise<Float64Array>;
 
 /** One stage works on one micro-batch at a time, in arrival order. */

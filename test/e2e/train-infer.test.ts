@@ -84,6 +84,13 @@ test('train infer sends the rows through two stage processes: the output is the 
   const wideLocal = forward({ layers }, weightsFromBytes(readFileSync(weights)), Float64Array.from(many.flat()), many.length);
   assert.deepEqual((JSON.parse(wide.out) as { outputs: number[][] }).outputs.flat(), Array.from(wideLocal));
 
+  // an input that overflows float64: refused naming the stage and layer, not printed as null with exit 0 (QA qaTrn F5)
+  const huge = join(c.root, 'huge.json');
+  writeFileSync(huge, JSON.stringify([[1.7e308, -1.7e308, -1.7e308, -1.7e308]]));
+  const over = await c0mpute(driver.dir, ['train', 'infer', '--stages', stages, '--layers', layers.join(','), '--input', huge, '--json']);
+  assert.equal(over.code, 3, over.out + over.err);
+  assert.match(over.err, /PIPELINE_OUTPUT_NOT_FINITE: stage 0 \(did:key:\S+ at \S+\) answered: (stage 1 \(did:key:\S+ at \S+\) answered: )?layer \d /);
+
   // another node's key is not on stage 0's --allow
   const other = c.dataDir('other');
   const refused = await c0mpute(other.dir, ['train', 'infer', '--stages', stages, '--layers', layers.join(','), '--input', rowsFile]);

@@ -75,7 +75,7 @@ export function registerInfer(train: Command): void {
       const route: string[] = [];
       for (const [k, a] of addrs.entries()) route.push(await stageDid(a, k));
       const { x, rows } = parseRows(new TextDecoder().decode(readInput(opts.input)), layers[0]!, opts.input);
-      const [{ loadNodeIdentity }, { createNetwork }, { remotePipeline, connectStage, DRIVER_IN_FLIGHT }, { gpipeForward }, { argmaxRows }] = await Promise.all([
+      const [{ loadNodeIdentity }, { createNetwork }, { remotePipeline, connectStage, DRIVER_IN_FLIGHT }, { gpipeForward, firstNonFinite }, { argmaxRows }] = await Promise.all([
         import('../signer.js'),
         import('../../net/node.js'),
         import('../../training/pipeline-net.js'),
@@ -95,6 +95,9 @@ export function registerInfer(train: Command): void {
       } finally {
         await net.stop().catch(() => {});
       }
+      // a stage refuses a layer that overflows (PIPELINE_OUTPUT_NOT_FINITE naming the layer); a stage of an older build does not
+      const bad = firstNonFinite(y);
+      if (bad >= 0) throw new C0Error('PIPELINE_OUTPUT_NOT_FINITE', `row ${Math.floor(bad / outW)}'s output ${y[bad]} is not finite: float64 overflowed along the pipeline; scale the input down`, { detail: { row: Math.floor(bad / outW) } });
       const outputs = Array.from({ length: rows }, (_, i) => Array.from(y.subarray(i * outW, (i + 1) * outW)));
       const predictions = Array.from(argmaxRows(y, rows, outW));
       if (opts.json) return outJson({ rows, outputs, predictions });

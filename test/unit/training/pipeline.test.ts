@@ -3,9 +3,9 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ed25519Signer } from '../../../src/records/index.js';
 import { createNetwork, type Network } from '../../../src/net/node.js';
-import { forward, initWeights, weightsBytes } from '../../../src/training/model.js';
+import { forward, initWeights, paramCount, weightsBytes } from '../../../src/training/model.js';
 import { iris } from '../../../src/training/data.js';
-import { gpipeForward, localStages, partition } from '../../../src/training/pipeline.js';
+import { gpipeForward, localStages, partition, stageForward, stageForwardFinite } from '../../../src/training/pipeline.js';
 import { DRIVER_IN_FLIGHT, remotePipeline, serveStage } from '../../../src/training/pipeline-net.js';
 import { expectedPipelineOutput, runPipelineJob } from '../../../src/training/pipeline-job.js';
 
@@ -25,6 +25,19 @@ describe('pipeline mode', () => {
   it('GPipe output equals the single-process forward bit for bit, for any stage count and micro-batching', async () => {
     const want = forward(shape, w, d.x, d.n);
     for (const stages of [1, 2, 3]) for (const micro of [1, 2, 4, 7, 30]) eq(await gpipeForward(localStages(shape, w, stages), d.x, d.n, 4, 3, micro), want);
+  });
+
+  it('a stage refuses a layer whose output overflows, naming the layer and row (QA qaTrn F5)', () => {
+    // weights of 1: four inputs of 1e308 sum past float64's range in layer 0
+    const big = { layers: [4, 4, 3] };
+    const ones = new Float64Array(paramCount(big)).fill(1);
+    const x = Float64Array.from([5.1, 3.5, 1.4, 0.2, 1e308, 1e308, 1e308, 1e308]);
+    assert.ok(stageForward(big, ones, [0, 2], x, 2).some((v) => !Number.isFinite(v)), 'the plain forward overflows');
+    assert.throws(
+      () => stageForwardFinite(big, ones, [0, 2], x, 2),
+      (e: { code?: string; detail?: { layer?: number; row?: number } }) => e.code === 'PIPELINE_OUTPUT_NOT_FINITE' && e.detail?.row === 1 && e.detail.layer === 0,
+    );
+    eq(stageForwardFinite(big, ones, [0, 2], x.subarray(0, 4), 1), stageForward(big, ones, [0, 2], x.subarray(0, 4), 1));
   });
 
   it('keeps at most inFlight micro-batches out at once, in order, and sends none after a failure (QA qaTrn F1)', async () => {
