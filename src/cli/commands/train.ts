@@ -10,6 +10,7 @@ import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import type { TrainerEvent } from '../../roles/trainer/worker.js';
 import type { VerifyResult } from '../../training/verify.js';
+import type { StatusFileView } from '../../roles/trainer/status.js';
 import { NegativeAnswer, out, outJson, readInput, UsageError, writingTo } from '../context.js';
 import { globals } from './index.js';
 import { registerBuy } from './train-buy.js';
@@ -23,6 +24,34 @@ function short(s: string): string {
   return s.startsWith('did:') ? `${s.slice(0, 14)}…${s.slice(-6)}` : s.startsWith('sha256:') ? s.slice(0, 19) + '…' : s;
 }
 
+/** Why a run that changed view ends with other weights than `train reference` (QA qaTrn F6: nothing said so). */
+const VIEW_NOTE = 'the survivors redid the epochs after the drop on fewer shards: `train reference`, the run with every member, gives other weights';
+
+/** A view change, as `train status` and `train join` show it. */
+function viewLine(v: { view: number; dropped: string[]; cause: string; silent?: string; members: string[]; resumeEpoch: number }): string {
+  return `membership view ${v.view}: dropped ${v.dropped.map(short).join(', ') || 'nobody'} (${v.cause}${v.silent ? `, ${short(v.silent)} did not deliver` : ''}); resuming ${v.members.length} members from epoch ${v.resumeEpoch}`;
+}
+
+/**
+ * `train status` as text (src/roles/trainer/status.ts StatusFileView): state, steps, each member's counted
+ * commitments, every view change with its cause, the committed epochs, the weights, and, after a view change, why
+ * they differ from `train reference`. Before (QA qaTrn F6), the view changes were in `--json` only.
+ */
+export function statusLines(s: StatusFileView, gone: number | undefined): string[] {
+  const lines: string[] = [];
+  const last = s.losses[s.losses.length - 1];
+  const state = gone === undefined ? s.status : `interrupted (status.json says ${s.status}, but its worker process ${gone} is gone)`;
+  lines.push(`run ${s.run} (${s.name}): ${state}${s.stopReason ? ` (${s.stopReason.code})` : ''}, view ${s.view}`);
+  // `step` is the last step's index (0-based, -1 before the first): a finished run of 30 read 'step 29/30'
+  lines.push(`steps done ${String(s.step + 1)}/${String(s.totalSteps)}, loss ${last ? last.loss.toFixed(4) : '-'}, ${Number(s.stepsPerSec).toFixed(1)} steps/s${s.accuracy !== undefined ? `, held-out accuracy ${(Number(s.accuracy) * 100).toFixed(1)} % (baseline ${(Number(s.baseline) * 100).toFixed(1)} %)` : ''}`);
+  for (const [m, n] of Object.entries(s.contributions)) lines.push(`  member ${m}: ${n} step commitments counted`);
+  for (const v of s.views ?? []) lines.push(`  ${viewLine(v)}`);
+  for (const e of s.epochs) lines.push(`  epoch ${e.epoch}: root ${e.root}, coordinator ${short(e.coordinator)}, ${e.witnesses.length} ${e.witnesses.length === 1 ? 'witness' : 'witnesses'}`);
+  if (s.ignored.count) lines.push(`  ignored step commitments: ${s.ignored.count}`);
+  lines.push(`weights ${String(s.weights)}${(s.views ?? []).some((v) => v.dropped.length) ? ` (${VIEW_NOTE})` : ''}`);
+  return lines;
+}
+
 export function describeEvent(e: TrainerEvent): string {
   switch (e.e) {
     case 'joined':
@@ -32,11 +61,11 @@ export function describeEvent(e: TrainerEvent): string {
     case 'epoch':
       return `epoch ${e.epoch} committed: root ${e.root} by ${short(e.coordinator)}, witnessed by ${e.witnesses.length} (${e.witnesses.map(short).join(', ')})`;
     case 'view':
-      return `membership view ${e.view}: dropped ${e.dropped.map(short).join(', ') || 'nobody'} (${e.cause}${e.silent ? `, ${short(e.silent)} did not deliver` : ''}); resuming ${e.members.length} members from epoch ${e.resumeEpoch}`;
+      return viewLine(e);
     case 'ignored':
       return `ignored a step commitment from ${short(e.from)}${e.step !== undefined ? ` for step ${e.step}` : ''}: ${e.code}${e.unshown ? ` (and ${e.unshown} more before it not shown)` : ''}`;
     case 'done':
-      return `done: weights ${e.weights}, held-out accuracy ${(e.accuracy * 100).toFixed(1)} % (majority baseline ${(e.baseline * 100).toFixed(1)} %)`;
+      return `done: weights ${e.weights}, held-out accuracy ${(e.accuracy * 100).toFixed(1)} % (majority baseline ${(e.baseline * 100).toFixed(1)} %)${e.dropped?.length ? `, in view ${e.view ?? '?'} without ${e.dropped.map(short).join(', ')} (${VIEW_NOTE})` : ''}`;
     case 'stopped':
       return `stopped: ${e.code}: ${e.message}`;
   }
@@ -124,15 +153,7 @@ export function register(program: Command): void {
       const s = parseStatusFile(text, p);
       const gone = interruptedPid(s);
       if (opts.json) return outJson(gone === undefined ? s : { ...s, interrupted: true });
-      const last = s.losses[s.losses.length - 1];
-      const state = gone === undefined ? s.status : `interrupted (status.json says ${s.status}, but its worker process ${gone} is gone)`;
-      out(`run ${s.run} (${s.name}): ${state}${s.stopReason ? ` (${s.stopReason.code})` : ''}, view ${s.view}`);
-      // `step` is the last step's index (0-based, -1 before the first): a finished run of 30 read 'step 29/30'
-      out(`steps done ${String(s.step + 1)}/${String(s.totalSteps)}, loss ${last ? last.loss.toFixed(4) : '-'}, ${Number(s.stepsPerSec).toFixed(1)} steps/s${s.accuracy !== undefined ? `, held-out accuracy ${(Number(s.accuracy) * 100).toFixed(1)} % (baseline ${(Number(s.baseline) * 100).toFixed(1)} %)` : ''}`);
-      for (const [m, n] of Object.entries(s.contributions)) out(`  member ${m}: ${n} step commitments counted`);
-      for (const e of s.epochs) out(`  epoch ${e.epoch}: root ${e.root}, coordinator ${short(e.coordinator)}, ${e.witnesses.length} witnesses`);
-      if (s.ignored.count) out(`  ignored step commitments: ${s.ignored.count}`);
-      out(`weights ${String(s.weights)}`);
+      for (const l of statusLines(s, gone)) out(l);
     });
   train
     .command('stage <weightsFile>')

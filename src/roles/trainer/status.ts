@@ -141,6 +141,8 @@ const statusFileSchema = z
     contributions: z.record(z.string(), z.number()),
     epochs: z.array(z.object({ epoch: z.number(), root: z.string(), coordinator: z.string(), witnesses: z.array(z.string()) }).passthrough()),
     ignored: z.object({ count: z.number() }).passthrough(),
+    // absent in a status written before views were kept
+    views: z.array(z.object({ view: z.number(), members: z.array(z.string()), dropped: z.array(z.string()), resumeEpoch: z.number(), cause: z.string(), silent: z.string().optional() }).passthrough()).optional(),
     weights: z.string(),
     pid: z.number().optional(),
     procStart: z.string().optional(),

@@ -97,7 +97,7 @@ export type TrainerEvent =
   | { e: 'view'; view: number; members: string[]; dropped: string[]; resumeEpoch: number; cause: string; silent?: string }
   /** `unshown`: ignored commitments not shown as events since the last one shown (IGNORED_EVENT_RATE). */
   | { e: 'ignored'; code: string; from: string; step?: number; unshown?: number }
-  | { e: 'done'; weights: string; accuracy: number; baseline: number }
+  | { e: 'done'; weights: string; accuracy: number; baseline: number; view?: number; dropped?: string[] }
   | { e: 'stopped'; code: string; message: string };
 
 export type { EpochResult } from './epoch-commit.js';
@@ -657,7 +657,7 @@ export class TrainerWorker {
       writeFileSync(join(this.o.dir, 'weights.bin'), weightsBytes(this.state.w));
       this.status = 'done';
       this.#writeStatus();
-      this.#emit({ e: 'done', weights: addressOf(weightsBytes(this.state.w)), accuracy: this.accuracy, baseline: baselineAccuracy(d.test) });
+      this.#emit({ e: 'done', weights: addressOf(weightsBytes(this.state.w)), accuracy: this.accuracy, baseline: baselineAccuracy(d.test), ...(this.dropped.length ? { view: this.view, dropped: [...this.dropped] } : {}) });
     } catch (e) {
       const err = e instanceof C0Error ? e : new C0Error('TRAIN_FAILED', (e as Error).message);
       this.status = 'stopped';
