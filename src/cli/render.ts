@@ -67,7 +67,9 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
     }
     case 'order': {
       const bid = ev.bid as { amount: string; currency: string };
-      print(`▸ order posted: ${ev.designated ? `designated to ${names(ev.designated as string)}` : 'open bid'} at ${bid.amount} ${bid.currency}; the first valid claim wins`);
+      // whom it takes (docs/matching.md "Whom an order takes"): the floor on this node's reputation view of a claimant
+      const takes = [ev.recordOnly === 'yes' ? 'with a record above a stranger’s' : '', typeof ev.minReputation === 'number' ? `scoring at least ${ev.minReputation}` : ''].filter(Boolean).join(' and ');
+      print(`▸ order posted: ${ev.designated ? `designated to ${names(ev.designated as string)}` : 'open bid'} at ${bid.amount} ${bid.currency}; the first valid claim wins${takes ? ` (from a provider ${takes} in this node’s reputation view)` : ''}`);
       break;
     }
     case 'order-check': {

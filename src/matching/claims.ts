@@ -18,7 +18,11 @@
  *   - when the order names a designated provider, the claimant is that provider, or, when it names a pool, a member
  *     of it: the claim cites the claimant's pooled advert of that pool (docs/pools.md "One provider to buyers");
  *   - it was signed and received before the job's deadline, and not signed
- *     before the job was announced nor (beyond the skew window) after it arrived.
+ *     before the job was announced nor (beyond the skew window) after it arrived;
+ *   - when the caller passes the buyer's reputation floor (`standing`), the
+ *     claimant (its pool, for a pooled advert) scores at least the floor in the
+ *     buyer's own view. Buyer-local, like CLAIM_ADVERT_UNKNOWN: an auditor passes
+ *     none, and such a refusal is not listed (listedInSelection).
  * The claim with the lowest sequence number among the valid ones wins; every
  * other claim gets a refusal with a stable code: its own invalidity, or
  * ORDER_TAKEN when it was valid but later than the winner.
@@ -28,6 +32,7 @@ import { cmpAmount } from '../market/amount.js';
 import { checkEligibility, type Failure } from '../market/eligibility.js';
 import { open, T, type Advert, type Claim, type Job, type Money, type Opened } from '../records/index.js';
 import { receiptProviderFor } from '../pools/chain.js';
+import { UNKNOWN_REPUTATION } from '../market/policy.js';
 
 /** Refusal codes of a claim (stable; tests and the signed refusal carry them). */
 export const CLAIM_REFUSAL = {
@@ -44,24 +49,50 @@ export const CLAIM_REFUSAL = {
   AFTER_DEADLINE: 'CLAIM_AFTER_DEADLINE',
   BEFORE_JOB: 'CLAIM_BEFORE_JOB',
   FROM_FUTURE: 'CLAIM_FROM_FUTURE',
+  REPUTATION_TOO_LOW: 'CLAIM_REPUTATION_TOO_LOW',
   ORDER_TAKEN: 'ORDER_TAKEN',
 } as const;
 export type ClaimRefusalCode = (typeof CLAIM_REFUSAL)[keyof typeof CLAIM_REFUSAL];
 
 /**
+ * The refusals that rest on what the buyer's node alone knew when the claim
+ * arrived, which no record shows: CLAIM_ADVERT_UNKNOWN (the advert it held) and
+ * CLAIM_REPUTATION_TOO_LOW (its own reputation view of the claimant, derived
+ * from the evidence it holds and the buyers it trusts).
+ */
+const BUYER_LOCAL: ReadonlySet<string> = new Set([CLAIM_REFUSAL.ADVERT_UNKNOWN, CLAIM_REFUSAL.REPUTATION_TOO_LOW]);
+
+/**
  * Whether a claim the buyer judged goes into its selection's `arrivals` (when
- * it came before the winner): every claim that opened, except one refused
- * CLAIM_ADVERT_UNKNOWN. That refusal rests on what the buyer's node held when
- * the claim arrived, which no record shows: a claimant can cite an advert it
- * signed and kept to itself, then publish it, and an auditor recomputing the
- * listed claim would find it valid and earlier than the winner
- * (FIRST_CLAIM_SKIPPED_VALID against an honest buyer). Every other refusal
- * follows from the job, the claim, its advert and the listed arrival time, so
- * an auditor recomputes it as the buyer did (docs/matching.md "How "first" is
- * audited").
+ * it came before the winner): every claim that opened, except one refused for
+ * what only the buyer's node knew (BUYER_LOCAL). CLAIM_ADVERT_UNKNOWN: a
+ * claimant can cite an advert it signed and kept to itself, then publish it,
+ * and an auditor recomputing the listed claim would find it valid and earlier
+ * than the winner (FIRST_CLAIM_SKIPPED_VALID against an honest buyer).
+ * CLAIM_REPUTATION_TOO_LOW: an auditor holds other evidence and trusts other
+ * buyers, so it cannot recompute the buyer's view, and would report the same.
+ * Every other refusal follows from the job, the claim, its advert and the
+ * listed arrival time, so an auditor recomputes it as the buyer did
+ * (docs/matching.md "How "first" is audited").
  */
 export function listedInSelection(a: Pick<ClaimAnswer, 'claim' | 'code'>): boolean {
-  return a.claim !== undefined && a.code !== CLAIM_REFUSAL.ADVERT_UNKNOWN;
+  return a.claim !== undefined && (a.code === undefined || !BUYER_LOCAL.has(a.code));
+}
+
+/**
+ * The buyer's floor on whom its order takes (docs/matching.md "Whom an order
+ * takes"): a claimant (the pool, for a claim citing a pooled advert) scoring
+ * below `min` in the buyer's own reputation view is refused
+ * CLAIM_REPUTATION_TOO_LOW, and with `recorded` one scoring no better than a
+ * provider with no evidence (UNKNOWN_REPUTATION, what every fresh key has) too.
+ */
+export interface ReputationFloor {
+  /** The least score taken, 0..1 (0: any). */
+  min: number;
+  /** Take only claimants with a record above a stranger's (the `trusted` policy). */
+  recorded: boolean;
+  /** The buyer's derived score of a provider (0.5 when it holds no evidence). */
+  scoreOf(did: string): number;
 }
 
 /** The selection policy name an open order's selection carries (src/records/kinds.ts). */
@@ -100,6 +131,8 @@ export interface ClaimInput {
   adverts: (address: string) => Opened<Advert> | undefined;
   /** Clock-skew window for times in the future (default 30 s). */
   skewMs?: number;
+  /** The buyer's reputation floor (buyer-local: an auditor passes none). */
+  standing?: ReputationFloor;
 }
 
 export interface ClaimAnswer {
@@ -223,6 +256,11 @@ export function decideClaims(input: ClaimInput): ClaimDecision {
       refuse(CLAIM_REFUSAL.INELIGIBLE, failures.map((f) => f.message).join('; '), { cause: failures[0]!.code, failures });
       continue;
     }
+    const low = input.standing ? belowFloor(input.standing, receiptProviderFor(c.signer, advert)) : undefined;
+    if (low !== undefined) {
+      refuse(CLAIM_REFUSAL.REPUTATION_TOO_LOW, low);
+      continue;
+    }
     if (winner) {
       refuse(CLAIM_REFUSAL.ORDER_TAKEN, `the order was taken by claim ${winner.claim.address} (arrival ${winner.seq})`);
       continue;
@@ -232,6 +270,14 @@ export function decideClaims(input: ClaimInput): ClaimDecision {
     answers.push({ ...base, verdict: 'won', message: `first valid claim (arrival ${rc.seq})` });
   }
   return { job: job.address, ...(winner ? { winner } : {}), answers, considered: winner ? considered : [] };
+}
+
+/** Why `did` is below the floor, or undefined when it is not. Scores are compared as the market scores them (floats). */
+function belowFloor(f: ReputationFloor, did: string): string | undefined {
+  const score = f.scoreOf(did);
+  if (score < f.min) return `${did} scores ${score.toFixed(3)} in this node's reputation view, below the order's floor ${f.min}`;
+  if (f.recorded && !(score > UNKNOWN_REPUTATION)) return `${did} has no record above a stranger's (${score.toFixed(3)}) in this node's reputation view, and the order takes only providers with one (policy trusted)`;
+  return undefined;
 }
 
 /**

@@ -206,8 +206,9 @@ export class BuyerWiring {
           }
         : {}),
       // Open orders skip admission and the steward's selection: not on an overlay with a steward.
-      // `check`: the probe's answer before an order is posted and when it goes unclaimed (QA qaMatch F6); marks nothing
-      ...(this.o.d.network.steward ? {} : { orders: { inbox: (job: string) => this.o.orders!.inbox(job), check: async (job: Opened<Job>, designated?: string) => (await this.o.probeService()).check(orderFromJob(job, designated)) } }),
+      // `check`: the probe's answer before an order is posted and when it goes unclaimed (QA qaMatch F6); marks nothing.
+      // `scoreOf`: this node's reputation view, which an order's floor is checked against (docs/matching.md "Whom an order takes")
+      ...(this.o.d.network.steward ? {} : { orders: { inbox: (job: string) => this.o.orders!.inbox(job), check: async (job: Opened<Job>, designated?: string) => (await this.o.probeService()).check(orderFromJob(job, designated)), scoreOf: (did: string) => this.o.market.reputation().scoreOf(did) } }),
       ...(this.o.d.network.steward && this.o.d.network.managed ? { managedSelect: (job, policy, excluded, offers) => this.#managedSelect(this.o.d.network.steward!, job, policy, excluded, offers) } : {}),
     });
   }

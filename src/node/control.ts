@@ -626,17 +626,23 @@ function parseGang(v: unknown): NonNullable<JobSpec['gang']> {
   return { claim: g.claim, member: g.member as number };
 }
 
-/** A job spec's `order`: `{}` (an open bid) or `{designated: DID}` (docs/matching.md "Open orders, claims and leases"). */
+/**
+ * A job spec's `order`: `{}` (an open bid) or `{designated: DID}` (docs/matching.md "Open orders, claims and leases"),
+ * either with `minReputation` (a number from 0 to 1: "Whom an order takes").
+ */
 function parseOrder(v: unknown): NonNullable<JobSpec['order']> {
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new C0Error('JOB_SPEC_INVALID', 'job spec: order must be {} (an open bid) or {designated: DID}', { field: 'order' });
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new C0Error('JOB_SPEC_INVALID', 'job spec: order must be {} (an open bid) or {designated: DID}, either with minReputation', { field: 'order' });
   const o = v as Record<string, unknown>;
-  for (const k of Object.keys(o)) if (k !== 'designated') throw new C0Error('JOB_SPEC_INVALID', `job spec: order.${k} is not a field (only designated)`, { field: `order.${k}` });
-  if (o.designated === undefined) return {};
+  for (const k of Object.keys(o)) if (k !== 'designated' && k !== 'minReputation') throw new C0Error('JOB_SPEC_INVALID', `job spec: order.${k} is not a field (designated, minReputation)`, { field: `order.${k}` });
+  const m = o.minReputation;
+  if (m !== undefined && !(typeof m === 'number' && Number.isFinite(m) && m >= 0 && m <= 1)) throw new C0Error('JOB_SPEC_INVALID', 'job spec: order.minReputation must be a number from 0 to 1', { field: 'order.minReputation' });
+  const floor = m === undefined ? {} : { minReputation: m as number };
+  if (o.designated === undefined) return floor;
   if (typeof o.designated !== 'string') throw new C0Error('JOB_SPEC_INVALID', 'job spec: order.designated must be a DID', { field: 'order.designated' });
   try {
     parseDid(o.designated);
   } catch {
     throw new C0Error('JOB_SPEC_INVALID', `job spec: order.designated is not a valid DID: ${o.designated.slice(0, 80)}`, { field: 'order.designated' });
   }
-  return { designated: o.designated };
+  return { designated: o.designated, ...floor };
 }

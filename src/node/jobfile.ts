@@ -40,8 +40,11 @@ const jobFileSchema = z
     input: z.string().optional(),
     inputFile: z.string().optional(),
     requirements: requirementsSchema.optional(),
-    /** An open order (docs/matching.md "Open orders, claims and leases"): `order: {}` an open bid, `order: {designated: DID}`. */
-    order: z.object({ designated: z.string().optional() }).strict().nullable().optional(),
+    /**
+     * An open order (docs/matching.md "Open orders, claims and leases"): `order: {}` an open bid, `order: {designated: DID}`;
+     * `minReputation` the least score a claimant needs in this node's reputation view ("Whom an order takes").
+     */
+    order: z.object({ designated: z.string().optional(), minReputation: z.number().min(0).max(1).optional() }).strict().nullable().optional(),
   })
   .strict();
 
@@ -166,14 +169,15 @@ export function parseJobFileText(text: string, path: string, opts: JobFileOption
 }
 
 /** The job's `order` from the file's `order:` key and the flags (`--designated` wins over the file's). */
-function orderOf(file: { designated?: string | undefined } | null | undefined, opts: JobFileOptions): { order?: { designated?: string } } {
+function orderOf(file: { designated?: string | undefined; minReputation?: number | undefined } | null | undefined, opts: JobFileOptions): { order?: { designated?: string; minReputation?: number } } {
   // `--open` asks for an order any provider may claim: a file that designates one provider asks otherwise
   if (opts.open && opts.designated === undefined && file?.designated !== undefined) {
     throw new C0Error('JOB_ORDER_CONFLICT', `--open posts an order any provider may claim, and the job file's order.designated names one (${file.designated.slice(0, 80)}): drop one of them`, { field: 'order.designated' });
   }
   const designated = opts.designated ?? file?.designated;
-  if (designated !== undefined) return { order: { designated } };
-  if (opts.open || file !== undefined) return { order: {} };
+  const floor = file?.minReputation === undefined ? {} : { minReputation: file.minReputation };
+  if (designated !== undefined) return { order: { designated, ...floor } };
+  if (opts.open || file !== undefined) return { order: { ...floor } };
   return {};
 }
 

@@ -34,6 +34,7 @@ export const CLAIM_REFUSAL_CODES = [
   'CLAIM_AFTER_DEADLINE',
   'CLAIM_BEFORE_JOB',
   'CLAIM_FROM_FUTURE',
+  'CLAIM_REPUTATION_TOO_LOW',
   'ORDER_TAKEN',
   'ORDER_CLOSED',
 ] as const;
@@ -533,7 +534,7 @@ export const SCHEMAS: Record<string, Schema> = {
       min: 1,
       max: 4096,
       optional: true,
-      doc: 'policy `first-claim` only: every claim that opened, up to and including the winner, in the buyer’s arrival order, but those refused `CLAIM_ADVERT_UNKNOWN` (docs/matching.md “How “first” is audited”)',
+      doc: 'policy `first-claim` only: every claim that opened, up to and including the winner, in the buyer’s arrival order, but those refused `CLAIM_ADVERT_UNKNOWN` or `CLAIM_REPUTATION_TOO_LOW` (docs/matching.md “How “first” is audited”)',
       of: {
         t: 'object',
         doc: 'arrival',

@@ -26,7 +26,7 @@ import { T, type Advert, type Claim, type ClaimRefusal, type Job, type NonDelive
 import { signClaimNonDelivery } from '../reputation/nondelivery.js';
 import { decideClaims, listedInSelection, type ClaimAnswer, type ClaimDecision, type ReceivedClaim } from '../matching/claims.js';
 import { refusalCode, signClaimRefusal, signFirstClaimSelection } from '../matching/first-claim.js';
-import { BUYER_STALLED, type BuyerDeps, type BuyerEvent, type JobResult, type JobSpec, type RankedCandidate } from './buyer.js';
+import { BUYER_STALLED, orderFloor, type BuyerDeps, type BuyerEvent, type JobResult, type JobSpec, type RankedCandidate } from './buyer.js';
 import { clearableTimeoutSignal, type ClearableTimeoutSignal } from '../util/timers.js';
 import { linkedSignal, type LinkedSignal } from '../util/signals.js';
 import { NODE_CLOSING_FRAME } from './claim-protocol.js';
@@ -43,6 +43,11 @@ export interface OrderPorts {
    * it went unclaimed (its reasons join ORDER_NOT_CLAIMED's message). Absent: neither is said.
    */
   check?(job: Opened<Job>, designated?: string): Promise<OrderCheck>;
+  /**
+   * This node's derived score of a provider now (its reputation view: LiveReputation; 0.5 with no evidence), which the
+   * order's floor is checked against (docs/matching.md "Whom an order takes"). Absent: no floor applies.
+   */
+  scoreOf?(did: string): number;
 }
 
 /** A claim as it arrived on `/c0mpute/claim/1`, with the way to answer it. */
@@ -140,6 +145,12 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
   const t0 = job.record.announcedAt;
   const designated = spec.order?.designated;
   if (designated === d.did) throw new C0Error('ORDER_DESIGNATED_SELF', 'an order cannot be designated to the buyer itself', { field: 'order.designated' });
+  // whom the order takes: the floor on this node's view of the claimant (buyer-local, never listed in the selection)
+  const floor = orderFloor(spec, spec.policy ?? d.defaultPolicy);
+  const scoreOf = ports.scoreOf;
+  const standing = scoreOf && (floor.min > 0 || floor.recorded) ? { ...floor, scoreOf: (did: string) => scoreOf(did) } : undefined;
+  /** Claims refused CLAIM_REPUTATION_TOO_LOW (an unclaimed order's message says how many). */
+  let belowFloor = 0;
   const inbox = ports.inbox(job.address);
   const claims: ClaimOutcomeSummary[] = [];
   /** Every claim that opened before the winner, in arrival order (each was refused), but for those refused CLAIM_ADVERT_UNKNOWN: what the selection lists. */
@@ -194,9 +205,13 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
       return cur?.address === addr ? cur : undefined;
     };
     const rc: ReceivedClaim = { seq: a.seq, receivedAt: a.receivedAt, bytes: a.claim, ...(c ? { opened: c } : {}) };
-    const decision = decideClaims({ order: { job, ...(designated ? { designated } : {}) }, claims: [rc], adverts: lookup, ...(d.skewMs !== undefined ? { skewMs: d.skewMs } : {}) });
+    const decision = decideClaims({ order: { job, ...(designated ? { designated } : {}) }, claims: [rc], adverts: lookup, ...(d.skewMs !== undefined ? { skewMs: d.skewMs } : {}), ...(standing ? { standing } : {}) });
     const ans: ClaimAnswer = decision.answers[0]!;
-    // A claim refused for citing an advert this node did not hold is answered but not listed (listedInSelection).
+    if (ans.code === 'CLAIM_REPUTATION_TOO_LOW') {
+      belowFloor++;
+      log.info({ job: job.address, claim: ans.claim, provider: ans.provider, seq: a.seq }, `claim refused: ${ans.message}`);
+    }
+    // A claim refused for what only this node knew (an advert it did not hold, its reputation view) is answered but not listed (listedInSelection).
     if (c && listedInSelection(ans)) {
       if (!winner && (ans.verdict === 'won' || considered.length < MAX_LISTED_REFUSALS)) {
         opened.set(c.address, c); // only the claims the selection lists are read back
@@ -258,7 +273,7 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     await d.store(job);
     await d.publish('job', job);
     onEvent({ e: 'job', job });
-    onEvent({ e: 'order', job: job.address, ...(designated ? { designated } : {}), bid: job.record.maxPrice });
+    onEvent({ e: 'order', job: job.address, ...(designated ? { designated } : {}), bid: job.record.maxPrice, ...(standing && floor.min > 0 ? { minReputation: floor.min } : {}), ...(standing && floor.recorded ? { recordOnly: 'yes' as const } : {}) });
     log.info({ job: job.address, workload: spec.workload, designated }, 'open order published');
     deadline = clearableTimeoutSignal(Math.max(1, job.record.deadline - clock()));
     // not AbortSignal.any: on Node 20 it leaves an entry on the node's stopping signal per order, for good (signals.ts)
@@ -279,7 +294,9 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     if (!winner) {
       // what the probe says now: why nobody could claim it (before, only that nobody did)
       const after = await check();
-      const why = after && after.candidates === 0 ? `; the market now: ${said(after)}` : '';
+      const takes = [floor.recorded ? 'only providers with a record above a stranger’s' : '', floor.min > 0 ? `providers scoring at least ${floor.min}` : ''].filter(Boolean).join(' and ');
+      const low = belowFloor > 0 ? `; ${belowFloor === 1 ? '1 claim was' : `${belowFloor} claims were`} refused CLAIM_REPUTATION_TOO_LOW (the order takes ${takes} in this node’s reputation view)` : '';
+      const why = `${low}${after && after.candidates === 0 ? `; the market now: ${said(after)}` : ''}`;
       result.error = designated
         ? { code: 'ORDER_NOT_CLAIMED', message: `the designated provider ${designated} did not claim the order before its deadline${why}` }
         : { code: 'ORDER_NOT_CLAIMED', message: `no valid claim arrived before the order’s deadline${why}` };

@@ -341,8 +341,13 @@ export interface JobSpec {
   energy?: { uj: number; grade: 'HwShunt' | 'ModelBased' | 'Estimator' };
   /** A member job of a gang admitted as one pool/1 claim (docs/training.md "A gang on a stewarded overlay"): the claim and member index it runs under. */
   gang?: { claim: string; member: number };
-  /** An open order (docs/matching.md "Open orders, claims and leases"): claims at maxPrice instead of an offer window; `designated` names the one provider that may claim it. */
-  order?: { designated?: string };
+  /**
+   * An open order (docs/matching.md "Open orders, claims and leases"): claims at maxPrice instead of an offer window;
+   * `designated` names the one provider that may claim it. `minReputation` (0..1, this node's own: not in the signed
+   * job) is the least score in this node's reputation view a claimant needs (docs/matching.md "Whom an order takes";
+   * default ORDER_DEFAULT_FLOOR for an open bid, none for a designated order).
+   */
+  order?: { designated?: string; minReputation?: number };
 }
 
 /**
@@ -383,7 +388,7 @@ export type BuyerEvent =
   | { e: 'admission-wait'; code: string; waitMs: number }
   | { e: 'admission'; admission: Admission }
   | { e: 'offer'; offer: Opened<Offer>; count: number }
-  | { e: 'order'; job: string; designated?: string; bid: Money }
+  | { e: 'order'; job: string; designated?: string; bid: Money; minReputation?: number; recordOnly?: 'yes' }
   /** Before an order is posted: no live provider could claim it now (the probe's summary and reasons); it is posted anyway. */
   | { e: 'order-check'; candidates: number; summary: string; counts: Record<string, number>; raiseTo?: Money }
   | ({ e: 'claim' } & ClaimOutcomeSummary)
@@ -573,7 +578,39 @@ function refuseEarly(spec: JobSpec, c: SpecCheck): void {
   }
   // An open order: claims instead of an offer window (src/roles/buyer-orders.ts).
   if (spec.order && !c.orders) throw new C0Error('ORDERS_NOT_SUPPORTED', 'this node does not take claims on open orders (on an overlay with a steward the steward selects)', { field: 'order' });
+  if (spec.order) refuseOrderPolicy(spec);
   refuseStewardMismatch(spec, c);
+}
+
+/**
+ * An order takes the first valid claim: a policy that ranks offers (`cheapest`, `fastest`, `balanced`) has nothing to
+ * rank there, so one named for an order is refused, not dropped without a word (QA qaOrd F2: `--policy trusted` on an
+ * order did nothing). `trusted` and `private` keep their meaning (docs/matching.md "Whom an order takes"). The node's
+ * own default policy (`buyer.policy`) is not refused: it applies to orders only when it is one of those two.
+ */
+function refuseOrderPolicy(spec: JobSpec): void {
+  if (spec.policy !== undefined && !ORDER_POLICIES.has(spec.policy)) {
+    throw new C0Error('POLICY_NOT_FOR_ORDERS', `policy ${spec.policy} ranks offers, and an order has none: it takes the first valid claim. Leave the policy out, or use trusted (only claimants with a record above a stranger's in this node's reputation view) or private (with requirements.allowlist); order.minReputation sets the least score a claimant needs`, { field: 'policy' });
+  }
+  const min = spec.order?.minReputation;
+  if (min !== undefined && !(Number.isFinite(min) && min >= 0 && min <= 1)) throw new C0Error('ORDER_MIN_REPUTATION_INVALID', `order.minReputation must be a number from 0 to 1, not ${String(min)}`, { field: 'order.minReputation' });
+}
+
+/** The policies that mean something for an order (the others rank offers). */
+const ORDER_POLICIES: ReadonlySet<PolicyName> = new Set(['trusted', 'private']);
+
+/**
+ * The least score an open bid's claimant needs when the order says none (docs/matching.md "Whom an order takes"): a
+ * provider's with no evidence, so a fresh key (0.5) is taken, on a young network every provider is, and one this node
+ * holds worse evidence about than about a stranger is not. A designated order has none (its buyer named the provider).
+ */
+export const ORDER_DEFAULT_FLOOR = 0.5;
+
+/** The reputation floor of an order (claims.ts ReputationFloor without the view): from the spec and the policy that applies. */
+export function orderFloor(spec: JobSpec, policy: PolicyName): { min: number; recorded: boolean } {
+  const named = spec.order?.minReputation;
+  const min = named ?? (spec.order?.designated === undefined ? ORDER_DEFAULT_FLOOR : 0);
+  return { min, recorded: policy === 'trusted' };
 }
 
 /**

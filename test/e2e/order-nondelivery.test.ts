@@ -58,3 +58,34 @@ test('an open order’s claimant killed mid-job: the buyer signs a /3 and the cl
     assert.deepEqual([theirs.nonDeliveries, theirs.secondHand], [0.5, 0.5], 'second hand, at the trusted buyer’s weight');
   });
 });
+
+test('the claimant this buyer holds a /3 against claims its next open order first and is refused CLAIM_REPUTATION_TOO_LOW; an honest provider wins', async () => {
+  await withLogs(c, async () => {
+    const named = (n: string) => c.nodes.find((x) => x.name === n)!;
+    const b = named('b');
+    const p0 = named('p');
+    // the claimant from the test above, back on its data dir (the /3 of the test above is held against it at the buyer)
+    const p = await c.start('p', { ...p0.config, network: { ...(p0.config.network as object), bootstrap: [bootstrapAddr(b)] } });
+    await waitForMarket(b, 1, [p]);
+    let honest: Promise<Awaited<ReturnType<typeof c.start>>> | undefined;
+    const { result, events } = await runJob(b, { workload: 'builtin.sleep', params: '10', maxPrice: { amount: '0.01', currency: 'USD' }, deadlineMs: 30_000, order: {}, input: Buffer.from(`again ${Date.now()}`).toString('base64') }, (e) => {
+      // only once the known non-deliverer was refused does an honest provider come up to claim
+      if (e.e === 'claim' && e.provider === p.did && e.code === 'CLAIM_REPUTATION_TOO_LOW' && !honest) {
+        const pc = providerConfig({ price: '0.002', bootstrap: [bootstrapAddr(b)] });
+        (pc.provider as Record<string, unknown>).claimMode = 'any';
+        honest = c.start('q', pc);
+      }
+    });
+    const q = await honest;
+    assert.ok(q, `the known non-deliverer was refused: ${JSON.stringify(events.filter((e) => e.e === 'claim' || e.e === 'order'))}`);
+    const refused = events.find((e) => e.e === 'claim' && e.provider === p.did) as unknown as { code: string; refusal?: string };
+    assert.equal(refused.code, 'CLAIM_REPUTATION_TOO_LOW');
+    assert.ok(refused.refusal, 'the claimant is told: a signed refusal');
+    assert.equal((events.find((e) => e.e === 'order') as { minReputation?: number }).minReputation, 0.5);
+    assert.equal(result.status, 'completed', JSON.stringify(result.error));
+    assert.equal((result.attempts as Array<{ provider: string }>)[0]!.provider, q.did);
+    // not listed in the selection: an auditor cannot recompute this node's reputation view
+    const sel = result.selection as { record: { arrivals: Array<{ provider: string }> } };
+    assert.deepEqual(sel.record.arrivals.map((x) => x.provider), [q.did]);
+  });
+});

@@ -6,6 +6,7 @@ import { CLAIM_REFUSAL, auditFirstClaim, decideClaims, type ClaimInput, type Rec
 import { seal, T, type Advert, type Claim, type Opened } from '../../../src/records/index.js';
 import { codeOf } from '../../../src/errors.js';
 import { NOW, P, advert, job } from '../market/fixtures.js';
+import { roster, proof, pooledAdvert, memberKeys, POOL } from '../pools/helpers.js';
 
 const BUYER = P(100);
 const J = job(BUYER, { maxPrice: { amount: '2', currency: 'USD' }, requirements: { gpu: { count: 1, vramMiB: 40 * 1024 } } });
@@ -121,5 +122,60 @@ describe('auditing a first-claim decision', () => {
     assert.equal(codeOf(() => auditFirstClaim({ ...input(considered), winner: c1.address })), 'FIRST_CLAIM_WINNER_INVALID');
     assert.equal(codeOf(() => auditFirstClaim({ ...input([rc(1, c1), rc(3, c3)]), winner: c1.address })), 'FIRST_CLAIM_WINNER_INVALID');
     assert.equal(codeOf(() => auditFirstClaim({ ...input(considered), winner: claim(5, A5).address })), 'FIRST_CLAIM_WINNER_NOT_CONSIDERED');
+  });
+});
+
+describe('the buyer’s reputation floor (CLAIM_REPUTATION_TOO_LOW; docs/matching.md "Whom an order takes")', () => {
+  // this node's view: P(1) it signed a /3 against (0.25), P(2) a stranger (0.5), P(3) with a good record
+  const view = new Map([
+    [P(1).did, 0.25],
+    [P(3).did, 0.8],
+  ]);
+  const scoreOf = (did: string) => view.get(did) ?? 0.5;
+  const floored = (claims: ReceivedClaim[], min: number, recorded = false): ClaimInput => ({ ...input(claims), standing: { min, recorded, scoreOf } });
+
+  it('a claimant below the floor is refused, and the next valid claim wins; at the floor (a stranger at 0.5) is taken', () => {
+    const d = decideClaims(floored([rc(1, claim(1, A1)), rc(2, claim(2, A2)), rc(3, claim(3, A3))], 0.5));
+    assert.deepEqual(d.answers.map((a) => a.code ?? 'won'), [CLAIM_REFUSAL.REPUTATION_TOO_LOW, 'won', 'ORDER_TAKEN']);
+    assert.equal(d.winner?.claim.signer, P(2).did);
+    assert.match(d.answers[0]!.message, /0\.250.*below the order's floor 0\.5/);
+    // buyer-local, as CLAIM_ADVERT_UNKNOWN: not listed in the selection (an auditor cannot recompute this node's view)
+    assert.deepEqual(d.considered.map((c) => c.seq), [2]);
+  });
+
+  it('policy trusted (`recorded`) takes only a record above a stranger’s: fresh keys are refused', () => {
+    const d = decideClaims(floored([rc(1, claim(2, A2)), rc(2, claim(5, A5)), rc(3, claim(1, A1)), rc(4, claim(3, A3))], 0, true));
+    assert.deepEqual(d.answers.map((a) => a.code ?? 'won'), [CLAIM_REFUSAL.REPUTATION_TOO_LOW, CLAIM_REFUSAL.REPUTATION_TOO_LOW, CLAIM_REFUSAL.REPUTATION_TOO_LOW, 'won']);
+    assert.match(d.answers[0]!.message, /no record above a stranger/);
+    assert.deepEqual(d.considered.map((c) => c.seq), [4]);
+  });
+
+  it('the other refusals come first; a floor of 0 (or none) takes any claimant, as before', () => {
+    const d = decideClaims(floored([rc(1, claim(1, A1, { amount: '3' })), rc(2, claim(1, A1))], 0));
+    assert.deepEqual(d.answers.map((a) => a.code ?? 'won'), [CLAIM_REFUSAL.OVER_BID, 'won']);
+    assert.equal(decideClaims(input([rc(1, claim(1, A1))])).winner?.seq, 1);
+  });
+
+  it('the audit: a selection without the refused claim passes; one listing it would read as a skipped valid claim', () => {
+    const low = claim(1, A1);
+    const ok = claim(2, A2);
+    const d = decideClaims(floored([rc(1, low), rc(2, ok)], 0.5));
+    // what the buyer lists (d.considered), an auditor without this node's view recomputes: the winner is first
+    const listed = [rc(2, ok)].filter((r) => d.considered.some((c) => c.seq === r.seq));
+    assert.equal(auditFirstClaim({ ...input(listed), winner: ok.address }).winner?.seq, 2);
+    // listed, the auditor (no floor: it cannot know the buyer's evidence or trust) would call the honest buyer a skipper
+    assert.equal(codeOf(() => auditFirstClaim({ ...input([rc(1, low), rc(2, ok)]), winner: ok.address })), 'FIRST_CLAIM_SKIPPED_VALID');
+  });
+
+  it('a pooled claim is judged by its pool’s record, which its non-delivery counts against', () => {
+    const r = roster();
+    const member = memberKeys[0]!;
+    const pa = seal(T.advert, { ...pooledAdvert(proof(r, member)), workloads: ['infer.echo'] }, member) as Opened<Advert>;
+    const pj = job(BUYER, { workload: 'infer.echo', nonce: new Uint8Array([7]) });
+    const pc = seal(T.claim, { job: pj.address, advert: pa.address, price: { amount: '1', currency: 'USD' }, issuedAt: NOW - 100 }, member);
+    const asked: string[] = [];
+    const d = decideClaims({ order: { job: pj }, claims: [rc(1, pc)], adverts: (x) => (x === pa.address ? pa : undefined), standing: { min: 0.5, recorded: false, scoreOf: (did) => (asked.push(did), did === POOL ? 0.25 : 0.5) } });
+    assert.deepEqual(asked, [POOL]);
+    assert.equal(d.answers[0]!.code, CLAIM_REFUSAL.REPUTATION_TOO_LOW);
   });
 });
