@@ -186,6 +186,8 @@ export class BuyerWiring {
         if (rec.type === T.job && rec.signer === this.o.did) this.o.market.noteOwnJob(rec as Opened<Job>);
       },
       noteAttempt: (selection, note) => this.o.records.noteAttempt(selection.address, note),
+      // an order's run broken off before a claim was taken: by the job's address (job-history.ts HistoryJob.ended)
+      noteRun: (job, note) => this.o.records.noteAttempt(job.address, note),
       waitForOffers: (job, windowMs, enough, onOffer, signal) => this.#waitForOffers(job, windowMs, enough, onOffer, signal),
       rescue: (job, tried, opts) => this.#rescue(job, tried, opts?.widen),
       stalls: this.#stalls,

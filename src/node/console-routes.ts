@@ -378,7 +378,11 @@ export function endedAs(h: Pick<HistoryJob, 'job' | 'attempts'>, outcome: Return
   if (outcome.code === 'ORDER_NOT_CLAIMED') return { status: 'unclaimed', code: outcome.code, note: 'the order’s deadline passed with no claim taken' };
   const run = ctx.run;
   if (run && !run.done) return { status: 'running', note: 'this node is running it now' };
-  if (outcome.code === 'JOB_INTERRUPTED' || run?.status === 'interrupted') return { status: 'interrupted', code: 'JOB_INTERRUPTED', note: 'this node’s run of it was broken off: the node stopped or crashed during it, so nothing was signed about its provider' };
+  if (outcome.code === 'JOB_INTERRUPTED' || run?.status === 'interrupted') {
+    // an order broken off while it waited for claims had no provider (QA qaOrd F3)
+    const note = h.attempts.length === 0 && h.job.record.order !== undefined ? 'this node’s run of it was broken off: the node stopped or crashed while the order waited for claims' : 'this node’s run of it was broken off: the node stopped or crashed during it, so nothing was signed about its provider';
+    return { status: 'interrupted', code: 'JOB_INTERRUPTED', note };
+  }
   const said: Record<string, string> = {
     'no-offers': 'no provider offered before the offer window closed',
     'no-eligible-provider': 'no offer came from an eligible provider (the job’s page lists why)',

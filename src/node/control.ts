@@ -501,8 +501,10 @@ export async function jobEnded(d: OverlayNode, j: Opened<Job>, now: number): Pro
 export async function jobs(d: OverlayNode, page: JobsPageQuery = { limit: JOBS_PAGE_DEFAULT }): Promise<Record<string, unknown>> {
   const h = await jobHistory(d.records, d.market.evidence, d.did, page);
   const now = d.clock();
+  // live as this process started: an earlier process's run, which died with it (console-routes.ts RunContext)
+  const earlier = new Set(d.market.earlierJobs.map((j) => j.address));
   return {
-    jobs: h.jobs.map((j) => jobToWire(j, now)),
+    jobs: h.jobs.map((j) => jobToWire(j, now, earlier.has(j.job.address))),
     ...(h.next !== undefined ? { next: h.next } : {}),
   };
 }
@@ -511,13 +513,13 @@ export async function jobs(d: OverlayNode, page: JobsPageQuery = { limit: JOBS_P
  * One job of the history as `GET /v1/jobs` gives it. `now`: an order of this node's whose deadline passed unclaimed has
  * `outcome.code` ORDER_NOT_CLAIMED (job-history.ts outcomeNow).
  */
-export function jobToWire(h: HistoryJob, now?: number): Record<string, unknown> {
+export function jobToWire(h: HistoryJob, now?: number, earlier = false): Record<string, unknown> {
   const { job, receipts, attempts, late } = h;
   return {
     ...wireRecord(job),
     receipts: receipts.map(({ receipt: r, acceptance: a }) => ({ address: r.address, provider: r.record.provider, status: r.record.status, failure: r.record.failure?.code, acceptance: a?.record.verdict })),
     // how this node's run ended, from what it signed: never a late receipt's status (job-history.ts JobOutcome)
-    outcome: now === undefined ? h.outcome : outcomeNow(h, now),
+    outcome: now === undefined ? h.outcome : outcomeNow(h, now, earlier ? { earlier } : {}),
     // a receipt that came after the run ended, never countersigned (job-history.ts lateReceipt; docs/node.md "Job history")
     ...(late ? { late } : {}),
     // every attempt: the provider each selection chose, the non-delivery signed against it, the receipts of its offer

@@ -231,6 +231,11 @@ export interface HistoryJob {
   attempts: JobAttempt[];
   outcome: JobOutcome;
   late?: LateReceipt;
+  /**
+   * How an order's run ended when no claim was taken and nothing it signed says (RecordStore.noteAttempt keyed by the
+   * job's address): `{code: 'JOB_INTERRUPTED'}` when this node's stop broke off its wait for claims.
+   */
+  ended?: AttemptNote;
 }
 
 /**
@@ -239,8 +244,13 @@ export interface HistoryJob {
  * ORDER_NOT_CLAIMED and `at` its deadline. No claim was taken, and none can be now; the status stays `none`, since
  * nothing this node signed decided it. Before (QA qaMatch F7), it read as a run still waiting for a claim.
  */
-export function outcomeNow({ job, attempts, outcome }: Pick<HistoryJob, 'job' | 'attempts' | 'outcome'>, now: number, o: { earlier?: boolean } = {}): JobOutcome & { code?: 'ORDER_NOT_CLAIMED' | 'JOB_INTERRUPTED' } {
-  const unclaimed = job.record.order !== undefined && outcome.status === 'none' && attempts.length === 0 && job.record.deadline <= now;
+export function outcomeNow({ job, attempts, outcome, ended }: Pick<HistoryJob, 'job' | 'attempts' | 'outcome' | 'ended'>, now: number, o: { earlier?: boolean } = {}): JobOutcome & { code?: 'ORDER_NOT_CLAIMED' | 'JOB_INTERRUPTED' } {
+  // An order whose wait for claims this node's stop broke off (its run noted it), or that was waiting as this process
+  // started (`earlier`: the earlier process's run died with it): interrupted, before its deadline and after. Before (QA
+  // qaOrd F3), it read "it may be claimed until …", then ORDER_NOT_CLAIMED, blaming the market for the node's own stop.
+  const noClaim = job.record.order !== undefined && outcome.status === 'none' && attempts.length === 0;
+  if (noClaim && (ended?.code === 'JOB_INTERRUPTED' || o.earlier === true)) return { ...outcome, code: 'JOB_INTERRUPTED' };
+  const unclaimed = noClaim && job.record.deadline <= now;
   if (unclaimed) return { ...outcome, code: 'ORDER_NOT_CLAIMED', at: job.record.deadline };
   // A provider selected and nothing signed about how it went (no verdict, no non-delivery): the run was broken off by
   // this node's stop or crash (a run that gives up on its provider signs a non-delivery), once its deadline passed or,
@@ -257,7 +267,9 @@ export async function historyOf(records: RecordStore, ev: EvidenceStore, did: st
   const receipts = receiptsOfJob(ev, job.address);
   const late = lateReceipt(did, receipts);
   const attempts = withReceipts(await attemptsOf(records, ev, job.address), receipts);
-  return { job, receipts, attempts, outcome: jobOutcome(did, receipts, attempts), ...(late ? { late } : {}) };
+  // an order no claim was taken for: how its run ended, when it noted it (its stop)
+  const ended = job.record.order !== undefined && attempts.length === 0 ? await records.attemptNoteOf(job.address) : undefined;
+  return { job, receipts, attempts, outcome: jobOutcome(did, receipts, attempts), ...(late ? { late } : {}), ...(ended ? { ended } : {}) };
 }
 
 /**

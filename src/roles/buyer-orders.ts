@@ -286,8 +286,10 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     const collectMs = clock() - t0;
     const result: JobResult = { job, status: 'unclaimed', attempts: [], timings: { collectMs, restMs: 0 }, claims };
     if (!winner && stopping?.aborted) {
-      // the node is stopping: the run is broken off (Buyer.run says JOB_INTERRUPTED), not unclaimed
+      // the node is stopping: the run is broken off (Buyer.run says JOB_INTERRUPTED), not unclaimed; kept, so the job's
+      // history says so once the node is back, before the deadline and after (QA qaOrd F3: it read ORDER_NOT_CLAIMED)
       result.status = 'interrupted';
+      await d.noteRun?.(job, { code: 'JOB_INTERRUPTED', message: 'this node stopped while the order waited for claims' }).catch((e: unknown) => log.warn({ job: job.address, err: (e as Error).message }, 'could not keep how the order’s run ended'));
       if (omitted) result.claimsOmitted = omitted;
       return result;
     }

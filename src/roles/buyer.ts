@@ -480,6 +480,8 @@ export interface BuyerDeps {
   store: (rec: Opened) => Promise<void>;
   /** Keep how an attempt ended when it got no receipt and no non-delivery was signed (RecordStore.noteAttempt); absent: not kept. */
   noteAttempt?: (selection: Opened<Selection>, note: { code?: string; message: string }) => Promise<void>;
+  /** Keep how an order's run ended when no claim was taken and nothing signed says (its stop: JOB_INTERRUPTED), by the job's address; absent: not kept. */
+  noteRun?: (job: Opened<Job>, note: { code?: string; message: string }) => Promise<void>;
   /**
    * Wait for offers: resolves at the window's end, when `enough` providers' eligible offers for the job arrived, when
    * every provider that could win has quoted (`buyer.endWhenAllQuoted`), or when `signal` aborts (the node is stopping).

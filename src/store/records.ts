@@ -1195,6 +1195,8 @@ export class RecordStore {
       }
       // the settings a selection of this node's was decided under go with it
       if (type === T.selection) ops.push({ type: 'del', key: address, sublevel: this.#decisions }, { type: 'del', key: address, sublevel: this.#attemptNotes });
+      // an order's run noted by the job's address (no claim taken: job-history.ts HistoryJob.ended) goes with the job
+      if (type === T.job) ops.push({ type: 'del', key: address, sublevel: this.#attemptNotes });
       // a job held in the quoted order leaves it
       const q = type === T.job ? await this.#quotedPlaceOf(address) : undefined;
       if (q) {

@@ -45,3 +45,23 @@ test('SIGTERM to the buyer mid-job: the run ends interrupted, and the provider i
     assert.equal(view.nonDeliveries, 0);
   });
 });
+
+test('SIGTERM to the buyer while its order waits for claims: after the restart its history says JOB_INTERRUPTED, before the deadline and after', async () => {
+  await withLogs(c, async () => {
+    let stopping: Promise<void> | undefined;
+    // a bid below the one provider's ask: nobody claims it
+    const { result } = await runJob(buyer, { workload: 'builtin.sleep', params: '10', maxPrice: { amount: '0.001', currency: 'USD' }, deadlineMs: 9_000, order: {}, input: Buffer.from('y').toString('base64') }, (e) => {
+      if (e.e === 'order' && !stopping) stopping = c.stop(buyer);
+    });
+    await stopping;
+    assert.equal(result.status, 'interrupted');
+    const job = (result.job as { address: string; record: { deadline: number } });
+    buyer = await c.start('buyer', buyer.config);
+    const outcome = async () => (await get<{ jobs: Array<{ address: string; outcome: { status: string; code?: string } }> }>(buyer, '/v1/jobs')).jobs.find((j) => j.address === job.address)!.outcome;
+    assert.ok(Date.now() < job.record.deadline, 'checked before the deadline');
+    assert.deepEqual(await outcome(), { status: 'none', code: 'JOB_INTERRUPTED' });
+    await new Promise((r) => setTimeout(r, Math.max(0, job.record.deadline - Date.now() + 200)));
+    // before, ORDER_NOT_CLAIMED: the market blamed for this node's own stop (QA qaOrd F3)
+    assert.deepEqual(await outcome(), { status: 'none', code: 'JOB_INTERRUPTED' });
+  });
+});

@@ -56,7 +56,7 @@ test('GET /v1/jobs says which receipt came after its run ended: completed or fai
     const tooLate = receipt(PROV, BUYER, o6, { startedAt: NOW + 5_100, completedAt: NOW + 5_600 });
     const winnerAgain = receipt(THIRD, BUYER, o7, { status: 'failed', failure: { code: 'EXEC_TIMEOUT', message: 'a second word on it' }, startedAt: NOW + 5_300, completedAt: NOW + 5_700 });
     await ev.add(o1, late1, o2, late2, o3, got, acceptance(BUYER, got, 'accepted'), o4, first, acceptance(BUYER, first, 'accepted'), o5, second, o6, o7, done, acceptance(BUYER, done, 'accepted'), tooLate, winnerAgain);
-    const node = { records, market: { evidence: ev }, did: BUYER.did, clock: () => NOW } as unknown as OverlayNode;
+    const node = { records, market: { evidence: ev, earlierJobs: [] }, did: BUYER.did, clock: () => NOW } as unknown as OverlayNode;
     const page = (await jobs(node)) as { jobs: WireJob[] };
     const of = (j: { address: string }) => page.jobs.find((x) => x.address === j.address)!;
 

@@ -73,7 +73,7 @@ test('a run that failed and then got its provider’s receipt late reads failed,
     const r6 = receipt(PROV, BUYER, o6, { startedAt: NOW + 6_200, completedAt: NOW + 6_300 });
 
     await ev.add(nd1, o1, late1, nd2, o2, o3, done, acceptance(BUYER, done, 'accepted', { signedAt: NOW + 3_000 }), crashed, o5, r5, acceptance(BUYER, r5, 'accepted', { signedAt: NOW + 5_400 }), o6, r6, acceptance(BUYER, r6, 'disputed', { reason: 'output hash differs', signedAt: NOW + 6_400 }));
-    const node = { records, market: { evidence: ev }, did: BUYER.did, clock: () => NOW } as unknown as OverlayNode;
+    const node = { records, market: { evidence: ev, earlierJobs: [] }, did: BUYER.did, clock: () => NOW } as unknown as OverlayNode;
     const page = JSON.parse(JSON.stringify(await jobs(node))) as { jobs: Wire[] };
     const of = (j: { address: string }) => page.jobs.find((x) => x.address === j.address)!;
 
@@ -160,7 +160,7 @@ test('an order whose deadline passed with no claim taken reads unclaimed (ORDER_
     const open = job(BUYER, { nonce: new Uint8Array([2, 77]), order: {}, deadline: NOW + 600_000 });
     const auction = job(BUYER, { nonce: new Uint8Array([3, 77]), deadline: NOW + 60_000 });
     for (const j of [expired, open, auction]) await records.put(j);
-    const node = { records, market: { evidence: ev }, did: BUYER.did, clock: () => NOW + 120_000 } as unknown as OverlayNode;
+    const node = { records, market: { evidence: ev, earlierJobs: [] }, did: BUYER.did, clock: () => NOW + 120_000 } as unknown as OverlayNode;
     const page = JSON.parse(JSON.stringify(await jobs(node))) as { jobs: Wire[] };
     const of = (j: { address: string }) => page.jobs.find((x) => x.address === j.address)!;
     assert.deepEqual(of(expired).outcome, { status: 'none', code: 'ORDER_NOT_CLAIMED', at: NOW + 60_000 });
@@ -178,6 +178,20 @@ test('an order whose deadline passed with no claim taken reads unclaimed (ORDER_
     const walkOutcome = (j: { address: string }) => outcomeNow(mine.jobs.find((h) => h.job.address === j.address)!, NOW + 120_000);
     assert.deepEqual(outcomeView(walkOutcome(expired)), { status: 'unclaimed', text: 'the order’s deadline passed with no claim taken (ORDER_NOT_CLAIMED)' });
     assert.deepEqual(outcomeView(walkOutcome(open)), { text: 'no outcome held' });
+    // QA qaOrd F3: an order whose wait for claims this node's stop broke off (its run noted it by the job's address),
+    // or that an earlier process was running, reads JOB_INTERRUPTED before its deadline and after, never as unclaimed
+    await records.noteAttempt(expired.address, { code: 'JOB_INTERRUPTED', message: 'this node stopped while the order waited for claims' });
+    await records.noteAttempt(open.address, { code: 'JOB_INTERRUPTED', message: 'this node stopped while the order waited for claims' });
+    const again = JSON.parse(JSON.stringify(await jobs(node))) as { jobs: Wire[] };
+    const now = (j: { address: string }) => again.jobs.find((x) => x.address === j.address)!;
+    assert.deepEqual([now(expired).outcome, now(open).outcome], [{ status: 'none', code: 'JOB_INTERRUPTED' }, { status: 'none', code: 'JOB_INTERRUPTED' }]);
+    assert.deepEqual(jobsBody(now(expired)), [`no outcome held (order designated to ${short(PROV.did)}): the run was broken off by this node’s stop or crash before a claim was taken (JOB_INTERRUPTED)`]);
+    const noted = await jobHistory(records, ev, BUYER.did, { limit: 10 });
+    const nrow = consoleBuyerRow(noted.jobs.find((h) => h.job.address === open.address)!, NOW + 120_000);
+    assert.deepEqual([nrow.status, nrow.code], ['interrupted', 'JOB_INTERRUPTED']);
+    assert.match(String(nrow.note), /while the order waited for claims/);
+    // an earlier process's order, no note (a crash notes nothing): the same
+    assert.equal(outcomeNow({ ...mine.jobs.find((h) => h.job.address === auction.address)!, job: expired }, NOW + 120_000, { earlier: true }).code, 'JOB_INTERRUPTED');
   } finally {
     await closeDb(db);
     rmSync(dir, { recursive: true, force: true });

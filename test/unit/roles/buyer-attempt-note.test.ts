@@ -58,7 +58,7 @@ test('an attempt refused EXEC_BUSY for another of our jobs keeps its reason: GET
     assert.match(second.attempts[0]!.outcome, /busy with another of our jobs: refused: EXEC_BUSY/);
     assert.equal(f.nondeliveries().filter((n) => (n.rec.record as { job: string }).job === second.job.address).length, 0, 'our own doing: no non-delivery');
 
-    const node = { records, market: { evidence: new EvidenceStore() }, did: ME.did, clock: () => NOW } as unknown as OverlayNode;
+    const node = { records, market: { evidence: new EvidenceStore(), earlierJobs: [] }, did: ME.did, clock: () => NOW } as unknown as OverlayNode;
     const page = JSON.parse(JSON.stringify(await jobs(node))) as { jobs: Array<JobsEntry & { address: string; attempts: Array<{ ended?: { code?: string; message: string } }> }> };
     const entry = page.jobs.find((j) => j.address === second.job.address)!;
     assert.deepEqual(entry.attempts[0]!.ended, { code: 'EXEC_BUSY', message: 'provider busy with another of our jobs: refused: EXEC_BUSY' });
