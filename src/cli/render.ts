@@ -4,6 +4,7 @@ import { out } from './context.js';
 import { DEFAULT_LIST_LIMIT, moreProviders, num, pickShown } from './summary.js';
 import { short, shortAddr } from './short.js';
 import { plural, printable } from '../util/text.js';
+import { FIRST_CLAIM_POLICY } from '../records/kinds.js';
 import { windowEndText } from '../util/window-end.js';
 import { verdictLine } from '../util/verdict-text.js';
 import { verdictWord } from '../util/acceptance-text.js';
@@ -120,9 +121,12 @@ export function renderEvent(ev: WireEvent, names: (did: string) => string = shor
       break;
     }
     case 'selection': {
-      const s = ev.selection as Rec<{ considered: unknown[] }>;
+      const s = ev.selection as Rec<{ policy?: string; considered: unknown[]; arrivals?: unknown[] }>;
       const w = ev.winner as { provider: string };
-      print(`▸ selection ${shortAddr(s.address)} signed (attempt ${String(ev.attempt)}): winner ${names(w.provider)}, ${plural(s.record.considered.length, 'offer')} considered`);
+      // an order's selection considers claims, every one it lists in `arrivals` (QA qaOrd F6: "1 offer considered")
+      const claims = s.record.policy === FIRST_CLAIM_POLICY;
+      const n = claims ? (s.record.arrivals ?? s.record.considered).length : s.record.considered.length;
+      print(`▸ selection ${shortAddr(s.address)} signed (attempt ${String(ev.attempt)}): winner ${names(w.provider)}, ${plural(n, claims ? 'claim' : 'offer')} considered`);
       break;
     }
     case 'accepted':

@@ -8,7 +8,7 @@ import { Component } from 'preact';
 import { ago, fmtDuration, fmtJoules, money, overlayQuery, peer, useFeed, useJson, useLiveVersion, useNow, useRunEvents } from '../lib.js';
 import { RUN_LOG_EVENTS } from '../../src/util/run-log.js';
 import { narrate, runningPhrase } from '../narrate.js';
-import { tookText, whenText } from '../format.js';
+import { plural, tookText, whenText } from '../format.js';
 import { AddrLink, Did, ErrorBox, Loading, Section, Status, Verdict } from '../parts.js';
 import { decisionView, emptyStepNote, executionNote, jobState, lateText, outcomeView, type DecisionView, type Explanation, type IneligibleLines, type RunOutcome } from '../job-walk.js';
 
@@ -165,7 +165,7 @@ type Ev = Record<string, unknown> & { e: string };
 interface Walk {
   job: Rec<{ workload: string; maxPrice: { amount: string; currency: string }; deadline: number; announcedAt: number; requirements: Record<string, unknown> }>;
   offers: Array<Rec<{ price: { amount: string; currency: string }; durationMs?: number }>>;
-  selections: Array<Rec<{ winner: string; policy: string; decidedAt: number; considered: Array<{ provider: string; offer: string }> }>>;
+  selections: Array<Rec<{ winner: string; policy: string; decidedAt: number; considered: Array<{ provider: string; offer: string }>; arrivals?: unknown[] }>>;
   receipts: Array<Rec<{ status: string; provider: string; offer: string; startedAt: number; completedAt: number; energy?: { uj: number; grade: string }; failure?: { code: string; message?: string } }>>;
   acceptances: Array<Rec<{ receipt: string; verdict: string; reason?: string }>>;
   nondeliveries: Array<Rec<{ provider: string; reason?: string }>>;
@@ -280,7 +280,16 @@ export function JobPage({ address, overlay }: { address: string; overlay?: strin
             {w.selections.map((s, i) => (
               <li key={s.address}>
                 {i > 0 ? <strong>Failover attempt {i + 1}: </strong> : <>Attempt 1: </>}
-                <AddrLink a={s.address} overlay={ov} /> policy {s.record.policy}, winner offer <AddrLink a={s.record.winner} overlay={ov} /> of {s.record.considered.length} considered
+                <AddrLink a={s.address} overlay={ov} /> policy {s.record.policy}, {/* an order's selection considers claims (QA qaOrd F6) */}
+                {s.record.policy === 'first-claim' ? (
+                  <>
+                    winner claim <AddrLink a={s.record.winner} overlay={ov} /> of {plural((s.record.arrivals ?? s.record.considered).length, 'claim')} considered
+                  </>
+                ) : (
+                  <>
+                    winner offer <AddrLink a={s.record.winner} overlay={ov} /> of {s.record.considered.length} considered
+                  </>
+                )}
                 {w.attemptNotes?.[s.address] ? <span class="attempt-ended">; no receipt, no non-delivery: {w.attemptNotes[s.address]!.message}</span> : null}
               </li>
             ))}

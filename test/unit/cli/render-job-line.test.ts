@@ -20,3 +20,14 @@ test('a run the steward keeps waiting (STEWARD_RATE_LIMITED) says so in one line
   assert.equal(lines.length, 1);
   assert.match(lines[0]!, /STEWARD_RATE_LIMITED: too many of its claims were withdrawn without running lately\); asking again in 5 s/);
 });
+
+test('a first-claim selection is narrated in claims, an auction’s in offers (QA qaOrd F6: "1 offer considered" on every order)', () => {
+  const lines: string[] = [];
+  const sel = (policy: string, n: number) => ({ address: 'sha256:' + 'ab'.repeat(32), record: { policy, considered: [{ provider: 'did:key:z6Mkp', offer: 'sha256:' + 'cd'.repeat(32) }], ...(policy === 'first-claim' ? { arrivals: Array.from({ length: n }, () => ({})) } : {}) } });
+  renderEvent({ e: 'selection', selection: sel('first-claim', 2), winner: { provider: 'did:key:z6Mkp' }, attempt: 1 } as never, (d) => d, (s) => lines.push(s));
+  renderEvent({ e: 'selection', selection: sel('first-claim', 1), winner: { provider: 'did:key:z6Mkp' }, attempt: 1 } as never, (d) => d, (s) => lines.push(s));
+  renderEvent({ e: 'selection', selection: sel('cheapest', 0), winner: { provider: 'did:key:z6Mkp' }, attempt: 1 } as never, (d) => d, (s) => lines.push(s));
+  assert.match(lines[0]!, /winner did:key:z6Mkp, 2 claims considered$/);
+  assert.match(lines[1]!, /winner did:key:z6Mkp, 1 claim considered$/);
+  assert.match(lines[2]!, /winner did:key:z6Mkp, 1 offer considered$/);
+});
