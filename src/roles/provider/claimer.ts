@@ -102,6 +102,12 @@ export function claimsPerBuyer(slots: number): number {
 }
 
 /** The buyer did not judge the claim: rate-limited or another network-level refusal (`NET_*`), inbox full, or no answer frame at all (a failed stream). */
+/** What an error frame that judged a claim says, in the provider's log (the buyer's node answered it). */
+const ANSWERED: Readonly<Record<string, string>> = {
+  [CLAIM_ERR.ORDER_UNKNOWN]: 'the buyer takes no claims on this job (its run ended, or it is no order there); the order is left alone',
+  [CLAIM_ERR.CLOSING]: 'the buyer’s node is stopping; the order is left alone',
+};
+
 function notJudged(e: unknown): boolean {
   if (!(e instanceof C0Error)) return true;
   return e.code.startsWith('NET_') || e.code === 'CLAIM_INBOX_FULL';
@@ -443,7 +449,9 @@ export class Claimer {
           this.d.log.info({ job: job.address, claim: claim.address, code, attempts }, 'claim not judged; sending it again later');
           return;
         }
-        this.d.log.info({ job: job.address, claim: claim.address, code }, 'claim not answered');
+        // an error frame that judged the claim is the buyer's answer, said as one (QA qaOrd F7: ORDER_UNKNOWN read as silence)
+        if (notJudged(e)) this.d.log.info({ job: job.address, claim: claim.address, code }, 'claim not answered');
+        else this.d.log.info({ job: job.address, claim: claim.address, code }, `claim answered ${code}: ${ANSWERED[code] ?? (e as Error).message}`);
         this.d.onOutcome?.(job.address, claim, { error: code });
       })
       .finally(() => this.changed());
