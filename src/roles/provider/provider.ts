@@ -845,9 +845,18 @@ export class Provider {
     // is this provider's failure, not a buyer gone (QA qaMatch F10: a provider SIGSTOPped 30 s signed EXEC_BUYER_GONE
     // blaming its buyer, a code reputation counts for nobody). The buyer's node countersigns this code when the
     // receipt reaches it (docs/market.md), so it counts against this provider there.
-    if (failure?.code === 'EXEC_BUYER_GONE' && frozeMs >= (keepalive ? silenceLimitMs(keepaliveMs) : PROVIDER_STALL_PING_MS)) {
-      failure = { code: PROVIDER_STALLED, message: `this provider did not run for ${Math.round(frozeMs / 1000)} s while the work ran, and its buyer gave up on it meanwhile (the buyer closed the stream)` };
-      this.d.log.warn({ job: job.address, frozeMs: Math.round(frozeMs) }, 'this process was frozen while the work ran and the buyer gave up on it: signed failed EXEC_PROVIDER_STALLED');
+    // Work that finished during or after such a freeze is the same failure (QA qaOrd F4: SIGSTOPped 35 s on a 20 s job,
+    // it signed `completed` for output its buyer never received, having signed a non-delivery): the buyer closed the
+    // stream, or, having asked for keepalives, it gave up by its own rule (no frame within its silence limit), whether
+    // or not this process has read the stream's end yet (after a SIGCONT the work's end can come first). An unfrozen
+    // run signs what it did, as before.
+    const waits = keepalive ? silenceLimitMs(keepaliveMs) : PROVIDER_STALL_PING_MS;
+    const gaveUp = failure ? failure.code === 'EXEC_BUYER_GONE' : signal.aborted || keepalive;
+    if (gaveUp && frozeMs >= waits) {
+      const finished = failure === undefined;
+      failure = { code: PROVIDER_STALLED, message: `this provider did not run for ${Math.round(frozeMs / 1000)} s while the work ran, and its buyer gave up on it meanwhile (${signal.aborted ? 'the buyer closed the stream' : `no frame for longer than the ${Math.round(waits / 1000)} s it waits`})${finished ? '; the work finished, but its output was not delivered' : ''}` };
+      output = undefined;
+      this.d.log.warn({ job: job.address, frozeMs: Math.round(frozeMs), finished }, 'this process was frozen while the work ran and the buyer gave up on it: signed failed EXEC_PROVIDER_STALLED');
     }
     const ranMs = mono() - budgetFrom;
     const energy = span.stop();

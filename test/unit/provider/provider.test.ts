@@ -633,6 +633,37 @@ describe('Provider: execution', () => {
     assert.match(r.record.failure!.message, /did not run for 40 s while the work ran/);
   });
 
+  test('work that finished during such a freeze is EXEC_PROVIDER_STALLED too, its output not delivered; an unfrozen run still completes (QA qaOrd F4)', async () => {
+    // (without keepalives, a buyer that closed the stream during the freeze: the test above, EXEC_BUYER_GONE turned)
+    for (const [name, keepalive, frozen, want] of [
+      ['keepalives asked, frozen past their silence limit, the end not yet read', true, 41_000, 'EXEC_PROVIDER_STALLED'],
+      ['no keepalives, frozen, the stream still open: the buyer may still be there', false, 41_000, undefined],
+      ['keepalives asked, not frozen', true, 0, undefined],
+    ] as const) {
+      let t = 0;
+      const stalls = new StallWatch({ now: () => t, every: () => () => {} });
+      const s = setup({ stalls });
+      const input = utf8(`finished ${name}`);
+      const job = makeJob({ workload: 'builtin.sleep', params: '20', timeoutMs: 60_000 }, input);
+      const offer = await offered(s, job);
+      const gone = new AbortController();
+      await s.provider.handleExec(
+        execIO(
+          [{ ...frame(job, offer, makeSelection(job, offer), input), ...(keepalive ? { keepalive: 'yes' } : {}) }],
+          async (f) => {
+            // the freeze while the 20 ms of work runs; the buyer's end is not read before the work returns
+            if (f.t === 'accepted') t += frozen;
+          },
+          gone.signal,
+        ),
+      );
+      const r = s.receipts[0]!;
+      assert.equal(r.record.failure?.code, want, name);
+      assert.equal(r.record.status, want ? 'failed' : 'completed', name);
+      if (want) assert.match(r.record.failure!.message, /the work finished, but its output was not delivered/, name);
+    }
+  });
+
   test('a failure message cut through an emoji: the failed receipt is signed, and the slot is free for the next job', async () => {
     const s = setup({ slots: 1 });
     const input = utf8('emoji');
