@@ -47,7 +47,8 @@ export interface DeliveryMeta {
   kind: TopicKind;
   /** PeerId string of the peer it came from. */
   from: string;
-  source: RecordSourceKind;
+  /** How it came: from a peer (gossip, sync, a direct route), or this node's own publication (`own`). */
+  source: RecordSourceKind | 'own';
   /** Records that travelled with it (e.g. the advert an offer cites). */
   attachments: Opened[];
 }
@@ -59,6 +60,8 @@ export type Handled = (kept: boolean) => void;
 
 export class Dispatcher {
   readonly #subs = new Map<TopicKind, Set<RecordHandler>>();
+  /** The handlers also given this node's own records of a kind (`own`). */
+  readonly #ownSubs = new Map<TopicKind, Set<RecordHandler>>();
   readonly #queue: Array<{ rec: Opened; meta: DeliveryMeta; done: Handled | undefined; size: number }> = [];
   readonly #max: number;
   readonly #maxBytes: number;
@@ -80,13 +83,22 @@ export class Dispatcher {
     opts.metrics.queueSources.set('delivery', () => this.#queue.length);
   }
 
-  subscribe(kind: TopicKind, handler: RecordHandler): () => void {
-    let s = this.#subs.get(kind);
-    if (!s) this.#subs.set(kind, (s = new Set()));
-    s.add(handler);
+  /** `own`: the handler is also given the records this node itself publishes of the kind (pushed with `source: 'own'`). */
+  subscribe(kind: TopicKind, handler: RecordHandler, opts: { own?: boolean } = {}): () => void {
+    const sets = opts.own ? [this.#subs, this.#ownSubs] : [this.#subs];
+    for (const m of sets) {
+      let s = m.get(kind);
+      if (!s) m.set(kind, (s = new Set()));
+      s.add(handler);
+    }
     return () => {
-      s.delete(handler);
+      for (const m of sets) m.get(kind)?.delete(handler);
     };
+  }
+
+  /** Whether any handler takes this node's own records of `kind`. */
+  takesOwn(kind: TopicKind): boolean {
+    return (this.#ownSubs.get(kind)?.size ?? 0) > 0;
   }
 
   /** Envelope bytes waiting (records and attachments). */
@@ -131,7 +143,7 @@ export class Dispatcher {
         this.#bytes -= size;
         this.#m.delivered.inc({ kind: meta.kind });
         let kept = true;
-        for (const h of this.#subs.get(meta.kind) ?? []) {
+        for (const h of (meta.source === 'own' ? this.#ownSubs : this.#subs).get(meta.kind) ?? []) {
           try {
             await h(rec, meta);
           } catch (e) {

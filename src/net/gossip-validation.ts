@@ -240,11 +240,13 @@ export class RecordPipeline {
     for (const id of new Set([hashHex(data), address])) if (this.#seen.get(id) === 'accept') this.#seen.delete(id);
   }
 
-  /** Mark a record as accepted without validation (our own publications). */
-  markOwn(kind: TopicKind, rec: Opened, messageId?: string): void {
+  /** Mark a record as accepted without validation (our own publications); whether it was not accepted here before. */
+  markOwn(kind: TopicKind, rec: Opened, messageId?: string): boolean {
+    const fresh = this.#seen.get(rec.address) !== 'accept';
     this.#seen.set(rec.address, 'accept');
     if (messageId) this.#seen.set(messageId, 'accept');
     if (kind === 'advert') this.#noteAdvert(rec);
+    return fresh;
   }
 
   /**

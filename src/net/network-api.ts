@@ -248,8 +248,14 @@ export interface Network {
    * unsubscribe function. A record that came on a direct route is answered `accept` only once every handler returned;
    * one that throws has it answered *_NOT_KEPT (the sender may send it again: `not_kept`), so a handler throws when it
    * could not keep what it must (a failed write), not for a record it chose not to keep.
+   *
+   * `own`: the handler is also given the records of `kind` this node itself publishes or sends (publish, sendOffer,
+   * sendOutcome; `meta.source` 'own'), once each, after the checks a peer would make (type, shape, freshness,
+   * signature): gossip never brings a node its own messages back, and a copy a peer sends later is a duplicate. A
+   * role that must hear a record whoever published it (the steward: its own provider's receipts, its own buyer's
+   * selections) subscribes so; one already accepted from a peer is not given again.
    */
-  subscribe(kind: TopicKind, handler: RecordHandler): () => void;
+  subscribe(kind: TopicKind, handler: RecordHandler, opts?: { own?: boolean }): () => void;
   /** Set or clear the semantic hook for a kind. */
   setHook(kind: TopicKind, hook: SemanticHook | undefined): void;
   /** Serve a direct protocol (`opts.admit`: who may call it, decided by key before the request is read). */

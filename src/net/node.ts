@@ -313,8 +313,11 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     if (data.length > pipeline.maxMessageBytes) throw new C0Error('MESSAGE_TOO_LARGE', `message of ${data.length} bytes exceeds ${pipeline.maxMessageBytes}`);
     // the caller's last check (publish: a topic to go on) before the record is this node's own and in its cache
     check?.(rec);
-    pipeline.markOwn(kind, rec, hashHex(data));
+    const fresh = pipeline.markOwn(kind, rec, hashHex(data));
     source.add?.(kind, rec);
+    // handed to the subscribers of its kind that take this node's own records (subscribe's `own`), once: gossip never
+    // brings a node its own messages back (emitSelf off), and a peer's copy is a duplicate of one it holds
+    if (fresh && dispatcher.takesOwn(kind)) dispatcher.push(rec, { kind, from: libp2p.peerId.toString(), source: 'own', attachments: [] });
     return { rec, data };
   };
 
@@ -515,10 +518,10 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       return { outcomes, address: rec.address };
     },
 
-    subscribe(kind, handler) {
+    subscribe(kind, handler, o) {
       // offers, selections, acceptances and receipts also arrive directly (offer/1, outcome/1), whether or not the node joins their topic
       if (!joined.includes(kind) && kind !== 'offer' && !OUTCOME_DIRECT_KINDS.includes(kind)) throw new C0Error('NET_TOPIC_NOT_JOINED', `kind ${kind} is not among the joined topics`, { field: 'topics' });
-      return dispatcher.subscribe(kind, handler);
+      return dispatcher.subscribe(kind, handler, o);
     },
 
     setHook(kind, hook) {

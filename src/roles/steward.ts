@@ -241,13 +241,17 @@ export class Steward {
     this.#reclaim.resumeStops();
     await net.handle(STEWARD_PROTOCOL, (frames, ctx) => this.#serve(frames, ctx), { deadlineMs: 24 * 3600_000, maxInboundStreams: stewardInboundStreams(this.cfg) });
     await net.handle(LEDGER_PROTOCOL, (frames, ctx) => this.#serveLedger(frames, ctx));
-    net.subscribe('receipt', (rec) => this.#accounts.onReceipt(rec as Opened<Receipt>));
+    // This node's own receipts and selections too (`own`: its provider's receipts, its buyer's selections, a receipt
+    // its buyer passes on), through the same handlers: gossip never brings a node its own messages, and the copy
+    // another node gossips is a duplicate of one this node holds (QA qaWit F1: a steward that was also a provider
+    // released every claim at its deadline charging 0 µJ).
+    net.subscribe('receipt', (rec) => this.#accounts.onReceipt(rec as Opened<Receipt>), { own: true });
     net.subscribe('selection', async (rec) => {
       await this.#accounts.onSelection(rec as Opened<Selection>);
       // the signer of the winning offer of a claim reclaimed already is asked to stop it, and an offer not held here is
       // fetched, in the accounts' bounded background slots, never here (a stop's answer can take a while)
       void this.#reclaim.onSelection(rec as Opened<Selection>).catch((e) => this.log.warn({ err: (e as Error).message }, 'a selection for a reclaimed claim was not handled'));
-    });
+    }, { own: true });
     // A provider joining (or re-advertising) can be the capacity a queued claim waits for.
     net.subscribe('advert', () => {
       this.#reclaim.noteConnected();
