@@ -20,6 +20,9 @@ import { WITNESS_TYPE, type WitnessReceipt } from '../ledger/entry.js';
 import type { Sub } from '../store/db.js';
 import type { Logger } from '../util/log.js';
 
+/** The sublevel of the overlay's store (under its prefix) the kept receipts are in. */
+export const CONTRADICTING_SUB = 'steward-contradicting';
+
 /** Witnesses whose contradicting receipt status() shows at most (the most recent; the log has each). */
 export const MAX_CONTRADICTING = 64;
 

@@ -86,7 +86,7 @@ import { WinnerResolver } from './steward-winners.js';
 import { AdmissionLine, requireEntitled, type AdmitRequest, type AskInFlight } from './steward-admission.js';
 import { TRAIN_T } from '../training/record-kinds.js';
 import { Gangs, type AdmitGangRequest } from './steward-gangs.js';
-import { Contradictions, MAX_CONTRADICTING } from './steward-contradictions.js';
+import { CONTRADICTING_SUB, Contradictions, MAX_CONTRADICTING } from './steward-contradictions.js';
 import { reclaimed, select, serveLedgerRange, withdraw } from './steward-handlers.js';
 import { CATCH_UP_PEERS, LEDGER_PROTOCOL, STEWARD_PROTOCOL, WITHDRAW_ASK_MS, stewardInboundStreams, type StewardConfig, type StewardIdentity, type StewardPorts, type StewardStream } from './steward-ports.js';
 import { ledgerFigures, notInTree, warnTreeAgainstLedger } from './steward-tree-usage.js';
@@ -164,7 +164,7 @@ export class Steward {
     this.pool = new PoolState(tree, ledger.book);
     ledger.attach(this.pool);
     this.#contradicting = new Contradictions({
-      sub: o.sub('steward-contradicting'),
+      sub: o.sub(CONTRADICTING_SUB),
       ledger: () => ({ steward: identity.did, length: this.ledger.length, addressAt: (seq) => this.ledger.addressAt(seq) }),
       clock: o.clock,
       log: o.log,

@@ -813,6 +813,25 @@ export class RecordStore {
   }
 
   /**
+   * The equivocation evidence about `steward` a node's store holds, read without opening the store as the daemon does
+   * (no index built, nothing written: `c0mpute ledger verify` on a steward's ledger directory, src/ledger/held.ts):
+   * from both places a record can be in (the steward named by the node's config, or not), at most `limit` records.
+   */
+  static async evidenceHeld(db: Db, prefix: string, steward: string, limit: number): Promise<Array<Opened<EquivocationEvidence>>> {
+    const as = (named: string[]) => new RecordStore(db, prefix, Date.now, undefined, WITNESS_RECORD_DEFAULTS, named, QUOTED_JOB_DEFAULTS);
+    const seen = new Set<string>();
+    const out: Array<Opened<EquivocationEvidence>> = [];
+    for (const s of [as([steward]), as([])]) {
+      for (const r of await s.evidenceAbout(steward, limit)) {
+        if (seen.has(r.address) || out.length >= limit) continue;
+        seen.add(r.address);
+        out.push(r);
+      }
+    }
+    return out;
+  }
+
+  /**
    * Store verified records that are not adverts or witness receipts, in one synced batch; returns how many were new.
    * A job among them held in the quoted order (`putQuoted`) leaves it: it is kept as the job history keeps it.
    */

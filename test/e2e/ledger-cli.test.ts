@@ -7,6 +7,9 @@ import { Ed25519Signer, didFromPublicKey } from '../../src/records/index.js';
 import { openDb, closeDb, sub } from '../../src/store/db.js';
 import { Ledger, Witness, WITNESS_TYPE, seqKey, sealEntries, writeLedgerFile, type WitnessReceipt } from '../../src/ledger/index.js';
 import { seal } from '../../src/records/envelope.js';
+import { encodeCanonical } from '../../src/records/cbor.js';
+import { RecordStore } from '../../src/store/records.js';
+import { EVIDENCE_TYPE, type EquivocationEvidence } from '../../src/ledger/evidence.js';
 import { admitted, released, tempDir } from '../unit/ledger/helpers.js';
 import { spawnCli } from './node-helpers.js';
 
@@ -350,6 +353,62 @@ describe('c0mpute ledger', { concurrency: 4 }, () => {
       assert.equal(r.code, 3, `${cmd}: ${r.stdout}${r.stderr}`);
       assert.match(r.stderr, /^error LEDGER_NOT_FOUND: .* is not a ledger directory: its database holds other data \(/);
       assert.doesNotMatch(r.stdout, /problem\s+none/);
+    }
+  });
+
+  it("verify <data-dir>/steward/<overlay>/ledger reads what the steward's node store holds against it (QA qaWit F2): a contradicting witness receipt (its code), equivocation evidence (LEDGER_EQUIVOCATION_EVIDENCE), exit 1; a store another process holds is said not read", async () => {
+    const node = join(t.dir, 'steward-node');
+    const ldir = join(node, 'steward', 'acme', 'ledger');
+    mkdirSync(join(node, 'steward', 'acme'), { recursive: true });
+    const l = await Ledger.open(ldir, { signer: steward });
+    await l.append(admitted('n1'));
+    await l.append(admitted('n2'));
+    await l.close();
+    const dbDir = join(node, 'db');
+    await closeDb(await openDb(dbDir));
+    // nothing held: read, said so, and the answer is the ledger's
+    const clean = await c0('ledger', 'verify', ldir);
+    assert.equal(clean.code, 0, clean.stdout + clean.stderr);
+    assert.match(clean.stdout, /node store\s+.*db read: no equivocation evidence, no contradicting witness receipt/);
+    assert.match(clean.stdout, /problem\s+none/);
+    // a witness cosigned another history at length 2, which the steward kept (its ledger refuses such a receipt)
+    const wdb = await openDb(join(t.dir, 'witness-db-held'));
+    const w = new Witness(wdb, Ed25519Signer.generate());
+    const other = sealEntries([admitted('n1'), admitted('x2')], steward).map((e) => e.bytes);
+    const receipt = (await w.cosign(S, other)).bytes;
+    await closeDb(wdb);
+    let db = await openDb(dbDir);
+    await sub(db, 'acme~steward-contradicting').put(w.did, encodeCanonical({ receipt, at: Date.now() }));
+    await closeDb(db);
+    const contradicted = await c0('ledger', 'verify', ldir);
+    assert.equal(contradicted.code, 1, contradicted.stdout + contradicted.stderr);
+    assert.match(contradicted.stdout, /node store\s+.*read: no equivocation evidence, 1 contradicting witness receipt/);
+    assert.match(contradicted.stdout, /problem\s+WITNESS_HEAD_MISMATCH: witness .* cosigned another head at length 2/);
+    // equivocation evidence about the steward (two entries at seq 0), as a witness publishes it: reported first
+    const [a] = sealEntries([admitted('e1')], steward);
+    const [b] = sealEntries([admitted('e2')], steward);
+    db = await openDb(dbDir);
+    const store = await RecordStore.open(db, 'acme~', { stewards: [S] });
+    await store.put(seal(EVIDENCE_TYPE, { steward: S, seq: 0, held: a!.bytes, conflicting: b!.bytes, observedAt: Date.now() } satisfies EquivocationEvidence, Ed25519Signer.generate()));
+    await closeDb(db);
+    const forked = await c0('ledger', 'verify', ldir);
+    assert.equal(forked.code, 1, forked.stdout + forked.stderr);
+    assert.match(forked.stdout, /problem\s+LEDGER_EQUIVOCATION_EVIDENCE: .*1 pair \(seq 0\) from 1 witness/);
+    const json = await c0('ledger', 'verify', '--json', ldir);
+    assert.equal(json.code, 1);
+    const j = JSON.parse(json.stdout) as { ok: boolean; problem: { code: string }; nodeStore: { store: string; evidence: unknown[]; contradicting: unknown[] } };
+    assert.equal(j.problem.code, 'LEDGER_EQUIVOCATION_EVIDENCE');
+    assert.equal(j.nodeStore.store, 'read');
+    assert.equal(j.nodeStore.evidence.length, 1);
+    assert.equal(j.nodeStore.contradicting.length, 1);
+    // the node's store held by another process (here, this one): the ledger is verified, the store said not read
+    db = await openDb(dbDir);
+    try {
+      const locked = await c0('ledger', 'verify', ldir);
+      assert.equal(locked.code, 0, locked.stdout + locked.stderr);
+      assert.match(locked.stdout, /node store\s+.*db not read \(STORE_LOCKED: held by pid \d+\)/);
+    } finally {
+      await closeDb(db);
     }
   });
 

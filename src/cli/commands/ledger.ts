@@ -5,6 +5,9 @@ import { C0Error } from '../../errors.js';
 import { selfAttestedTail } from '../../util/attestation-text.js';
 import type { LedgerEntry } from '../../ledger/entry.js';
 import type { RawLedger } from '../../ledger/store.js';
+import type { ReplayResult } from '../../ledger/replay.js';
+import type { VerifyReport } from '../../ledger/verify.js';
+import type { HeldAgainst } from '../../roles/steward-held.js';
 import { NegativeAnswer, out, outJson, UsageError, writingTo } from '../context.js';
 
 function isDir(p: string): boolean {
@@ -110,6 +113,52 @@ function describe(e: LedgerEntry): string {
   return `Released claim=${e.claim} actual=${e.actual!.uj}µJ/${e.actual!.grade}`;
 }
 
+/**
+ * What the node holding the ledger directory `dir` (`<data-dir>/steward/<overlay>/ledger`) keeps against it: the
+ * equivocation evidence and contradicting witness receipts `steward status` warns of (src/roles/steward-held.ts).
+ * Undefined for any other directory. The steward is entry 0's signer, or for an empty ledger the node's own key.
+ */
+async function heldAgainst(dir: string, r: ReplayResult): Promise<HeldAgainst | undefined> {
+  const { heldAgainstLedger, stewardLedgerPlace } = await import('../../roles/steward-held.js');
+  const place = stewardLedgerPlace(dir);
+  if (!place) return undefined;
+  let steward = r.steward;
+  if (steward === undefined) {
+    try {
+      steward = (await import('../../node/identity.js')).readRecordedDid(place.dataDir);
+    } catch {
+      // a damaged did file: no key to look for (the ledger is empty)
+    }
+  }
+  return steward === undefined ? undefined : heldAgainstLedger(dir, steward, { length: r.length, addresses: r.addresses });
+}
+
+/** A report that verified, made negative by what the node's store holds against the ledger: evidence first. */
+function withHeld(rep: VerifyReport, held: HeldAgainst): VerifyReport {
+  if (held.store !== 'read') return rep;
+  const e = held.evidence;
+  if (e.length) {
+    const witnesses = new Set(e.flatMap((p) => p.witnesses)).size;
+    const message = `this node's store (${held.path}) holds proof that steward ${held.steward} signed two entries no single history holds: ${e.length} pair${e.length === 1 ? '' : 's'} (seq ${e.map((p) => p.seq).join(', ')}) from ${witnesses} witness${witnesses === 1 ? '' : 'es'}; this ledger and its attestation are not to be trusted (c0mpute steward status)`;
+    return { ...rep, ok: false, problem: { code: 'LEDGER_EQUIVOCATION_EVIDENCE', message } };
+  }
+  const c = held.contradicting[0];
+  if (c) {
+    const what = c.code === 'WITNESS_LENGTH_BEYOND' ? `holds length ${c.length}, this ledger has ${rep.replay.length} (restored from an old copy, or truncated?)` : `cosigned another head at length ${c.length} (rewritten?)`;
+    return { ...rep, ok: false, problem: { code: c.code, message: `witness ${c.witness} ${what}: its receipt is kept in this node's store (${held.path}${held.contradicting.length > 1 ? `; ${held.contradicting.length} witnesses in all` : ''}; c0mpute steward status)` } };
+  }
+  return rep;
+}
+
+function heldLine(held: HeldAgainst): string {
+  if (held.store === 'locked') return `${held.path} not read (STORE_LOCKED: held by ${held.holder ? `pid ${held.holder.pid}` : 'another process'}): evidence the node may hold against this steward is not checked; stop that process, or see c0mpute steward status`;
+  const parts = [
+    held.evidence.length ? `equivocation evidence: ${held.evidence.length} pair${held.evidence.length === 1 ? '' : 's'}` : 'no equivocation evidence',
+    held.contradicting.length ? `${held.contradicting.length} contradicting witness receipt${held.contradicting.length === 1 ? '' : 's'}` : 'no contradicting witness receipt',
+  ];
+  return `${held.path} read: ${parts.join(', ')}`;
+}
+
 export function register(program: Command): void {
   const led = program.command('ledger').description('the pool/1 steward ledger: verify, export, show, import, fetch');
   led.hook('preSubcommand', loadWitnessCheck);
@@ -123,8 +172,12 @@ export function register(program: Command): void {
     .description('replay and verify every entry; print length, head, attestation grade and the first problem (exit 0 ok, 1 not)')
     .action(async (path: string, opts: { steward?: string; witness: string[]; json?: boolean }) => {
       const { verifyLedger } = await import('../../ledger/verify.js');
+      const dir = isDir(path);
       const raw = await readAny(path);
-      const rep = verifyLedger(raw, verifyOptions(opts));
+      let rep = verifyLedger(raw, verifyOptions(opts));
+      // a steward's ledger directory in its node's data directory: what that node's store holds against it
+      const held = dir && rep.ok ? await heldAgainst(path, rep.replay) : undefined;
+      if (held && rep.ok) rep = withHeld(rep, held);
       const r = rep.replay;
       const a = rep.attestation;
       const grade =
@@ -132,7 +185,7 @@ export function register(program: Command): void {
           ? `witnessed by ${a.witnesses.map((w) => `${w.witness} up to length ${w.length}`).join(', ')}${selfAttestedTail(r.length, a.witnessedLength)}`
           : 'self-attested';
       if (opts.json) {
-        outJson({ ok: rep.ok, length: r.length, head: r.ok ? r.head : null, steward: r.steward ?? null, attestation: a, problem: rep.problem ?? null });
+        outJson({ ok: rep.ok, length: r.length, head: r.ok ? r.head : null, steward: r.steward ?? null, attestation: a, problem: rep.problem ?? null, ...(held ? { nodeStore: held } : {}) });
       } else {
         // the steward first: without --steward it is only entry 0's signer, which anyone re-signing the ledger controls
         const lines = [
@@ -148,6 +201,7 @@ export function register(program: Command): void {
           else if (s.status === 'other-ledger') lines.push(`receipt      for another steward (${s.steward})`);
           else if (s.status === 'not-named') lines.push(`receipt      not counted: ${s.witness ?? 'an unreadable signer'} is not a named witness (--witness)`);
         }
+        if (held) lines.push(`node store   ${heldLine(held)}`);
         const p = rep.problem;
         lines.push(`problem      ${p ? `${p.index !== undefined ? `entry ${p.index}: ` : ''}${p.code}: ${p.message}` : 'none'}`);
         if (!rep.ok) throw new NegativeAnswer(lines);

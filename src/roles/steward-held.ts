@@ -1,0 +1,105 @@
+/**
+ * What a steward's node holds against its own ledger, read offline for `c0mpute ledger verify <data-dir>/steward/
+ * <overlay>/ledger` (docs/pool.md "What verifies means for a ledger"; QA qaWit F2). The ledger directory never stores
+ * a receipt that contradicts it (Ledger.addReceipt refuses one), nor the equivocation evidence witnesses publish: the
+ * running steward keeps both in its node's store (`<data-dir>/db`), and `steward status` warns of them, so a verify
+ * of the directory alone answered `problem none` for a ledger its own node knew to be forked. This reads the same two
+ * things the steward shows: the pool-evidence/1 records about its key (each pair verified again, src/ledger/attest.ts)
+ * and the receipts kept in the overlay's `steward-contradicting` sublevel (each checked again against the ledger as
+ * read, as `steward status` does). Nothing is written; the node's store is LevelDB, which one process holds at a time,
+ * so a store held by a running daemon (a node that runs without the steward role, a one-shot command) is not read
+ * and says so (`locked`).
+ */
+import { existsSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { C0Error } from '../errors.js';
+import { decodeCanonical } from '../records/cbor.js';
+import { checkStoredReceipt, verifyEvidence } from '../ledger/attest.js';
+import { closeDb, dbHolder, openDb, sub } from '../store/db.js';
+import { RecordStore } from '../store/records.js';
+import { CONTRADICTING_SUB, MAX_CONTRADICTING } from './steward-contradictions.js';
+
+export interface HeldEvidence {
+  /** The seq the pair shows two entries at. */
+  seq: number;
+  form: string;
+  /** The witnesses that published it (distinct). */
+  witnesses: string[];
+}
+
+export interface HeldContradiction {
+  witness: string;
+  code: 'WITNESS_LENGTH_BEYOND' | 'WITNESS_HEAD_MISMATCH';
+  /** The length the witness's receipt covers. */
+  length: number;
+}
+
+export type HeldAgainst =
+  | { store: 'read'; path: string; steward: string; evidence: HeldEvidence[]; contradicting: HeldContradiction[] }
+  | { store: 'locked'; path: string; holder?: { pid: number; cmd?: string } };
+
+/** `<data-dir>` and the overlay when `dir` is `<data-dir>/steward/<overlay>/ledger`; else undefined. */
+export function stewardLedgerPlace(dir: string): { dataDir: string; overlay: string } | undefined {
+  const abs = resolve(dir);
+  if (basename(abs) !== 'ledger' || basename(dirname(dirname(abs))) !== 'steward') return undefined;
+  return { dataDir: dirname(dirname(dirname(abs))), overlay: basename(dirname(abs)) };
+}
+
+/**
+ * What the node whose data directory holds the ledger directory `dir` keeps against steward `steward`'s ledger
+ * (`length` entries, `addresses` their addresses in order). Undefined when `dir` is not a steward's ledger directory in
+ * a node's data directory with a store.
+ */
+export async function heldAgainstLedger(dir: string, steward: string, ledger: { length: number; addresses: readonly string[] }): Promise<HeldAgainst | undefined> {
+  const place = stewardLedgerPlace(dir);
+  if (!place) return undefined;
+  const path = join(place.dataDir, 'db');
+  if (!existsSync(join(path, 'CURRENT'))) return undefined;
+  let db: Awaited<ReturnType<typeof openDb>>;
+  try {
+    db = await openDb(path);
+  } catch (e) {
+    if (e instanceof C0Error && e.code === 'STORE_LOCKED') {
+      const h = dbHolder(path);
+      return { store: 'locked', path, ...(h ? { holder: { pid: h.pid, ...(h.cmd === undefined ? {} : { cmd: h.cmd }) } } : {}) };
+    }
+    throw e;
+  }
+  try {
+    const prefix = place.overlay === 'public' ? '' : `${place.overlay}~`;
+    const pairs = new Map<string, HeldEvidence>();
+    for (const rec of await RecordStore.evidenceHeld(db, prefix, steward, MAX_CONTRADICTING)) {
+      const e = rec.record;
+      if (e?.steward !== steward) continue;
+      let v: ReturnType<typeof verifyEvidence>;
+      try {
+        v = verifyEvidence(e.held, e.conflicting, e.form === 'successor' ? 'successor' : 'same-seq');
+      } catch {
+        continue; // not proven: nothing about this steward
+      }
+      if (v.steward !== steward) continue;
+      const key = [...v.addresses].sort().join(' ');
+      const p = pairs.get(key);
+      if (p) {
+        if (!p.witnesses.includes(rec.signer)) p.witnesses.push(rec.signer);
+      } else pairs.set(key, { seq: v.seq, form: e.form ?? 'same-seq', witnesses: [rec.signer] });
+    }
+    const view = { steward, length: ledger.length, addressAt: async (seq: number) => (seq >= 0 && seq < ledger.length ? ledger.addresses[seq] : undefined) };
+    const contradicting: HeldContradiction[] = [];
+    for await (const [witness, value] of sub(db, `${prefix}${CONTRADICTING_SUB}`).iterator()) {
+      let receipt: Uint8Array;
+      try {
+        receipt = (decodeCanonical(value) as { receipt: Uint8Array }).receipt;
+      } catch {
+        continue; // unreadable: the steward drops it at its next start
+      }
+      if (!(receipt instanceof Uint8Array)) continue;
+      const s = await checkStoredReceipt(view, receipt);
+      if (s.status === 'mismatch' && s.witness === witness) contradicting.push({ witness, code: s.code, length: s.length });
+    }
+    const evidence = [...pairs.values()].sort((a, b) => a.seq - b.seq);
+    return { store: 'read', path, steward, evidence, contradicting };
+  } finally {
+    await closeDb(db);
+  }
+}
