@@ -455,7 +455,9 @@ export class OverlayNode {
       if (nc.witnesses && !nc.witnesses.includes(this.did)) {
         this.log.warn({ overlay: this.name, witnesses: nc.witnesses }, 'this node is a witness but network.witnesses does not name it: every member configured alike ignores its receipts');
       }
-      this.witness = await WitnessRole.start(this, this.d.db, identity, { ...(stewards ? { stewards } : {}), maxStewards: this.d.config.witness.maxStewards, ...(nc.witnesses ? { overlayWitnesses: nc.witnesses } : {}) });
+      // the node's other overlays' stewards: shown in their overlay's witness view, not in this one's (one store for all)
+      const elsewhere = networksOf(this.d.config).filter((n) => n.overlay !== this.name && n.steward !== undefined && n.steward !== nc.steward).map((n) => n.steward!);
+      this.witness = await WitnessRole.start(this, this.d.db, identity, { ...(stewards ? { stewards } : {}), maxStewards: this.d.config.witness.maxStewards, ...(nc.witnesses ? { overlayWitnesses: nc.witnesses } : {}), ...(elsewhere.length ? { elsewhere } : {}) });
       this.addRole('witness', this.witness);
       // heads from keys neither held nor named (docs/overlays.md "What a witness takes on"): what they cost, bounded
       const w = this.witness;

@@ -92,6 +92,14 @@ export interface WitnessConfig {
    */
   overlayWitnesses?: readonly string[];
   /**
+   * The stewards this node's other overlays name (their `network.steward`): the witness's store is the node's, one for
+   * every overlay, so status() leaves them out of this overlay's view unless this overlay names them too (its
+   * `network.steward`, `stewards`) or something happened to them here since start (QA qaWit F3: every overlay's view
+   * listed every steward held, and another overlay's forked steward showed as contradicted on this one). A steward no
+   * overlay names (taken off, a stranger held) is shown on every overlay, as before.
+   */
+  elsewhere?: readonly string[];
+  /**
    * `kept`: the witness role is off on this overlay, but the node holds what it kept as a witness (heads cosigned,
    * evidence): nothing is fetched or cosigned and no head is heard; status() and evidenceOf() read the store, and the
    * evidence is gossiped again as before unless `gossip` is `none` (a display command's node). Default `active`.
@@ -1133,13 +1141,16 @@ export class WitnessRole {
   /**
    * GET /v1/witness: per steward, the head held, the evidence pairs kept and (when something happened since start)
    * `last`. Every steward this witness holds a head for (at most maxStewards without a list), every one with evidence
-   * kept and every one listed, read from the store (so a restart loses none of it), plus the recent refusals.
+   * kept and every one listed, read from the store (so a restart loses none of it), plus the recent refusals; but for
+   * the stewards another overlay of this node names and this one does not (`elsewhere`), shown on theirs.
    */
   async status(): Promise<Record<string, unknown>> {
     const cap = this.cfg.stewards ? Infinity : this.#maxStewards;
     const held = new Map((await this.witness.heads(cap)).map((h) => [h.steward, { length: h.length, head: h.head }]));
     const kept = await this.witness.evidenceCounts(cap + (this.cfg.stewards?.length ?? 0));
-    const names = new Set([...held.keys(), ...kept.keys(), ...(this.cfg.stewards ?? []), ...this.#last.keys(), ...this.#rolledBack.keys()]);
+    const here = new Set([...(this.cfg.stewards ?? []), ...this.#last.keys(), ...this.#rolledBack.keys()]);
+    const elsewhere = new Set(this.cfg.elsewhere ?? []);
+    const names = new Set([...[...held.keys(), ...kept.keys()].filter((s) => here.has(s) || !elsewhere.has(s)), ...here]);
     const out: Record<string, unknown> = {};
     for (const steward of names) {
       const last = this.#last.get(steward);

@@ -111,7 +111,7 @@ export function register(program: Command): void {
       for (const w of witnessOverlays(s)) {
         const label = (w.overlay === undefined ? 'witness' : `witness ${w.overlay}`).padEnd(15);
         try {
-          out(`${label} ${witnessSummary((await apiCall(c.api, c.token, 'GET', `/v1/witness${q(w.overlay)}`)) as WitnessView)}`);
+          out(`${label} ${witnessSummary((await apiCall(c.api, c.token, 'GET', `/v1/witness${q(w.overlay)}`)) as WitnessView, w.overlay)}`);
         } catch (e) {
           out(`${label} (not read: ${(e as Error).message})`);
         }
@@ -120,7 +120,7 @@ export function register(program: Command): void {
       for (const w of roleOverlays(s, 'steward')) {
         const label = (w.overlay === undefined ? 'steward' : `steward ${w.overlay}`).padEnd(15);
         try {
-          out(`${label} ${stewardSummary((await apiCall(c.api, c.token, 'GET', `/v1/steward${q(w.overlay)}`)) as StewardView)}`);
+          out(`${label} ${stewardSummary((await apiCall(c.api, c.token, 'GET', `/v1/steward${q(w.overlay)}`)) as StewardView, w.overlay)}`);
         } catch (e) {
           out(`${label} (not read: ${(e as Error).message})`);
         }
@@ -469,7 +469,7 @@ export function roleOverlays(s: { roles?: unknown; overlays?: unknown }, role: s
 }
 
 /** `c0mpute status`'s witness line: stewards held, the longest length held, evidence pairs kept, refusals to look at. */
-export function witnessSummary(w: WitnessView): string {
+export function witnessSummary(w: WitnessView, overlay?: string): string {
   const all = Object.values(w.stewards);
   const held = all.filter((s) => s.held.length > 0);
   const longest = held.reduce((m, s) => Math.max(m, s.held.length), 0);
@@ -480,7 +480,12 @@ export function witnessSummary(w: WitnessView): string {
     ...(rolledBack ? [`⚠ ${rolledBack} steward${rolledBack === 1 ? '' : 's'} rolled back [WITNESS_LEDGER_ROLLED_BACK]`] : []),
     ...(w.notNamed ? ['⚠ not named in network.witnesses: its receipts are dropped [WITNESS_NOT_NAMED]'] : []),
   ];
-  return `${held.length} steward${held.length === 1 ? '' : 's'} held${held.length ? ` (longest length ${longest})` : ''}, ${flags.join(', ')} (c0mpute witness status)`;
+  return `${held.length} steward${held.length === 1 ? '' : 's'} held${held.length ? ` (longest length ${longest})` : ''}, ${flags.join(', ')} (c0mpute witness status${overlayFlag(overlay)})`;
+}
+
+/** ` --overlay NAME` for a command hint about an overlay other than the primary (undefined: the primary, no flag; an overlay name needs no quoting). */
+function overlayFlag(overlay: string | undefined): string {
+  return overlay === undefined ? '' : ` --overlay ${overlay}`;
 }
 
 type StewardView = {
@@ -495,7 +500,7 @@ type StewardView = {
  * `c0mpute status`'s steward line: the ledger's length, how far it is witnessed (and by how many witnesses), the
  * claims queued, and what to look at: witnesses whose receipts contradict it, equivocation evidence against it.
  */
-export function stewardSummary(v: StewardView): string {
+export function stewardSummary(v: StewardView, overlay?: string): string {
   const a = v.attestation;
   const length = v.ledger.length;
   const witnessed = !a || a.grade !== 'witnessed' ? 'self-attested' : `witnessed to length ${a.witnessedLength} by ${a.witnesses.length} witness${a.witnesses.length === 1 ? '' : 'es'}${a.witnessedLength < length ? ` (the last ${length - a.witnessedLength} self-attested)` : ''}`;
@@ -506,5 +511,5 @@ export function stewardSummary(v: StewardView): string {
     ...(contra.length ? [`⚠ ${contra.length} witness${contra.length === 1 ? '' : 'es'} contradict${contra.length === 1 ? 's' : ''} it [${codes.join(', ')}]`] : []),
     ...(v.evidence ? [`⚠ equivocation evidence ${v.evidence.pairs} pair${v.evidence.pairs === 1 ? '' : 's'}`] : []),
   ];
-  return `ledger length ${length}, ${witnessed}, ${queued} queued${flags.length ? `, ${flags.join(', ')}` : ''} (c0mpute steward status)`;
+  return `ledger length ${length}, ${witnessed}, ${queued} queued${flags.length ? `, ${flags.join(', ')}` : ''} (c0mpute steward status${overlayFlag(overlay)})`;
 }

@@ -16,6 +16,11 @@ test('the witness line: stewards held, the longest length, evidence pairs and ro
   );
 });
 
+test('the hint on an overlay other than the primary names it (--overlay), for the witness and the steward line (QA qaWit F3)', () => {
+  assert.equal(witnessSummary({ stewards: {} }, 'o2'), '0 stewards held, evidence 0 (c0mpute witness status --overlay o2)');
+  assert.equal(stewardSummary({ ledger: { length: 0 }, queued: [] }, 'acme'), 'ledger length 0, self-attested, 0 queued (c0mpute steward status --overlay acme)');
+});
+
 test('a witness line for each overlay with the witness role, the primary’s and any other’s (asked with ?overlay=)', () => {
   assert.deepEqual(witnessOverlays({ roles: ['witness', 'buyer'] }), [{}]);
   assert.deepEqual(witnessOverlays({ roles: ['buyer'], overlays: { lab: { roles: ['witness'] }, other: { roles: ['provider'] } } }), [{ overlay: 'lab' }]);

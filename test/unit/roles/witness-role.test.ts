@@ -149,6 +149,19 @@ describe('witness role bounds', () => {
     }, { maxStewards: 1 });
   });
 
+  it('status() of one overlay leaves out the stewards held that another overlay of the node names (the store is the node’s); one no overlay names is still shown (QA qaWit F3)', async () => {
+    const [a, b, c] = [stewardChain(2), stewardChain(3), stewardChain(1)];
+    await rig(new Map([[a.did, a.chain]]), async ({ role, onHead }) => {
+      onHead(head(a.chain[1]!));
+      await role.settled();
+      // cosigned by this node's witness on other overlays (b is another overlay's steward; c, one no overlay names now)
+      await role.witness.cosign(b.did, b.chain.map((e) => e.bytes));
+      await role.witness.cosign(c.did, c.chain.map((e) => e.bytes));
+      const shown = (await role.status()) as { stewards: Record<string, unknown> };
+      assert.deepEqual(Object.keys(shown.stewards).sort(), [a.did, c.did].sort());
+    }, { stewards: [a.did], elsewhere: [b.did] });
+  });
+
   it('a listed steward whose head is refused keeps its refusal in the status', async () => {
     const s = stewardChain(1);
     // it serves seq 0 then seq 2: a gap, refused
