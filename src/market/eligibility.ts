@@ -240,7 +240,7 @@ export function evaluate(pj: PreparedJob, advert: Opened<Advert> | undefined, of
         }
       }
     }
-    if (req.cpuCores !== undefined && hw.cpuCores < req.cpuCores) (out ??= []).push(f('hardware', REASON.CPU_CORES_TOO_FEW, 'requirements.cpuCores', req.cpuCores, hw.cpuCores, `has ${hw.cpuCores} CPU cores; the job needs ${req.cpuCores}`));
+    if (req.cpuCores !== undefined && hw.cpuCores < req.cpuCores) (out ??= []).push(f('hardware', REASON.CPU_CORES_TOO_FEW, 'requirements.cpuCores', req.cpuCores, hw.cpuCores, `has ${hw.cpuCores} CPU core${hw.cpuCores === 1 ? '' : 's'}; the job needs ${req.cpuCores}`));
     if (req.memoryMiB !== undefined && hw.memoryMiB < req.memoryMiB) (out ??= []).push(f('hardware', REASON.MEMORY_TOO_SMALL, 'requirements.memoryMiB', req.memoryMiB, hw.memoryMiB, `has ${gib(hw.memoryMiB)} memory; the job needs ${gib(req.memoryMiB)}`));
   }
 

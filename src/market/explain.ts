@@ -147,9 +147,10 @@ export function phrase(c: Constraint, job: Job, form: 'one' | 'many' | 'not'): s
       return g.count === 1 ? `${have} ${gib(g.vramMiB)} of VRAM on one card${feats}` : `${have} ${g.count} GPUs with ${gib(g.vramMiB)} each${feats}`;
     }
     case 'cpu':
-      return `${v('has', 'have', 'does not have')} ${r.cpuCores} CPU cores`;
+      // a requirement is a floor: "202 of 252 have at least 4 CPU cores", never "have 4" (QA qaWit F6)
+      return `${v('has at least', 'have at least', 'has fewer than')} ${r.cpuCores} ${plural(r.cpuCores ?? 0, 'CPU core', 'CPU cores')}`;
     case 'memory':
-      return `${v('has', 'have', 'does not have')} ${gib(r.memoryMiB ?? 0)} of memory`;
+      return `${v('has at least', 'have at least', 'has less than')} ${gib(r.memoryMiB ?? 0)} of memory`;
     case 'currency':
       return `${v('quotes', 'quote', 'does not quote')} in ${job.maxPrice.currency}`;
     case 'price':

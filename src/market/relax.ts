@@ -224,7 +224,7 @@ export function describeChange(job: Job, ch: JobChange): string {
     const g = ch.gpu;
     parts.push(g === null ? 'drop the GPU requirement' : `ask for ${g.count === 1 ? 'one GPU' : `${g.count} GPUs`} with ≥ ${gib(g.vramMiB)} VRAM${g.features?.length ? ` and ${g.features.join(', ')}` : r.gpu?.features?.length ? ' and no feature' : ''}`);
   }
-  if (ch.cpuCores !== undefined) parts.push(`ask for ≤ ${ch.cpuCores} CPU cores`);
+  if (ch.cpuCores !== undefined) parts.push(`ask for ≤ ${ch.cpuCores} CPU core${ch.cpuCores === 1 ? '' : 's'}`);
   if (ch.memoryMiB !== undefined) parts.push(`ask for ≤ ${gib(ch.memoryMiB)} memory`);
   if (ch.maxPrice) parts.push(`raise maxPrice to ${ch.maxPrice.amount} ${ch.maxPrice.currency}`);
   if (ch.deadline !== undefined) parts.push(`extend the deadline to ${isoTime(ch.deadline)}`);

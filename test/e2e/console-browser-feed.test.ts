@@ -277,7 +277,7 @@ test('the Run page ends a run that did not complete as `c0mpute run` does: codes
   assert.doesNotMatch(none, /decided by policy/);
   assert.match(none, /no provider is eligible: nothing to decide/);
   const failure = await p.$eval('#run-failure', (e) => (e as HTMLElement).innerText as string);
-  assert.match(failure, /✘ no eligible provider: No provider is eligible among 2 known: no provider has 64 CPU cores\./);
+  assert.match(failure, /✘ no eligible provider: No provider is eligible among 2 known: no provider has at least 64 CPU cores\./);
   assert.match(failure, /To widen the market: ask for ≤ 8 CPU cores/);
   assert.match(failure, /✘ \S+…\S+: has 4 CPU cores; the job needs 64 \[CPU_CORES_TOO_FEW\]; no offer for this job \[OFFER_MISSING\]/);
   // its provider vanished: the attempt with its code

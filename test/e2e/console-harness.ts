@@ -93,7 +93,7 @@ const NO_ELIGIBLE = {
     ranked: [],
     ineligible: [{ provider: PROVIDERS[1], eligible: false, failures: [{ code: 'CPU_CORES_TOO_FEW', message: 'has 8 CPU cores; the job needs 64' }] }],
     explanation: {
-      summary: 'No provider is eligible among 2 known: no provider has 64 CPU cores.',
+      summary: 'No provider is eligible among 2 known: no provider has at least 64 CPU cores.',
       relaxations: [{ text: 'To widen the market: ask for ≤ 8 CPU cores → 1 provider eligible' }],
       providers: [
         { provider: PROVIDERS[0], eligible: false, failures: [{ code: 'CPU_CORES_TOO_FEW', message: 'has 4 CPU cores; the job needs 64' }, { code: 'OFFER_MISSING', message: 'no offer for this job' }] },

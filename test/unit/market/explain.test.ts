@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { explainMarket, type MarketExplanation } from '../../../src/market/index.js';
-import { applyChange, type JobChange } from '../../../src/market/relax.js';
+import { applyChange, describeChange, type JobChange } from '../../../src/market/relax.js';
 import type { Job, Opened } from '../../../src/records/index.js';
 import { GiB, NOW, P, advert, job, offer } from './fixtures.js';
 import { ADVERTS, JOBS, OFFERS } from './market-pool.js';
@@ -188,4 +188,16 @@ test("a node that buys and provides is left out of its own job's explanation, an
   assert.equal(two.known, 1);
   assert.deepEqual(two.providers.map((p) => p.provider), [P(2).did]);
   assert.match(two.summary, /This node's own advert is not counted: a node does not buy from itself\.\)$/);
+});
+
+test('the CPU wording: a requirement is a floor ("at least 4 CPU cores"), one core is singular, in the summary, a failure and a hint (QA qaWit F6)', () => {
+  const j = job(P(100), { requirements: { cpuCores: 4 } });
+  const one = advert(P(1), { hardware: { cpuCores: 1 } });
+  const ads = [one, advert(P(2), { hardware: { cpuCores: 8 } })];
+  const e = explainMarket({ job: j, adverts: ads, offers: [], now: NOW });
+  assert.match(e.summary, /1 of 2 has at least 4 CPU cores/);
+  const v = e.providers.find((p) => p.provider === one.signer)!;
+  assert.ok(v.failures.some((f) => f.message === 'has 1 CPU core; the job needs 4'), JSON.stringify(v.failures));
+  assert.match(describeChange(j.record, { cpuCores: 1 }), /^ask for ≤ 1 CPU core$/);
+  assert.match(describeChange(j.record, { cpuCores: 2 }), /^ask for ≤ 2 CPU cores$/);
 });
