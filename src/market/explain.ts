@@ -59,6 +59,8 @@ export interface MarketInput {
   offers: Iterable<Opened<Offer>> | OfferBook;
   now: number;
   skewMs?: number;
+  /** Whether a provider has a live presence now (the node's presence view): the hints say which providers they count are not live. */
+  live?: (did: string) => boolean;
 }
 
 /** A verdict, its keys always in this order (provider, advert, offer, eligible, failures). */
@@ -109,7 +111,7 @@ export function explainMarket(input: MarketInput): MarketExplanation {
   const skewMs = input.skewMs ?? DEFAULT_SKEW_MS;
   const offers = new Map<string, Opened<Offer>>();
   const verdicts = judgeAll(pj, index, input.offers, input.now, skewMs, offers, true);
-  const e = explainVerdicts(pj, verdicts, { index, offers, now: input.now, skewMs });
+  const e = explainVerdicts(pj, verdicts, { index, offers, now: input.now, skewMs, ...(input.live ? { live: input.live } : {}) });
   // the buyer's own advert, left out by judgeAll, is said rather than silently missing from the count
   const self = pj.opened.signer;
   const own = index.liveAt(self, input.now);

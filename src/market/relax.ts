@@ -48,6 +48,11 @@ export interface Relaxation {
   gain: number;
   /** of those, how many have a live offer already */
   quoted: number;
+  /**
+   * Of those without an offer, how many have no live presence (RelaxContext.live; absent when it is not given): an
+   * advert and nothing more, which `market probe` lists NOT_LIVE and which may never quote.
+   */
+  notLive?: number;
   text: string;
 }
 
@@ -57,6 +62,8 @@ export interface RelaxContext {
   offers: ReadonlyMap<string, Opened<Offer>>;
   now: number;
   skewMs: number;
+  /** Whether a provider has a live presence now (the node's presence view); absent: not known, not said. */
+  live?: (did: string) => boolean;
 }
 
 /** The verdict fields hints read. */
@@ -300,11 +307,13 @@ export function relaxationsOf(pj: PreparedJob, verdicts: readonly VerdictLike[],
     const askOf = askJudge(relaxed);
     let gain = 0;
     let quoted = 0;
+    let notLive = 0;
     for (const k of cands) {
       if (!k.cs.every((c) => cs.includes(c))) continue;
       if (evaluate(rpj, k.advert, k.offer, ctx.now, ctx.skewMs) === undefined && (k.offer !== undefined || k.advert === undefined || askOf(k.advert.record) === undefined)) {
         gain++;
         if (k.offer) quoted++;
+        else if (ctx.live && !ctx.live(k.provider)) notLive++;
       }
     }
     if (gain === 0) continue;
@@ -312,9 +321,13 @@ export function relaxationsOf(pj: PreparedJob, verdicts: readonly VerdictLike[],
     if (seen.has(what)) continue;
     seen.add(what);
     const wait = gain - quoted;
-    const text = `${what} → ${gain} more ${gain === 1 ? 'provider' : 'providers'}${wait ? ` (${wait} of them ${wait === 1 ? 'has' : 'have'} not quoted yet)` : ''}`;
-    out.push({ constraint: cs[0]!, constraints: cs, change, gain, quoted, text });
+    // which of those that have not quoted are not live (an advert, no presence: QA qaWit F5, where every one of 186 was)
+    const dead = notLive === 0 ? '' : notLive === wait ? `, and ${notLive === 1 ? 'it has' : 'none of them has'} a live presence [NOT_LIVE]` : `, ${notLive} of those with no live presence [NOT_LIVE]`;
+    const text = `${what} → ${gain} more ${gain === 1 ? 'provider' : 'providers'}${wait ? ` (${wait} of them ${wait === 1 ? 'has' : 'have'} not quoted yet${dead})` : ''}`;
+    out.push({ constraint: cs[0]!, constraints: cs, change, gain, quoted, ...(ctx.live ? { notLive } : {}), text });
   }
   const rank = (r: Relaxation) => RELAXABLE.indexOf(r.constraints[0]!) * 16 + (r.constraints[1] ? RELAXABLE.indexOf(r.constraints[1]) + 1 : 0);
-  return out.sort((a, b) => b.gain - a.gain || a.constraints.length - b.constraints.length || rank(a) - rank(b) || (a.text < b.text ? -1 : a.text > b.text ? 1 : 0));
+  // the hints that admit the most providers that can quote (live, or quoted already) first
+  const likely = (r: Relaxation) => r.gain - (r.notLive ?? 0);
+  return out.sort((a, b) => likely(b) - likely(a) || b.gain - a.gain || a.constraints.length - b.constraints.length || rank(a) - rank(b) || (a.text < b.text ? -1 : a.text > b.text ? 1 : 0));
 }

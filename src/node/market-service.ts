@@ -56,6 +56,8 @@ export interface MarketServiceOptions {
   maxEvidenceBytes?: number;
   /** DIDs of the peers connected now (the advert cap keeps theirs longer). */
   connected?: () => ReadonlySet<string>;
+  /** Whether a provider has a live presence at `now` (the overlay's presence view): an explanation's hints say which they count are not live. */
+  live?: (did: string, now: number) => boolean;
   registry?: Registry;
 }
 
@@ -384,7 +386,13 @@ export class MarketService implements BuyerMarket {
   }
 
   explain(job: Opened<Job>, now: number): MarketExplanation {
-    return explainMarket({ job, adverts: this.adverts, offers: this.book, now, skewMs: this.o.skewMs });
+    return explainMarket({ job, adverts: this.adverts, offers: this.book, now, skewMs: this.o.skewMs, ...this.#live(now) });
+  }
+
+  /** explainMarket's `live` at `now`, when the service was given the presence view. */
+  #live(now: number): { live?: (did: string) => boolean } {
+    const live = this.o.live;
+    return live ? { live: (did) => live(did, now) } : {};
   }
 
   async decide(job: Opened<Job>, policy: PolicyName, now: number, excluded: ReadonlySet<string> = new Set()): Promise<Decision> {
@@ -404,7 +412,7 @@ export class MarketService implements BuyerMarket {
           return { provider: r.provider, offer, ...(entry !== r.provider ? { entry } : {}), total: r.total, scores: { ...r.scores } };
         })
       : [];
-    return { result, ranked, market: explainMarket({ job, adverts: this.adverts, offers: this.book, now, skewMs: this.o.skewMs }) };
+    return { result, ranked, market: explainMarket({ job, adverts: this.adverts, offers: this.book, now, skewMs: this.o.skewMs, ...this.#live(now) }) };
   }
 
   /**

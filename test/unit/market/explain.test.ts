@@ -201,3 +201,22 @@ test('the CPU wording: a requirement is a floor ("at least 4 CPU cores"), one co
   assert.match(describeChange(j.record, { cpuCores: 1 }), /^ask for ≤ 1 CPU core$/);
   assert.match(describeChange(j.record, { cpuCores: 2 }), /^ask for ≤ 2 CPU cores$/);
 });
+
+test('a hint says which providers it counts have no live presence, and puts the hints that admit live ones first (QA qaWit F5)', () => {
+  const j = job(P(100), { requirements: { cpuCores: 16 } });
+  const small = (n: number) => advert(P(n), { hardware: { cpuCores: n <= 3 ? 8 : 4 } });
+  const ads = [1, 2, 3, 4].map(small);
+  // P(1) and P(2) are live (8 cores), P(3) is not (8 cores); P(4) not live (4 cores)
+  const live = new Set([P(1).did, P(2).did]);
+  const e = explainMarket({ job: j, adverts: ads, offers: [], now: NOW, live: (d) => live.has(d) });
+  const texts = e.relaxations.map((r) => r.text);
+  assert.ok(texts.includes('ask for ≤ 8 CPU cores → 3 more providers (3 of them have not quoted yet, 1 of those with no live presence [NOT_LIVE])'), texts.join('\n'));
+  assert.ok(texts.includes('ask for ≤ 4 CPU cores → 4 more providers (4 of them have not quoted yet, 2 of those with no live presence [NOT_LIVE])'), texts.join('\n'));
+  // 2 live either way: the larger gain first, as without presence
+  const none = explainMarket({ job: j, adverts: ads.slice(2), offers: [], now: NOW, live: () => false });
+  assert.match(none.relaxations[0]!.text, /→ 2 more providers \(2 of them have not quoted yet, and none of them has a live presence \[NOT_LIVE\]\)$/);
+  assert.equal(none.relaxations[0]!.notLive, 2);
+  // without presence known, nothing is said of it
+  const unknown = explainMarket({ job: j, adverts: ads, offers: [], now: NOW });
+  assert.ok(unknown.relaxations.every((r) => r.notLive === undefined && !r.text.includes('NOT_LIVE')));
+});
