@@ -147,6 +147,8 @@ export class FloodGuard {
   readonly #counter: Counter<'kind' | 'limiter'> | undefined;
   /** Called after a peer's abuse score grows (the network's disconnect policy listens). */
   onAbuse: ((peer: string, score: number) => void) | undefined;
+  /** Adverts from keys not seen before turned away by a new-advertiser limit (per peer or all peers together) since start. */
+  #advertsTurnedAway = 0;
 
   constructor(opts: Partial<FloodLimitOptions>, clock: Clock, registry?: Registry) {
     this.opts = floodOptions(opts);
@@ -223,7 +225,14 @@ export class FloodGuard {
    * signature does not verify.
    */
   reserveNewAdvertiser(peer: string, blame: boolean): boolean {
-    return this.#newAdv.take(peer) || this.#hit('advert', 'new-advertiser', blame ? peer : undefined);
+    if (this.#newAdv.take(peer)) return true;
+    this.#advertsTurnedAway++;
+    return this.#hit('advert', 'new-advertiser', blame ? peer : undefined);
+  }
+
+  /** Adverts from new advertisers turned away by either new-advertiser limit since start (the market lacks them until heard again). */
+  get advertsTurnedAway(): number {
+    return this.#advertsTurnedAway;
   }
   refundNewAdvertiser(peer: string): void {
     this.#newAdv.refund(peer, 1);
@@ -235,7 +244,9 @@ export class FloodGuard {
    * (the peer may be an honest relay within its own budget). Refund with `refundNewAdvertiserTotal`.
    */
   reserveNewAdvertiserTotal(): boolean {
-    return this.#newAdvTotal.take() || this.#hit('advert', 'new-advertiser-total', undefined);
+    if (this.#newAdvTotal.take()) return true;
+    this.#advertsTurnedAway++;
+    return this.#hit('advert', 'new-advertiser-total', undefined);
   }
   refundNewAdvertiserTotal(): void {
     this.#newAdvTotal.refund(1);

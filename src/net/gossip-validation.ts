@@ -29,6 +29,7 @@ import type { Advert } from '../records/kinds.js';
 import { monotonicClock, systemClock, type Clock } from '../util/clock.js';
 import type { Logger } from '../util/log.js';
 import { isStoreFailure } from '../util/store-damage.js';
+import { PeerLog } from '../util/peer-log.js';
 import { decodeMessage } from './framing.js';
 import type { NetMetrics } from './metrics.js';
 import { FloodGuard, RATE_LIMITED, type FloodLimitOptions } from './flood-limits.js';
@@ -195,6 +196,8 @@ export class RecordPipeline {
   readonly #advertSeq: Lru<string, number>;
   readonly #m: NetMetrics;
   readonly #log: Logger;
+  /** The new-advertiser limit's turn-aways, at info, summarised (#turnedAway). */
+  readonly #limitLog: PeerLog;
   readonly #verifier: SignatureVerifier | undefined;
   #inFlight = 0;
   /** The flood limits (the network's abuse policy reads its per-peer abuse scores). */
@@ -210,6 +213,7 @@ export class RecordPipeline {
     this.#advertSeq = new Lru(seenSize);
     this.#m = opts.metrics;
     this.#log = opts.log;
+    this.#limitLog = new PeerLog({ log: opts.log, level: 'info', ...(opts.monoClock ? { clock: opts.monoClock } : {}) });
     this.#verifier = opts.verifier;
     for (const [k, h] of Object.entries(opts.hooks ?? {})) if (h) this.#hooks.set(k as TopicKind, h);
     this.guard = new FloodGuard(opts.floodLimits ?? {}, opts.monoClock ?? monotonicClock, opts.metrics.registry);
@@ -238,6 +242,16 @@ export class RecordPipeline {
    */
   forget(data: Uint8Array, address: string): void {
     for (const id of new Set([hashHex(data), address])) if (this.#seen.get(id) === 'accept') this.#seen.delete(id);
+  }
+
+  /**
+   * An advert from a key not seen before turned away by a new-advertiser limit (docs/network.md §10): said at info, the
+   * first in full and then at most one summary line a minute with the count (PeerLog by code: a flood of fresh keys
+   * writes one line a minute), since the market then lacks the provider until its advert is heard again (QA qaWit F4:
+   * 148 of 400 dropped, said only in /metrics). `market` and the console show the count since start.
+   */
+  #turnedAway(from: string, limiter: 'new-advertiser' | 'new-advertiser-total'): void {
+    this.#limitLog.warn(undefined, 'NET_NEW_ADVERTISER_LIMIT', 'adverts from new advertisers turned away by the new-advertiser rate limit: the market lacks those providers until their adverts are heard again', { peer: from, limiter, turnedAway: this.guard.advertsTurnedAway });
   }
 
   /** Mark a record as accepted without validation (our own publications); whether it was not accepted here before. */
@@ -420,12 +434,18 @@ export class RecordPipeline {
       holds.push({ kind, signer });
     }
     if (kind === 'advert' && this.#advertSeq.get(signer) === undefined) {
-      if (!this.guard.reserveNewAdvertiser(from, source !== 'sync')) throw rateLimited(`peer ${from.slice(0, 60)} is over its rate of new advertisers`);
+      if (!this.guard.reserveNewAdvertiser(from, source !== 'sync')) {
+        this.#turnedAway(from, 'new-advertiser');
+        throw rateLimited(`peer ${from.slice(0, 60)} is over its rate of new advertisers`);
+      }
       // Gossip is passed on, and each neighbour counts what this node forwards as one peer's: all peers together may
       // not bring more new advertisers than that (identities rotated from one host each come with a fresh per-peer
       // budget). Blames no one. The peer's own token stays spent, as a neighbour's count of it would.
       const total = source === 'gossip';
-      if (total && !this.guard.reserveNewAdvertiserTotal()) throw rateLimited('this node is over its rate of new advertisers from all peers together');
+      if (total && !this.guard.reserveNewAdvertiserTotal()) {
+        this.#turnedAway(from, 'new-advertiser-total');
+        throw rateLimited('this node is over its rate of new advertisers from all peers together');
+      }
       holds.push({ kind, signer, newAdvertiserOf: from, total });
     }
     toVerify.push({ bytes, signer });

@@ -256,6 +256,8 @@ export interface Network {
    * selections) subscribes so; one already accepted from a peer is not given again.
    */
   subscribe(kind: TopicKind, handler: RecordHandler, opts?: { own?: boolean }): () => void;
+  /** Adverts from new advertisers the new-advertiser flood limits turned away since start (docs/network.md §10). */
+  advertsTurnedAway(): number;
   /** Set or clear the semantic hook for a kind. */
   setHook(kind: TopicKind, hook: SemanticHook | undefined): void;
   /** Serve a direct protocol (`opts.admit`: who may call it, decided by key before the request is read). */

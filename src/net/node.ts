@@ -524,6 +524,10 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       return dispatcher.subscribe(kind, handler, o);
     },
 
+    advertsTurnedAway() {
+      return pipeline.guard.advertsTurnedAway;
+    },
+
     setHook(kind, hook) {
       pipeline.setHook(kind, hook);
     },

@@ -206,6 +206,15 @@ function ov(d: Daemon, query: URLSearchParams): OverlayNode {
   return d.overlay(query.get('overlay') ?? undefined);
 }
 
+/**
+ * `advertsTurnedAway`: adverts from new advertisers the flood limit turned away since start, when there were any (QA
+ * qaWit F4: 148 of 400 dropped while `market` said "252 known"); those providers are missing until heard again.
+ */
+function turnedAway(o: OverlayNode): { advertsTurnedAway?: number } {
+  const n = o.net.advertsTurnedAway?.() ?? 0;
+  return n > 0 ? { advertsTurnedAway: n } : {};
+}
+
 function overlayStatus(o: OverlayNode, now: number): Record<string, unknown> {
   return {
     peerId: o.net.peerId.toString(),
@@ -213,6 +222,7 @@ function overlayStatus(o: OverlayNode, now: number): Record<string, unknown> {
     addrs: o.net.addrs(),
     peers: o.net.peers().length,
     providersKnown: [...o.market.adverts.entries.values()].filter((a) => a.record.expiresAt > now).length,
+    ...turnedAway(o),
     offersHeld: o.market.book.size,
     evidence: o.market.evidence.size,
     network: o.networkHealth(),
@@ -300,6 +310,7 @@ export function market(d: OverlayNode, limit?: number): Record<string, unknown> 
   return {
     total: all.length,
     live,
+    ...turnedAway(d),
     presence,
     adverts: list.map(({ provider, a }) => advertRow(d, provider, a, now, rep.scoreOf(provider), byDid.get(a.signer)?.freeSlots, pools.get(provider))),
   };
@@ -360,6 +371,7 @@ export function marketPageOf(d: OverlayNode, q: MarketPageQuery): Record<string,
   return {
     total: entries.length,
     live,
+    ...turnedAway(d),
     presence: presenceCounts(present, pools),
     matched: r.matched,
     offset: r.offset,

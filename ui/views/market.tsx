@@ -40,6 +40,8 @@ export interface AdvertRow {
 
 interface MarketData {
   total: number;
+  /** adverts from new advertisers the flood limit turned away since the node started (absent: none) */
+  advertsTurnedAway?: number;
   live: number;
   /** Presence is per machine: `pooled`, how many of those present are members of how many pools (each listed once). */
   presence: { live: number; freeSlots: number; pooled?: { members: number; pools: number } };
@@ -169,6 +171,7 @@ export function Market() {
         {plural(m.data.total, 'provider')} known, {m.data.live} with a live advert; {m.data.presence.live} present{m.data.presence.pooled ? ` (${m.data.presence.pooled.members} of them members of ${plural(m.data.presence.pooled.pools, 'pool')})` : ''} with {plural(m.data.presence.freeSlots, 'free slot')}. {m.data.matched} match
         {rows.length ? `; showing ${first0 + 1}–${first0 + rows.length}` : ''}.
         {sort.key === 'price' && m.data.currency ? ` By price: ${m.data.currency} prices first (the currency most providers quote in), then each other currency on its own; prices in two currencies are never compared.` : ''}
+        {m.data.advertsTurnedAway ? ` ⚠ ${plural(m.data.advertsTurnedAway, 'advert')} from new advertisers turned away by the node's new-advertiser rate limit since it started: those providers are missing here until their adverts are heard again.` : ''}
       </p>
       <ErrorBox error={m.error} />
       {m.error ? (

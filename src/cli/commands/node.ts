@@ -408,6 +408,11 @@ export function presenceLine(p: { live: number; freeSlots: number; pooled?: { me
   return `presence  ${num(p.live)} provider${p.live === 1 ? '' : 's'} live${pooled}, ${num(p.freeSlots)} free slot${p.freeSlots === 1 ? '' : 's'}`;
 }
 
+/** The `market` line for adverts the new-advertiser flood limit turned away since the node started (docs/network.md §10). */
+export function turnedAwayLine(n: number): string {
+  return `⚠ ${num(n)} advert${n === 1 ? '' : 's'} from new advertisers turned away by the new-advertiser rate limit since start [NET_NEW_ADVERTISER_LIMIT]: those providers are missing here until their adverts are heard again`;
+}
+
 /** The live `c0mpute market` (default subcommand of the market group). */
 export function registerLiveMarket(program: Command): void {
   let market = program.commands.find((c) => c.name() === 'market');
@@ -448,6 +453,9 @@ export function registerLiveMarket(program: Command): void {
         const shownLive = ads.filter((a) => a.live).length;
         out(`… and ${num(total - ads.length)} more providers (${num(live - shownLive)} live, ${num(total - ads.length - (live - shownLive))} expired); ${num(total)} known in all (--all lists every one)`);
       }
+      // adverts the flood limit refused at the door are not "known": said, so they do not read as providers that do not exist
+      const away = (r as { advertsTurnedAway?: number }).advertsTurnedAway;
+      if (away) out(turnedAwayLine(away));
     });
 }
 

@@ -3,6 +3,7 @@ import '../../../src/polyfill.js';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Registry } from 'prom-client';
+import pino from 'pino';
 import { Ed25519Signer, seal, T, type Advert } from '../../../src/records/index.js';
 import { didFromPublicKey, didChecked } from '../../../src/records/did.js';
 import { fakeClock } from '../../../src/util/clock.js';
@@ -356,4 +357,22 @@ test('per signer: non-deliveries (/1, /2 and /3) are limited like the other outc
     c.advance(1_000);
     assert.ok(g.reserveSigner(kind, 'did:key:zflood'), 'refilled at its rate');
   }
+});
+
+test('adverts turned away by a new-advertiser limit: counted since start (market, console) and said at info, the first in full, then one summary line a window (QA qaWit F4)', async () => {
+  const lines: Array<Record<string, unknown>> = [];
+  const log = pino({ level: 'info' }, { write: (l: string) => void lines.push(JSON.parse(l) as Record<string, unknown>) });
+  const p = new RecordPipeline({ clock, monoClock: clock, metrics: createNetMetrics(new Registry()), log, floodLimits: { newAdvertisers: { ratePerSec: 1 / 60, burst: 2 }, newAdvertisersTotal: { ratePerSec: 1 / 60, burst: 3 } } });
+  for (let i = 0; i < 5; i++) await p.validate('advert', advert(Ed25519Signer.generate()).bytes, 'flooder', 'gossip');
+  // the node-wide budget: two more from another peer, one of them over it
+  for (let i = 0; i < 2; i++) await p.validate('advert', advert(Ed25519Signer.generate()).bytes, 'relay', 'gossip');
+  assert.equal(p.guard.advertsTurnedAway, 4, 'three over the flooder’s own limit, one over the node’s');
+  const said = lines.filter((l) => l.code === 'NET_NEW_ADVERTISER_LIMIT');
+  assert.equal(said.length, 1, 'one line, not one per advert');
+  assert.equal(said[0]!.level, 30);
+  clock.advance(61_000);
+  await p.validate('advert', advert(Ed25519Signer.generate()).bytes, 'flooder', 'gossip');
+  await p.validate('advert', advert(Ed25519Signer.generate()).bytes, 'flooder', 'gossip');
+  const summary = lines.filter((l) => l.code === 'NET_NEW_ADVERTISER_LIMIT');
+  assert.ok(summary.length <= 2, JSON.stringify(summary));
 });
