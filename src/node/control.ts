@@ -211,7 +211,9 @@ function ov(d: Daemon, query: URLSearchParams): OverlayNode {
  * qaWit F4: 148 of 400 dropped while `market` said "252 known"); those providers are missing until heard again.
  */
 function turnedAway(o: OverlayNode): { advertsTurnedAway?: number } {
-  const n = o.net.advertsTurnedAway?.() ?? 0;
+  // a node without its network yet (or a test's stand-in without one) has turned nothing away
+  const net = o.net as Partial<Pick<OverlayNode['net'], 'advertsTurnedAway'>> | undefined;
+  const n = net?.advertsTurnedAway?.() ?? 0;
   return n > 0 ? { advertsTurnedAway: n } : {};
 }
 
