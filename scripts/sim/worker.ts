@@ -19,7 +19,7 @@ import { Ed25519Signer, seal, T, type Advert, type Job, type Offer, type Presenc
 import { createNetwork, type Network } from '../../src/net/node.js';
 import { meshDegrees } from '../../src/net/libp2p-host.js';
 import { onGossipRpc } from './rpc-hook.js';
-import { parseTopic, TOPIC_KINDS, type TopicKind } from '../../src/net/topics.js';
+import { NONDELIVERY_TOPIC_KINDS, parseTopic, TOPIC_KINDS, type TopicKind } from '../../src/net/topics.js';
 import { peerIdFromDid } from '../../src/node/peer-id.js';
 import { didFromPublicKey } from '../../src/records/did.js';
 import { hashHex } from '../../src/records/address.js';
@@ -202,7 +202,7 @@ async function main(): Promise<void> {
       topics: TOPIC_KINDS.filter((k) => k !== 'offer'),
       // a job's outcome as built (outcomes 1): the evidence topics joined only by nodes that count second-hand evidence,
       // which no sim node does (network.outcomes auto, docs/network.md §14); outcomes 2: every node joins them
-      ...(o.outcomes === 1 ? { publishOnly: ['receipt', 'acceptance', 'nondelivery', 'nondelivery2', 'nondelivery3'] as TopicKind[] } : {}),
+      ...(o.outcomes === 1 ? { publishOnly: ['receipt', 'acceptance', ...NONDELIVERY_TOPIC_KINDS] as TopicKind[] } : {}),
       gossip: meshDegrees(o.meshDegree),
       ...(shardsOfNode(plan, node.index) ? { shards: shardsOfNode(plan, node.index)! } : {}),
       unreachable: (p) => {

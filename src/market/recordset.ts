@@ -2,7 +2,7 @@
  * A bag of opened records indexed by address and type: what an offline command
  * or an audit works from. Pure (the CLI reads the files and opens them).
  */
-import { T, type Acceptance, type Advert, type Delegation, type Job, type AnyNonDelivery, type Offer, type Receipt, type Selection } from '../records/kinds.js';
+import { NONDELIVERY_TYPES, T, type Acceptance, type Advert, type Delegation, type Job, type AnyNonDelivery, type Offer, type Receipt, type Selection } from '../records/kinds.js';
 import type { Opened } from '../records/envelope.js';
 
 export class RecordSet {
@@ -58,6 +58,6 @@ export class RecordSet {
   }
   /** Non-deliveries of every version (/1, /2 on a pooled offer, /3 on an open order's claim), in address order. */
   get nondeliveries(): Opened<AnyNonDelivery>[] {
-    return [...this.ofType<AnyNonDelivery>(T.nondelivery), ...this.ofType<AnyNonDelivery>(T.nondelivery2), ...this.ofType<AnyNonDelivery>(T.nondelivery3)].sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
+    return NONDELIVERY_TYPES.flatMap((t) => this.ofType<AnyNonDelivery>(t)).sort((a, b) => (a.address < b.address ? -1 : a.address > b.address ? 1 : 0));
   }
 }

@@ -39,7 +39,7 @@
 import { Counter, type Registry } from 'prom-client';
 import type { Clock } from '../util/clock.js';
 import { DecayingCounter, KeyedBuckets, TokenBucket, type BucketSpec } from './rate-limit.js';
-import type { TopicKind } from './topics.js';
+import { perNonDeliveryKind, type TopicKind } from './topics.js';
 
 export const RATE_LIMITED = 'RATE_LIMITED';
 
@@ -86,9 +86,7 @@ export const FLOOD_DEFAULTS: FloodLimitOptions = {
     acceptance: { ratePerSec: 10, burst: 60 },
     // a buyer's outcome records like an acceptance (one per job and provider that did not deliver), each carrying
     // its proof (up to some 60 KiB): until the 27th review not limited per signer at all
-    nondelivery: { ratePerSec: 10, burst: 60 },
-    nondelivery2: { ratePerSec: 10, burst: 60 },
-    nondelivery3: { ratePerSec: 10, burst: 60 },
+    ...perNonDeliveryKind(() => ({ ratePerSec: 10, burst: 60 })),
     'pool-head': { ratePerSec: 50, burst: 200 },
     'pool-witness': { ratePerSec: 20, burst: 100 },
     'pool-evidence': { ratePerSec: 1, burst: 10 },

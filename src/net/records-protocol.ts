@@ -46,7 +46,7 @@ import { KeyedBuckets, type BucketSpec } from './rate-limit.js';
 import { refusals } from './peer-abuse.js';
 import { NET_ERR, type ProtocolHandler } from './protocols.js';
 import type { RecordSource } from './record-cache.js';
-import { ALL_SHARDS, isTopicKind, type TopicKind } from './topics.js';
+import { ALL_SHARDS, isTopicKind, NONDELIVERY_TOPIC_KINDS, type TopicKind } from './topics.js';
 import { DIGEST_PREFIX_BYTES, lacks, parseDigest } from './sync-digest.js';
 
 export const MAX_GET = 256;
@@ -54,7 +54,7 @@ export const MAX_LIVE = 4_096;
 /** Job addresses in one `jobs` request. */
 export const MAX_JOBS = 256;
 /** The kinds a `jobs` request may ask for: those whose record names its job (`job`). */
-export const BY_JOB_KINDS: readonly TopicKind[] = ['offer', 'selection', 'receipt', 'nondelivery', 'nondelivery2', 'nondelivery3'];
+export const BY_JOB_KINDS: readonly TopicKind[] = ['offer', 'selection', 'receipt', ...NONDELIVERY_TOPIC_KINDS];
 
 export interface RecordsServeOptions {
   /** Bytes of records in one answer (default 1 MiB: a full advert sync of 1 024 adverts is about 750 KB). */

@@ -45,6 +45,20 @@ export const TOPIC_TYPES = {
 export type TopicKind = keyof typeof TOPIC_TYPES;
 export const TOPIC_KINDS = Object.keys(TOPIC_TYPES) as TopicKind[];
 
+/** Every version's non-delivery topic kind (`nondelivery` /1, `nondelivery2` /2, `nondelivery3` /3: NONDELIVERY_TYPES). */
+export const NONDELIVERY_TOPIC_KINDS = ['nondelivery', 'nondelivery2', 'nondelivery3'] as const satisfies readonly TopicKind[];
+export type NonDeliveryTopicKind = (typeof NONDELIVERY_TOPIC_KINDS)[number];
+
+/** Whether a topic kind carries a non-delivery (of any version). */
+export function isNonDeliveryKind(kind: TopicKind): kind is NonDeliveryTopicKind {
+  return (NONDELIVERY_TOPIC_KINDS as readonly TopicKind[]).includes(kind);
+}
+
+/** One entry per non-delivery topic kind, each made by `make` (the versions share a setting: a flood limit, a hook). */
+export function perNonDeliveryKind<V>(make: (kind: NonDeliveryTopicKind) => V): Record<NonDeliveryTopicKind, V> {
+  return Object.fromEntries(NONDELIVERY_TOPIC_KINDS.map((k) => [k, make(k)])) as Record<NonDeliveryTopicKind, V>;
+}
+
 /**
  * Records that may travel attached to a message of a kind (message framing,
  * docs/network.md): an offer may carry the advert it cites.
@@ -62,7 +76,7 @@ const OVERLAY_RE = /^[a-z0-9][a-z0-9-]{0,62}$/;
  * outcome of a job (its selection, receipt, acceptance or non-delivery), which goes to the job's market, not to every
  * node of the network (docs/network.md §14, docs/scale.md §4 "Outcomes that stay in their market").
  */
-export const SHARDED_KINDS: readonly TopicKind[] = ['advert', 'job', 'presence', 'selection', 'receipt', 'acceptance', 'nondelivery', 'nondelivery2', 'nondelivery3'];
+export const SHARDED_KINDS: readonly TopicKind[] = ['advert', 'job', 'presence', 'selection', 'receipt', 'acceptance', ...NONDELIVERY_TOPIC_KINDS];
 /**
  * Sharded kinds whose record does not name its market: a selection cites its job and an acceptance its receipt, by
  * address. Their publisher names the job's workload (`Network.publish`'s `workload`), and a node that takes one on a
@@ -122,7 +136,7 @@ export function shardsOf(workloads: readonly string[]): string[] {
 export function recordShards(kind: TopicKind, record: unknown): string[] {
   const r = record as { workloads?: unknown; workload?: unknown; proof?: { job?: unknown } };
   if (kind === 'job' || kind === 'receipt') return typeof r.workload === 'string' ? [shardOf(r.workload)] : [];
-  if (kind === 'nondelivery' || kind === 'nondelivery2' || kind === 'nondelivery3') return r.proof?.job instanceof Uint8Array ? jobShards(r.proof.job) : [];
+  if (isNonDeliveryKind(kind)) return r.proof?.job instanceof Uint8Array ? jobShards(r.proof.job) : [];
   if (MARKET_NAMED_BY_PUBLISHER.includes(kind)) return [];
   if (!Array.isArray(r.workloads)) return [];
   return shardsOf(r.workloads.every((w) => typeof w === 'string') ? (r.workloads as string[]) : r.workloads.filter((w): w is string => typeof w === 'string'));

@@ -20,6 +20,7 @@ import { execExchange, type ExecChannel, type ExecFrame, type ExecRequest } from
 import { JOB_PUSH_LIMITS, MAX_PUSH_TARGETS, choosePushTargets, invitesJob, pushToSilent } from './job-push.js';
 import { byAskForJob, candidates, orderFromJob } from '../matching/candidates.js';
 import { UNKNOWN_SCORE } from '../reputation/derive.js';
+import { isNonDeliveryType } from '../reputation/nondelivery.js';
 import { encodeAuditSettings } from '../market/audit-settings.js';
 import { providerOf } from '../pools/chain.js';
 import { peerIdFromDid } from './peer-id.js';
@@ -181,7 +182,7 @@ export class BuyerWiring {
             await this.o.records.put(sel);
             if (held.length) await this.o.records.putMany(held);
           }
-        } else if (rec.type === T.receipt || rec.type === T.acceptance || rec.type === T.nondelivery || rec.type === T.nondelivery2 || rec.type === T.nondelivery3) await this.o.market.addEvidence(rec as never);
+        } else if (rec.type === T.receipt || rec.type === T.acceptance || isNonDeliveryType(rec.type)) await this.o.market.addEvidence(rec as never);
         else await this.o.records.put(rec);
         if (rec.type === T.job && rec.signer === this.o.did) this.o.market.noteOwnJob(rec as Opened<Job>);
       },

@@ -7,7 +7,7 @@
  * them, so a devnet started without configuration works unchanged. A
  * steward always joins every market.
  */
-import { shardsOf, type TopicKind } from '../net/topics.js';
+import { NONDELIVERY_TOPIC_KINDS, shardsOf, type TopicKind } from '../net/topics.js';
 import type { NetworkConfig, NodeConfig, Role } from './config.js';
 import { trustFor } from './reputation-trust.js';
 
@@ -25,7 +25,7 @@ export function marketShards(config: NodeConfig, network: NetworkConfig, roles: 
 }
 
 /** The evidence kinds of a job's outcome: on gossip for the nodes that count them (`network.outcomes`); a pooled offer's non-delivery (/2) has its own. */
-export const OUTCOME_EVIDENCE_KINDS: readonly TopicKind[] = ['receipt', 'acceptance', 'nondelivery', 'nondelivery2', 'nondelivery3'];
+export const OUTCOME_EVIDENCE_KINDS: readonly TopicKind[] = ['receipt', 'acceptance', ...NONDELIVERY_TOPIC_KINDS];
 
 /**
  * Whether this node joins the outcome evidence topics of its markets (docs/network.md §14 "Who hears a job's

@@ -21,7 +21,7 @@ import type { Logger } from '../util/log.js';
 import { Slots } from '../util/serial.js';
 import { STEWARD_ASKS } from '../roles/admission-client.js';
 import { createNetwork, type Network } from '../net/node.js';
-import type { TopicKind } from '../net/topics.js';
+import { NONDELIVERY_TOPIC_KINDS, perNonDeliveryKind, type TopicKind } from '../net/topics.js';
 import { keptWitness, stewardLedgerLeft } from './ledger-role-leftovers.js';
 import { evidenceHook, ForeignHeads, notFromTheFuture, openHeld, poolHeadHook, recordHooks, witnessHook } from './record-hooks.js';
 import { countersignsLate, directReceiptLog, ownReceiptLookups, receiptHook, type OwnReceiptLookups } from './late-receipts.js';
@@ -330,9 +330,7 @@ export class OverlayNode {
         ...base,
         // a receipt sent directly (its exec stream broke) is kept only as this buyer's own (late-receipts.ts)
         receipt: receiptHook(base.receipt, () => this.#ownReceipts()),
-        nondelivery: notFromTheFuture(nondeliveryHook, nc.clockSkewMs),
-        nondelivery2: notFromTheFuture(nondeliveryHook, nc.clockSkewMs),
-        nondelivery3: notFromTheFuture(nondeliveryHook, nc.clockSkewMs),
+        ...perNonDeliveryKind(() => notFromTheFuture(nondeliveryHook, nc.clockSkewMs)),
         presence: presenceHook(liveAdvert, this.clock),
         ...(witnesses ? { 'pool-witness': witnesses } : {}),
         ...(evidence ? { 'pool-evidence': evidence } : {}),
@@ -410,7 +408,7 @@ export class OverlayNode {
     });
     this.net.subscribe('acceptance', outcome);
     // every version: a /2 (a pooled offer's, counted against the pool) and a /3 (an open order's) each on its own topic kind
-    for (const kind of ['nondelivery', 'nondelivery2', 'nondelivery3'] as const) this.net.subscribe(kind, outcome);
+    for (const kind of NONDELIVERY_TOPIC_KINDS) this.net.subscribe(kind, outcome);
     // Witness receipts (a bounded set per witness and steward: witness-keep.ts) and equivocation
     // evidence are kept by every node on the overlay, so any of them can grade a steward's
     // ledger (c0mpute ledger fetch); within witnessRecords (records.ts), since anyone can mint both.

@@ -823,6 +823,9 @@ export const T = {
   poolSettlement: 'c0mpute.pool-settlement/1',
 } as const;
 
+/** Every version's non-delivery content type: /1, /2 (a pooled offer's) and /3 (an open order's). */
+export const NONDELIVERY_TYPES = [T.nondelivery, T.nondelivery2, T.nondelivery3] as const;
+
 /**
  * Validity windows, for freshness checks (which take `now`; nothing here reads
  * a clock). Returns [notBefore, notAfter] in ms, or undefined for kinds without one.

@@ -44,14 +44,14 @@
  */
 import { C0Error } from '../errors.js';
 import { MAX_ENVELOPE_BYTES, open, seal, type Opened } from '../records/envelope.js';
-import { FIRST_CLAIM_POLICY, NONDELIVERY_PROOF_MAX, T, type Advert, type AnyNonDelivery, type Claim, type ClaimNonDelivery, type Job, type NonDelivery, type NonDeliveryReason, type Offer, type Selection } from '../records/kinds.js';
+import { FIRST_CLAIM_POLICY, NONDELIVERY_PROOF_MAX, NONDELIVERY_TYPES, T, type Advert, type AnyNonDelivery, type Claim, type ClaimNonDelivery, type Job, type NonDelivery, type NonDeliveryReason, type Offer, type Selection } from '../records/kinds.js';
 import type { Signer } from '../records/ed25519.js';
 import { receiptProviderFor, rosterExpiresAt } from '../pools/chain.js';
 import { truncateText } from '../util/text.js';
 
 /** Whether a content type is a non-delivery (/1, /2 or /3). */
 export function isNonDeliveryType(type: string): boolean {
-  return type === T.nondelivery || type === T.nondelivery2 || type === T.nondelivery3;
+  return (NONDELIVERY_TYPES as readonly string[]).includes(type);
 }
 
 /** Whether a non-delivery is an open order's (/3: proved by the winning claim, not an offer). */

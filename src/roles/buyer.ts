@@ -30,6 +30,7 @@ import { clearableTimeoutSignal, raceTimeout, setLongTimeout, type LongTimer } f
 import { linkedSignal, unlessAborted } from '../util/signals.js';
 import { BUFFER_LIMIT } from '../net/byte-budget.js';
 import { NET_ERR } from '../net/frames.js';
+import type { NonDeliveryTopicKind } from '../net/topics.js';
 import { impossibleReceiptTimes } from '../records/freshness.js';
 import { truncateText } from '../util/text.js';
 import type { StallWatch } from '../util/stall-watch.js';
@@ -449,7 +450,7 @@ export interface BuyerDeps {
   /** An advert by address, when held (the one an offer cites: a pooled offer's non-delivery carries it). */
   advertAt?: (address: string) => Opened<Advert> | undefined;
   /** `nondelivery2`: a pooled offer's non-delivery (c0mpute.nondelivery/2); `nondelivery3`: an open order's (/3); each on its own topic kind. */
-  publish: (kind: 'job' | 'selection' | 'receipt' | 'acceptance' | 'nondelivery' | 'nondelivery2' | 'nondelivery3', env: Opened) => Promise<void>;
+  publish: (kind: 'job' | 'selection' | 'receipt' | 'acceptance' | NonDeliveryTopicKind, env: Opened) => Promise<void>;
   /**
    * Open `/c0mpute/exec/1` to a provider by DID, send the request, iterate the answer frames (output chunks assembled
    * into one before the receipt); `heard`, when given, is told of every frame as it arrives (`ready` too), each output
