@@ -825,6 +825,7 @@ export const T = {
 
 /** Every version's non-delivery content type: /1, /2 (a pooled offer's) and /3 (an open order's). */
 export const NONDELIVERY_TYPES = [T.nondelivery, T.nondelivery2, T.nondelivery3] as const;
+export type NonDeliveryType = (typeof NONDELIVERY_TYPES)[number];
 
 /**
  * Validity windows, for freshness checks (which take `now`; nothing here reads

@@ -44,7 +44,7 @@
  */
 import { C0Error } from '../errors.js';
 import { MAX_ENVELOPE_BYTES, open, seal, type Opened } from '../records/envelope.js';
-import { FIRST_CLAIM_POLICY, NONDELIVERY_PROOF_MAX, NONDELIVERY_TYPES, T, type Advert, type AnyNonDelivery, type Claim, type ClaimNonDelivery, type Job, type NonDelivery, type NonDeliveryReason, type Offer, type Selection } from '../records/kinds.js';
+import { FIRST_CLAIM_POLICY, NONDELIVERY_PROOF_MAX, NONDELIVERY_TYPES, T, type Advert, type AnyNonDelivery, type Claim, type ClaimNonDelivery, type Job, type NonDelivery, type NonDeliveryReason, type NonDeliveryType, type Offer, type Selection } from '../records/kinds.js';
 import type { Signer } from '../records/ed25519.js';
 import { receiptProviderFor, rosterExpiresAt } from '../pools/chain.js';
 import { truncateText } from '../util/text.js';
@@ -125,32 +125,19 @@ function check(any: Opened<AnyNonDelivery>): void {
   if (isClaimNonDelivery(any)) return checkClaim(any);
   const nd = any as Opened<NonDelivery>;
   const n = nd.record;
-  const buyer = nd.signer;
-  const job = inner<Job>(n.proof.job, T.job, 'job');
-  if (job.address !== n.job) fail(ND_ERR.JOB_MISMATCH, 'job', 'the attached job is not the one cited');
-  if (job.signer !== buyer) fail(ND_ERR.NOT_BUYER, 'job', 'only the job’s buyer reports a non-delivery on it');
-  const sel = inner<Selection>(n.proof.selection, T.selection, 'selection');
-  if (sel.address !== n.selection) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the attached selection is not the one cited');
-  const s = sel.record;
-  if (s.job !== n.job) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the selection decides another job');
-  if (s.buyer !== buyer) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the selection was made for another buyer');
+  linkJob(nd);
+  const s = linkSelection(nd).record;
   if (s.winner !== n.offer) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the selection’s winner is not the cited offer');
   if (!s.considered.some((c) => c.offer === n.offer && c.provider === n.provider)) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the selection does not name this provider with this offer');
-  if (s.decidedAt > n.signedAt) fail(ND_ERR.BEFORE_SELECTION, 'signedAt', 'signed before the selection was decided');
-  const offer = inner<Offer>(n.proof.offer, T.offer, 'offer');
-  if (offer.address !== n.offer) fail(ND_ERR.OFFER_MISMATCH, 'offer', 'the attached offer is not the one cited');
-  if (offer.signer !== n.provider) fail(ND_ERR.OFFER_MISMATCH, 'offer', 'the offer is not signed by the provider named');
-  if (offer.record.job !== n.job) fail(ND_ERR.OFFER_MISMATCH, 'offer', 'the offer answers another job');
+  notBeforeSelection(s, n);
+  const offer = linkProvedBy(nd, 'offer');
   // the schema holds a /1 without an advert and a /2 with one; checked here too for a record built without it
   if (nd.type === T.nondelivery) {
     if (n.proof.advert !== undefined) fail(ND_ERR.PROOF_INVALID, 'proof.advert', `a ${T.nondelivery} carries no advert (that is a ${T.nondelivery2})`);
     return;
   }
   if (n.proof.advert === undefined) fail(ND_ERR.PROOF_INVALID, 'proof.advert', `a ${T.nondelivery2} carries the pooled advert the offer cites`);
-  const advert = inner<Advert>(n.proof.advert, T.advert, 'advert'); // a pooled advert's chain is verified here
-  if (advert.address !== offer.record.advert) fail(ND_ERR.ADVERT_MISMATCH, 'proof.advert', 'the attached advert is not the one the offer cites');
-  if (advert.signer !== n.provider) fail(ND_ERR.ADVERT_MISMATCH, 'proof.advert', 'the advert is not signed by the provider named');
-  if (!advert.record.pool) fail(ND_ERR.ADVERT_MISMATCH, 'proof.advert', `the advert is not pooled (a non-pooled offer's non-delivery is a ${T.nondelivery})`);
+  linkPooledAdvert(nd, n.proof.advert, 'offer', offer, `a non-pooled offer's non-delivery is a ${T.nondelivery}`);
 }
 
 /** A /3's links (see the file comment): the order, the buyer's first-claim selection, the winning claim, a pooled advert. */
@@ -158,30 +145,71 @@ function checkClaim(nd: Opened<ClaimNonDelivery>): void {
   const n = nd.record;
   const buyer = nd.signer;
   if ((n.proof as { offer?: unknown }).offer !== undefined) fail(ND_ERR.PROOF_INVALID, 'proof.offer', `a ${T.nondelivery3} proves by the claim, not an offer`);
-  const job = inner<Job>(n.proof.job, T.job, 'job');
-  if (job.address !== n.job) fail(ND_ERR.JOB_MISMATCH, 'job', 'the attached job is not the one cited');
-  if (job.signer !== buyer) fail(ND_ERR.NOT_BUYER, 'job', 'only the job’s buyer reports a non-delivery on it');
+  const job = linkJob(nd);
   if (job.record.order === undefined) fail(ND_ERR.NOT_AN_ORDER, 'job', `the job is not an open order (an auction’s non-delivery is a ${T.nondelivery} or ${T.nondelivery2})`);
-  const sel = inner<Selection>(n.proof.selection, T.selection, 'selection');
-  if (sel.address !== n.selection) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the attached selection is not the one cited');
+  const sel = linkSelection(nd);
   const s = sel.record;
-  if (s.job !== n.job) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the selection decides another job');
-  if (s.buyer !== buyer) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the selection was made for another buyer');
   if (s.policy !== FIRST_CLAIM_POLICY) fail(ND_ERR.NOT_FIRST_CLAIM, 'selection', `the selection’s policy is ${s.policy}, not ${FIRST_CLAIM_POLICY}`);
   if (sel.signer !== buyer) fail(ND_ERR.NOT_FIRST_CLAIM, 'selection', 'a first-claim selection is signed by the buyer itself (only its node sees arrivals)');
   if (s.winner !== n.claim) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the selection’s winner is not the cited claim');
   const last = s.arrivals?.at(-1);
   if (!last || last.claim !== n.claim || last.provider !== n.provider || !s.considered.some((c) => c.offer === n.claim && c.provider === n.provider)) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the selection does not name this provider with this claim');
-  if (s.decidedAt > n.signedAt) fail(ND_ERR.BEFORE_SELECTION, 'signedAt', 'signed before the selection was decided');
-  const claim = inner<Claim>(n.proof.claim, T.claim, 'claim');
-  if (claim.address !== n.claim) fail(ND_ERR.CLAIM_MISMATCH, 'claim', 'the attached claim is not the one cited');
-  if (claim.signer !== n.provider) fail(ND_ERR.CLAIM_MISMATCH, 'claim', 'the claim is not signed by the provider named');
-  if (claim.record.job !== n.job) fail(ND_ERR.CLAIM_MISMATCH, 'claim', 'the claim is for another job');
+  notBeforeSelection(s, n);
+  const claim = linkProvedBy(nd, 'claim');
   if (n.proof.advert === undefined) return;
-  const advert = inner<Advert>(n.proof.advert, T.advert, 'advert'); // a pooled advert's chain is verified here
-  if (advert.address !== claim.record.advert) fail(ND_ERR.ADVERT_MISMATCH, 'proof.advert', 'the attached advert is not the one the claim cites');
-  if (advert.signer !== n.provider) fail(ND_ERR.ADVERT_MISMATCH, 'proof.advert', 'the advert is not signed by the provider named');
-  if (!advert.record.pool) fail(ND_ERR.ADVERT_MISMATCH, 'proof.advert', 'the advert is not pooled (a claim on an advert of its own is charged to its claimant: carry no advert)');
+  linkPooledAdvert(nd, n.proof.advert, 'claim', claim, 'a claim on an advert of its own is charged to its claimant: carry no advert');
+}
+
+/** What every version checks of its job: the attached job is the one cited, and its buyer signed the non-delivery. */
+function linkJob(nd: Opened<AnyNonDelivery>): Opened<Job> {
+  const n = nd.record;
+  const job = inner<Job>(n.proof.job, T.job, 'job');
+  if (job.address !== n.job) fail(ND_ERR.JOB_MISMATCH, 'job', 'the attached job is not the one cited');
+  if (job.signer !== nd.signer) fail(ND_ERR.NOT_BUYER, 'job', 'only the job’s buyer reports a non-delivery on it');
+  return job;
+}
+
+/** What every version checks of its selection: the attached one is the one cited, and it decides that job for that buyer. */
+function linkSelection(nd: Opened<AnyNonDelivery>): Opened<Selection> {
+  const n = nd.record;
+  const sel = inner<Selection>(n.proof.selection, T.selection, 'selection');
+  if (sel.address !== n.selection) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the attached selection is not the one cited');
+  if (sel.record.job !== n.job) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the selection decides another job');
+  if (sel.record.buyer !== nd.signer) fail(ND_ERR.SELECTION_MISMATCH, 'selection', 'the selection was made for another buyer');
+  return sel;
+}
+
+/** Every version: signed no earlier than the selection was decided. */
+function notBeforeSelection(s: Selection, n: AnyNonDelivery): void {
+  if (s.decidedAt > n.signedAt) fail(ND_ERR.BEFORE_SELECTION, 'signedAt', 'signed before the selection was decided');
+}
+
+/** What the provider committed by, and the record's field naming it: an offer (/1, /2) or a claim (/3). */
+type ProvedBy = 'offer' | 'claim';
+const PROVED_BY = {
+  offer: { type: T.offer, code: ND_ERR.OFFER_MISMATCH, otherJob: 'the offer answers another job' },
+  claim: { type: T.claim, code: ND_ERR.CLAIM_MISMATCH, otherJob: 'the claim is for another job' },
+} as const;
+
+/** The winning offer or claim: the attached one is the one cited, signed by `provider`, for that job. */
+function linkProvedBy(nd: Opened<NonDelivery>, by: 'offer'): Opened<Offer>;
+function linkProvedBy(nd: Opened<ClaimNonDelivery>, by: 'claim'): Opened<Claim>;
+function linkProvedBy(nd: Opened<AnyNonDelivery>, by: ProvedBy): Opened<Offer | Claim> {
+  const n = nd.record as AnyNonDelivery & Record<ProvedBy, string> & { proof: Record<ProvedBy, Uint8Array> };
+  const p = PROVED_BY[by];
+  const rec = inner<Offer | Claim>(n.proof[by], p.type, by);
+  if (rec.address !== n[by]) fail(p.code, by, `the attached ${by} is not the one cited`);
+  if (rec.signer !== n.provider) fail(p.code, by, `the ${by} is not signed by the provider named`);
+  if (rec.record.job !== n.job) fail(p.code, by, p.otherJob);
+  return rec;
+}
+
+/** A carried advert (a /2's, a pooled /3's): the one the offer or claim cites, signed by `provider`, pooled. */
+function linkPooledAdvert(nd: Opened<AnyNonDelivery>, bytes: Uint8Array, by: ProvedBy, cites: Opened<Offer | Claim>, notPooled: string): void {
+  const advert = inner<Advert>(bytes, T.advert, 'advert'); // a pooled advert's chain is verified here
+  if (advert.address !== cites.record.advert) fail(ND_ERR.ADVERT_MISMATCH, 'proof.advert', `the attached advert is not the one the ${by} cites`);
+  if (advert.signer !== nd.record.provider) fail(ND_ERR.ADVERT_MISMATCH, 'proof.advert', 'the advert is not signed by the provider named');
+  if (!advert.record.pool) fail(ND_ERR.ADVERT_MISMATCH, 'proof.advert', `the advert is not pooled (${notPooled})`);
 }
 
 /** The provider each /2 counts against, by record object (the proof's advert is opened once). */
@@ -236,9 +264,18 @@ export function nonDeliveryRosterLive(nd: Opened<AnyNonDelivery>): boolean {
   return live;
 }
 
-export interface NonDeliveryInput {
+/** What every version's signing takes: the job and selection it proves by, the reason, when and who signs. */
+interface NonDeliveryCommon {
   job: Opened<Job>;
   selection: Opened<Selection>;
+  advert?: Opened<Advert>;
+  reason: NonDeliveryReason;
+  detail?: string;
+  signedAt: number;
+  signer: Signer;
+}
+
+export interface NonDeliveryInput extends NonDeliveryCommon {
   offer: Opened<Offer>;
   /**
    * The advert the offer cites, when the caller holds it. When it is that advert, signed by the offer's signer and
@@ -247,44 +284,15 @@ export interface NonDeliveryInput {
    * against the offer's signer.
    */
   advert?: Opened<Advert>;
-  reason: NonDeliveryReason;
-  detail?: string;
-  signedAt: number;
-  signer: Signer;
 }
 
 /** Sign a non-delivery carrying its proof; checks that it links before returning it. */
 export function signNonDelivery(i: NonDeliveryInput): Opened<NonDelivery> {
-  // cut at a code-point boundary: the detail may quote a provider's text, and half a surrogate pair cannot be sealed
-  const detail = i.detail === undefined ? undefined : truncateText(i.detail.trim(), 256);
-  const rec: NonDelivery = {
-    job: i.job.address,
-    selection: i.selection.address,
-    offer: i.offer.address,
-    provider: i.offer.signer,
-    reason: i.reason,
-    ...(detail ? { detail } : {}),
-    signedAt: i.signedAt,
-    proof: { job: i.job.bytes, selection: i.selection.bytes, offer: i.offer.bytes },
-  };
-  for (const k of ['job', 'selection', 'offer'] as const) {
-    if (rec.proof[k].length > NONDELIVERY_PROOF_MAX[k]) throw new C0Error(ND_ERR.TOO_LARGE, `proof.${k}: ${rec.proof[k].length} bytes, more than a non-delivery carries (${NONDELIVERY_PROOF_MAX[k]})`, { field: `proof.${k}` });
-  }
-  const a = i.advert;
-  if (a && a.type === T.advert && a.record.pool && a.address === i.offer.record.advert && a.signer === i.offer.signer && a.bytes.length <= NONDELIVERY_PROOF_MAX.advert) {
-    const nd = seal(T.nondelivery2, { ...rec, proof: { ...rec.proof, advert: a.bytes } }, i.signer) as Opened<NonDelivery>;
-    // past the envelope bound with the advert, no node would open it: a /1 instead (it counts against the member that quoted)
-    if (nd.bytes.length <= MAX_ENVELOPE_BYTES) {
-      linkNonDelivery(nd);
-      return nd;
-    }
-  }
-  const nd = seal(T.nondelivery, rec, i.signer) as Opened<NonDelivery>;
-  linkNonDelivery(nd);
-  return nd;
+  // past the envelope bound with the advert, no node would open it: a /1 instead (it counts against the member that quoted)
+  return signProved(i, 'offer', i.offer, T.nondelivery, T.nondelivery2) as Opened<NonDelivery>;
 }
 
-export interface ClaimNonDeliveryInput {
+export interface ClaimNonDeliveryInput extends NonDeliveryCommon {
   /** The open order (signed by `signer`). */
   job: Opened<Job>;
   /** The buyer's first-claim selection naming `claim`. */
@@ -296,38 +304,45 @@ export interface ClaimNonDeliveryInput {
    * /3 counts against the claimant.
    */
   advert?: Opened<Advert>;
-  reason: NonDeliveryReason;
-  detail?: string;
-  signedAt: number;
-  signer: Signer;
 }
 
 /** Sign an open order's non-delivery (`c0mpute.nondelivery/3`) carrying its proof; checks that it links before returning it. */
 export function signClaimNonDelivery(i: ClaimNonDeliveryInput): Opened<ClaimNonDelivery> {
+  // past the envelope bound with the advert, no node would open it: without it (it counts against the claimant)
+  return signProved(i, 'claim', i.claim, T.nondelivery3, T.nondelivery3) as Opened<ClaimNonDelivery>;
+}
+
+/**
+ * Sign a non-delivery proved by `by` (the winning offer or claim, named in the record's field `field`): as `pooled`
+ * carrying the advert `by` cites when the caller holds it, it is signed by the same provider, pooled and within the
+ * bounds, and the whole stays within the envelope bound; otherwise as `plain`, without it. Checks that it links.
+ */
+function signProved(i: NonDeliveryCommon, field: ProvedBy, by: Opened<Offer | Claim>, plain: NonDeliveryType, pooled: NonDeliveryType): Opened<AnyNonDelivery> {
+  // cut at a code-point boundary: the detail may quote a provider's text, and half a surrogate pair cannot be sealed
   const detail = i.detail === undefined ? undefined : truncateText(i.detail.trim(), 256);
-  const rec: ClaimNonDelivery = {
+  const proof: Record<string, Uint8Array> = { job: i.job.bytes, selection: i.selection.bytes, [field]: by.bytes };
+  const rec = {
     job: i.job.address,
     selection: i.selection.address,
-    claim: i.claim.address,
-    provider: i.claim.signer,
+    [field]: by.address,
+    provider: by.signer,
     reason: i.reason,
     ...(detail ? { detail } : {}),
     signedAt: i.signedAt,
-    proof: { job: i.job.bytes, selection: i.selection.bytes, claim: i.claim.bytes },
+    proof,
   };
-  for (const k of ['job', 'selection', 'claim'] as const) {
-    if (rec.proof[k].length > NONDELIVERY_PROOF_MAX[k]) throw new C0Error(ND_ERR.TOO_LARGE, `proof.${k}: ${rec.proof[k].length} bytes, more than a non-delivery carries (${NONDELIVERY_PROOF_MAX[k]})`, { field: `proof.${k}` });
+  for (const k of ['job', 'selection', field] as const) {
+    if (proof[k]!.length > NONDELIVERY_PROOF_MAX[k]) throw new C0Error(ND_ERR.TOO_LARGE, `proof.${k}: ${proof[k]!.length} bytes, more than a non-delivery carries (${NONDELIVERY_PROOF_MAX[k]})`, { field: `proof.${k}` });
   }
   const a = i.advert;
-  if (a && a.type === T.advert && a.record.pool && a.address === i.claim.record.advert && a.signer === i.claim.signer && a.bytes.length <= NONDELIVERY_PROOF_MAX.advert) {
-    const nd = seal(T.nondelivery3, { ...rec, proof: { ...rec.proof, advert: a.bytes } }, i.signer) as Opened<ClaimNonDelivery>;
-    // past the envelope bound with the advert, no node would open it: without it (it counts against the claimant)
+  if (a && a.type === T.advert && a.record.pool && a.address === by.record.advert && a.signer === by.signer && a.bytes.length <= NONDELIVERY_PROOF_MAX.advert) {
+    const nd = seal(pooled, { ...rec, proof: { ...proof, advert: a.bytes } } as never, i.signer) as Opened<AnyNonDelivery>;
     if (nd.bytes.length <= MAX_ENVELOPE_BYTES) {
       linkNonDelivery(nd);
       return nd;
     }
   }
-  const nd = seal(T.nondelivery3, rec, i.signer) as Opened<ClaimNonDelivery>;
+  const nd = seal(plain, rec as never, i.signer) as Opened<AnyNonDelivery>;
   linkNonDelivery(nd);
   return nd;
 }
