@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { C0Error } from '../errors.js';
-import { T } from '../records/kinds.js';
+import { NONDELIVERY_TYPES, T, type NonDeliveryType } from '../records/kinds.js';
 import { open } from '../records/envelope.js';
 
 export const DEFAULT_OVERLAY = 'public';
@@ -52,6 +52,11 @@ export type NonDeliveryTopicKind = (typeof NONDELIVERY_TOPIC_KINDS)[number];
 /** Whether a topic kind carries a non-delivery (of any version). */
 export function isNonDeliveryKind(kind: TopicKind): kind is NonDeliveryTopicKind {
   return (NONDELIVERY_TOPIC_KINDS as readonly TopicKind[]).includes(kind);
+}
+
+/** The topic kind a non-delivery of this content type travels on. */
+export function nonDeliveryTopicKind(type: NonDeliveryType): NonDeliveryTopicKind {
+  return NONDELIVERY_TOPIC_KINDS[NONDELIVERY_TYPES.indexOf(type)]!;
 }
 
 /** One entry per non-delivery topic kind, each made by `make` (the versions share a setting: a flood limit, a hook). */

@@ -23,7 +23,7 @@
 import { C0Error } from '../errors.js';
 import { open, type Opened } from '../records/envelope.js';
 import { T, type Advert, type Claim, type ClaimRefusal, type Job, type NonDeliveryReason, type Offer, type Selection } from '../records/kinds.js';
-import { signClaimNonDelivery } from '../reputation/nondelivery.js';
+import { recordNonDelivery } from './buyer-nondelivery.js';
 import { decideClaims, listedInSelection, type ClaimAnswer, type ClaimDecision, type ReceivedClaim } from '../matching/claims.js';
 import { refusalCode, signClaimRefusal, signFirstClaimSelection } from '../matching/first-claim.js';
 import { BUYER_STALLED, orderFloor, type BuyerDeps, type BuyerEvent, type JobResult, type JobSpec, type RankedCandidate } from './buyer.js';
@@ -357,22 +357,12 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
 }
 
 /**
- * Sign, keep and publish an open order's non-delivery (`c0mpute.nondelivery/3`: the order, the first-claim selection
- * and the winning claim, and the claim's advert when it is pooled); its address, or undefined when it cannot be signed
- * (logged: the run's outcome is unchanged). On its own topic kind, `nondelivery3`.
+ * An open order's non-delivery (`c0mpute.nondelivery/3`: the order, the first-claim selection and the winning claim,
+ * and the claim's advert when it is pooled), on its own topic kind, `nondelivery3` (recordNonDelivery); its address,
+ * or undefined when it cannot be signed (logged: the run's outcome is unchanged).
  */
 async function orderNonDelivery(d: BuyerDeps, job: Opened<Job>, selection: Opened<Selection>, claim: Opened<Claim>, cited: Opened<Advert> | undefined, reason: NonDeliveryReason, detail: string, onEvent: (e: BuyerEvent) => void): Promise<string | undefined> {
-  try {
-    // the advert the claim cites (carried only when it is that one, the claimant's, pooled: signClaimNonDelivery)
-    const advert = cited ?? d.advertAt?.(claim.record.advert) ?? d.adverts(claim.signer);
-    const nd = signClaimNonDelivery({ job, selection, claim, reason, detail, signedAt: Math.max(d.clock(), selection.record.decidedAt), signer: d.signer, ...(advert ? { advert } : {}) });
-    await d.store(nd);
-    await d.publish('nondelivery3', nd).catch(() => {});
-    onEvent({ e: 'nondelivery', provider: claim.signer, reason, address: nd.address });
-    d.log.info({ job: job.address, provider: claim.signer, reason, nondelivery: nd.address }, 'the winning claimant did not deliver: non-delivery signed');
-    return nd.address;
-  } catch (e) {
-    d.log.warn({ job: job.address, provider: claim.signer, reason, err: (e as Error).message }, 'could not record the non-delivery');
-    return undefined;
-  }
+  const nd = await recordNonDelivery(d, job, selection, { provider: claim.signer, claim, cited }, reason, detail, onEvent, { job: job.address });
+  if (nd) d.log.info({ job: job.address, provider: claim.signer, reason, nondelivery: nd }, 'the winning claimant did not deliver: non-delivery signed');
+  return nd;
 }

@@ -13,7 +13,6 @@ import { parsePolicy } from '../market/policy.js';
 import { C0Error } from '../errors.js';
 import { open, seal, type Opened } from '../records/envelope.js';
 import { T, type Acceptance, type Advert, type Job, type NonDeliveryReason, type Offer, type PolicyName, type Receipt, type Requirements, type Selection } from '../records/kinds.js';
-import { signNonDelivery } from '../reputation/nondelivery.js';
 import { moneyEquals, type Money } from '../records/money.js';
 import { hashHex } from '../records/address.js';
 import { Ed25519Signer } from '../records/ed25519.js';
@@ -26,6 +25,7 @@ import { EXEC_MAX_INPUT_BYTES, EXEC_PROTOCOL, EXEC_SILENCE_FACTOR, parseExecFram
 import { receiptProviderFor } from '../pools/chain.js';
 import type { NetworkAssessment } from '../node/net-health.js';
 import { runOrder, type ClaimOutcomeSummary, type OrderPorts } from './buyer-orders.js';
+import { recordNonDelivery } from './buyer-nondelivery.js';
 import { clearableTimeoutSignal, raceTimeout, setLongTimeout, type LongTimer } from '../util/timers.js';
 import { linkedSignal, unlessAborted } from '../util/signals.js';
 import { BUFFER_LIMIT } from '../net/byte-budget.js';
@@ -1117,7 +1117,7 @@ export class Buyer {
       if (check?.note) attempt.outcome = `${attempt.outcome} (${check.note})`;
       // a refusal the steward did not ask for is a refusal like any other
       if (check?.v === 'denied' && attempt.reclaimed) attempt.nondelivery = 'refused';
-      const nd = attempt.nondelivery ? await this.#nonDelivery(job, selection, pick, attempt.nondelivery, attempt.outcome, onEvent) : undefined;
+      const nd = attempt.nondelivery ? await recordNonDelivery(this.d, job, selection, { provider: pick.provider, offer: pick.offer }, attempt.nondelivery, attempt.outcome, onEvent) : undefined;
       // no receipt and no non-delivery: nothing signed says how it ended, so the run's words are kept for the history
       if (!attempt.receipt && !nd) await this.#noteAttempt(selection, attempt);
       const failure = attempt.receipt?.record.status === 'failed' ? attempt.receipt.record.failure?.message : undefined;
@@ -1142,26 +1142,6 @@ export class Buyer {
     if (result.status === 'failed' || result.status === 'interrupted') await this.#withdraw(job, admission);
     result.timings.restMs = clock() - tPublished - collectMs;
     return result;
-  }
-
-  /**
-   * Sign, keep and gossip a non-delivery for a selected provider that sent no receipt; its address, or undefined when
-   * it cannot be signed. An offer citing a pooled advert gets a c0mpute.nondelivery/2 carrying that advert (it counts
-   * against the pool: docs/pools.md "Reputation"), on its own topic kind; any other a /1, as before.
-   */
-  async #nonDelivery(job: Opened<Job>, selection: Opened<Selection>, cand: RankedCandidate, reason: NonDeliveryReason, detail: string, onEvent: (e: BuyerEvent) => void): Promise<string | undefined> {
-    try {
-      // the advert the offer cites (signNonDelivery carries it only when it is that one, the offer signer's, pooled)
-      const advert = this.d.advertAt?.(cand.offer.record.advert) ?? this.d.adverts(cand.provider);
-      const nd = signNonDelivery({ job, selection, offer: cand.offer, reason, detail, signedAt: Math.max(this.d.clock(), selection.record.decidedAt), signer: this.d.signer, ...(advert ? { advert } : {}) });
-      await this.d.store(nd);
-      await this.d.publish(nd.type === T.nondelivery2 ? 'nondelivery2' : 'nondelivery', nd).catch(() => {});
-      onEvent({ e: 'nondelivery', provider: cand.provider, reason, address: nd.address });
-      return nd.address;
-    } catch (e) {
-      this.d.log.warn({ provider: cand.provider, reason, err: (e as Error).message }, 'could not record the non-delivery');
-      return undefined;
-    }
   }
 
   /**
