@@ -17,12 +17,19 @@ export function buildProgram(): Command {
   program
     .name('c0mpute')
     .description('Peer-to-peer compute market node: providers quote, buyers decide, every outcome is a signed receipt.')
-    // the package's version and the build id (src/util/build-id.ts): two builds of one version are told apart
-    .version(buildText())
+    // the package's version and the build id (src/util/build-id.ts): two builds of one version are told apart. Read
+    // when asked for (`--version`), not at every start: commander's .version() takes the text when it registers, so
+    // the option is registered here and its listener does what .version()'s does (print it, exit 0 as commander.version)
+    .option('-V, --version', 'output the version number')
     // an empty one (`--data-dir "$DIR"` with DIR unset) is USAGE_EMPTY_VALUE, never the default data directory
     .option('--data-dir <dir>', 'node data directory (default: $C0MPUTE_HOME, else ~/.c0mpute)', nonEmpty('--data-dir', 'a directory', 'dataDir'))
     .option('--passphrase-file <file>', 'read the key passphrase from this file (else $C0MPUTE_PASSPHRASE, $C0MPUTE_PASSPHRASE_FILE, or a prompt on a terminal)')
     .exitOverride();
+  program.on('option:version', () => {
+    const text = buildText();
+    program.configureOutput().writeOut!(`${text}\n`);
+    throw new CommanderError(0, 'commander.version', text);
+  });
   program.hook('preAction', (thisCommand, actionCommand) => {
     if (actionCommand.name() === 'help' && actionCommand.parent?.commands.includes(actionCommand)) return; // needs no data directory
     const o = thisCommand.opts<{ dataDir?: string; passphraseFile?: string }>();
