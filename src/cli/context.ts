@@ -11,7 +11,7 @@ import { printable } from '../util/text.js';
 import { writeFileAtomic } from '../util/atomic-file.js';
 import { osWords } from '../util/os-reason.js';
 import { makeDirs } from '../util/make-dirs.js';
-import { readFailureIn, tableDamageIn } from '../util/store-damage.js';
+import { readFailureIn, tableDamageIn, type ReadFailure } from '../util/store-damage.js';
 
 /** Exit codes (documented in the README, "CLI"). */
 export const EXIT = {
@@ -220,11 +220,33 @@ export class NegativeAnswer extends Error {
 }
 
 /**
- * What the CLI calls a bug (`internal error`, exit 70): anything thrown that is not a C0Error, a negative answer, nor a
- * damaged or unreadable store (those are the operator's to fix; src/cli/program.ts `report`).
+ * What an error thrown out of a command is to the CLI, the one classification src/cli/program.ts `report` prints by
+ * and isBug asks: already reported, a negative answer, a C0Error (the operator's: a usage error, a refusal), a damaged
+ * or unreadable store (the operator's to fix, with what was found), or else a bug (`internal error`, exit 70).
+ * Commander's own parse errors are report's to tell first (no command's action throws one).
  */
+export type ErrorKind =
+  | { kind: 'reported'; e: Reported }
+  | { kind: 'negative'; e: NegativeAnswer }
+  | { kind: 'c0'; e: C0Error }
+  | { kind: 'damaged'; damaged: string }
+  | { kind: 'unreadable'; failed: ReadFailure }
+  | { kind: 'bug' };
+
+export function errorKind(e: unknown): ErrorKind {
+  if (e instanceof Reported) return { kind: 'reported', e };
+  if (e instanceof NegativeAnswer) return { kind: 'negative', e };
+  if (e instanceof C0Error) return { kind: 'c0', e };
+  const damaged = tableDamageIn(e);
+  if (damaged !== undefined) return { kind: 'damaged', damaged };
+  const failed = readFailureIn(e);
+  if (failed !== undefined) return { kind: 'unreadable', failed };
+  return { kind: 'bug' };
+}
+
+/** What the CLI calls a bug (`internal error`, exit 70): errorKind's `bug`. */
 export function isBug(e: unknown): boolean {
-  return !(e instanceof C0Error) && !(e instanceof NegativeAnswer) && !(e instanceof Reported) && tableDamageIn(e) === undefined && readFailureIn(e) === undefined;
+  return errorKind(e).kind === 'bug';
 }
 
 /**

@@ -7,8 +7,8 @@ import { Command, CommanderError } from 'commander';
 import { C0Error } from '../errors.js';
 import { printable } from '../util/text.js';
 import { buildText } from '../util/build-id.js';
-import { STORE_CORRUPT, STORE_READ_FAILED, STORE_RECOVERY, readFailedMessage, readFailureIn, tableDamageIn } from '../util/store-damage.js';
-import { EXIT, Interrupted, NegativeAnswer, Reported, UsageError, defaultDataDir, expandDataDir, nonEmpty } from './context.js';
+import { STORE_CORRUPT, STORE_READ_FAILED, STORE_RECOVERY, readFailedMessage } from '../util/store-damage.js';
+import { EXIT, Interrupted, UsageError, defaultDataDir, errorKind, expandDataDir, nonEmpty } from './context.js';
 import { registerCommands } from './commands/index.js';
 import { setPassphraseFile } from './passphrase.js';
 
@@ -108,32 +108,33 @@ export function report(e: unknown): number {
     process.stderr.write(`error ${usageCode(e.code)}: ${e.message.replace(/^error: /, '')}\n(run with --help for usage)\n`);
     return EXIT.USAGE;
   }
-  if (e instanceof Reported) return e.exit;
-  if (e instanceof NegativeAnswer) {
-    for (const l of e.lines) (e.stream === 'stderr' ? process.stderr : process.stdout).write(printable(l, true) + '\n');
+  const k = errorKind(e);
+  if (k.kind === 'reported') return k.e.exit;
+  if (k.kind === 'negative') {
+    for (const l of k.e.lines) (k.e.stream === 'stderr' ? process.stderr : process.stdout).write(printable(l, true) + '\n');
     return EXIT.NEGATIVE;
   }
-  if (e instanceof C0Error) {
+  if (k.kind === 'c0') {
+    const c = k.e;
     // a message may quote a remote error or a record's text
-    process.stderr.write(`error ${e.code}: ${printable(e.message, true)}\n`);
-    if (process.env.C0MPUTE_DEBUG) process.stderr.write(`${e.stack ?? ''}\n`);
-    if (e instanceof UsageError || e.code.startsWith('USAGE_')) return EXIT.USAGE;
-    return e instanceof Interrupted ? EXIT.INTERRUPTED : EXIT.OPERATOR;
+    process.stderr.write(`error ${c.code}: ${printable(c.message, true)}\n`);
+    if (process.env.C0MPUTE_DEBUG) process.stderr.write(`${c.stack ?? ''}\n`);
+    if (c instanceof UsageError || c.code.startsWith('USAGE_')) return EXIT.USAGE;
+    return c instanceof Interrupted ? EXIT.INTERRUPTED : EXIT.OPERATOR;
   }
-  const damaged = tableDamageIn(e);
-  if (damaged !== undefined) {
+  if (k.kind === 'damaged') {
     // a damaged LevelDB table met by a read (or an open) outside the store's own mapping: the data directory's fault,
     // not a bug (exit 70 made a supervisor's Restart=on-failure restart it in a loop)
-    const err = new C0Error(STORE_CORRUPT, `the node's database is damaged (${damaged}); nothing was changed: ${STORE_RECOVERY}`, { cause: e });
+    const err = new C0Error(STORE_CORRUPT, `the node's database is damaged (${k.damaged}); nothing was changed: ${STORE_RECOVERY}`, { cause: e });
     return report(err);
   }
-  const failed = readFailureIn(e);
-  if (failed !== undefined) {
+  if (k.kind === 'unreadable') {
     // a read LevelDB could not make for another reason (a table it may not open, EACCES; the disk's EIO): the
     // operator's to fix, not a bug (exit 70)
-    const dir = failed.file?.replace(/[\\/][^\\/]*$/, '') || "the node's data directory";
-    return report(new C0Error(STORE_READ_FAILED, readFailedMessage(dir, failed), { cause: e }));
+    const dir = k.failed.file?.replace(/[\\/][^\\/]*$/, '') || "the node's data directory";
+    return report(new C0Error(STORE_READ_FAILED, readFailedMessage(dir, k.failed), { cause: e }));
   }
+  // a bug (errorKind), the only kind left
   process.stderr.write(`internal error: ${(e as Error)?.message ?? String(e)}\n`);
   if (process.env.C0MPUTE_DEBUG) process.stderr.write(`${(e as Error)?.stack ?? ''}\n`);
   else process.stderr.write('(this is a bug; run with C0MPUTE_DEBUG=1 for the stack trace)\n');
