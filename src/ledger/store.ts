@@ -91,6 +91,8 @@ export interface LedgerOptions {
    * is refused STORE_MISSING, not begun anew at length 0. Ledger directories given to `ledger import`/`verify` have none.
    */
   createdMark?: string;
+  /** Called before a new ledger is begun (openDb's beforeCreate): it may refuse by throwing, and nothing is made. */
+  beforeCreate?: () => void | Promise<void>;
 }
 
 /** Default `LedgerOptions.maxWitnesses`: witness keys whose receipts a ledger without a witness list holds. */
@@ -228,7 +230,7 @@ export class Ledger {
       throw new C0Error(LEDGER_ERR.WRONG_STEWARD, 'steward: the signer is not the named steward', { field: 'steward' });
     }
     const expected = opts.steward ?? signerDid;
-    const db = await openDb(dir, opts.createdMark === undefined ? {} : { createdMark: opts.createdMark });
+    const db = await openDb(dir, { ...(opts.createdMark === undefined ? {} : { createdMark: opts.createdMark }), ...(opts.beforeCreate ? { beforeCreate: opts.beforeCreate } : {}) });
     try {
       const entries = await readAll(sub(db, 'entries'));
       const metaBytes = await sub(db, 'meta').get('head');

@@ -28,8 +28,6 @@ export type HistoryRecords = Partial<Pick<RecordStore, 'witnessReceiptsFor' | 'e
 /** The longest length each counted witness cosigned of `steward`'s ledger, longest first. */
 export interface KnownHistory {
   witnesses: Array<{ witness: string; length: number }>;
-  /** equivocation evidence records held against the key (at most 16 read) */
-  evidence: number;
   /** whether the witnesses counted were named (`network.witnesses`) or every key held */
   named: boolean;
 }
@@ -42,12 +40,19 @@ export async function knownHistory(records: HistoryRecords, steward: string, wit
     if (r.record.steward !== steward || r.signer === steward || (named && !named.has(r.signer))) continue;
     longest.set(r.signer, Math.max(longest.get(r.signer) ?? 0, r.record.length));
   }
-  const evidence: Array<Opened<EquivocationEvidence>> = (await records.evidenceAbout?.(steward, 16)) ?? [];
   return {
     witnesses: [...longest].map(([witness, length]) => ({ witness, length })).sort((a, b) => b.length - a.length || (a.witness < b.witness ? -1 : 1)),
-    evidence: evidence.length,
     named: named !== undefined,
   };
+}
+
+/**
+ * How many equivocation evidence records the store holds against `steward` (at most 16 read). Read only when a ledger
+ * is about to be begun (refuseSecondLedger); a start on a ledger that is there reads the evidence once, for status().
+ */
+export async function evidenceHeld(records: HistoryRecords, steward: string): Promise<number> {
+  const evidence: Array<Opened<EquivocationEvidence>> = (await records.evidenceAbout?.(steward, 16)) ?? [];
+  return evidence.length;
 }
 
 function whom(h: KnownHistory): string {
@@ -57,19 +62,20 @@ function whom(h: KnownHistory): string {
 }
 
 /**
- * STEWARD_KEY_HAS_LEDGER when `ledgerDir` is about to be begun (no ledger there, no ledger.created) while the store
- * shows the key has a ledger already; nothing is created.
+ * STEWARD_KEY_HAS_LEDGER when `ledgerDir` is about to be begun (no ledger there, no ledger.created: the ledger's
+ * openDb beforeCreate) while the store shows the key has a ledger already (`h`, and `evidence` records against it);
+ * nothing is created.
  */
-export function refuseSecondLedger(h: KnownHistory, steward: string, ledgerDir: string): void {
-  if (!h.witnesses.length && !h.evidence) return;
+export function refuseSecondLedger(h: KnownHistory, evidence: number, steward: string, ledgerDir: string): void {
+  if (!h.witnesses.length && !evidence) return;
   const seen = [
     ...(h.witnesses.length ? [`witness receipts for its ledger: ${whom(h)}`] : []),
-    ...(h.evidence ? [`${h.evidence} equivocation evidence record${h.evidence === 1 ? '' : 's'} against it`] : []),
+    ...(evidence ? [`${evidence} equivocation evidence record${evidence === 1 ? '' : 's'} against it`] : []),
   ].join('; and ');
   throw new C0Error(
     STEWARD_KEY_HAS_LEDGER,
     `${ledgerDir} holds no ledger, but this node's key ${steward} already has one: its store holds ${seen}. A new ledger under the same key would sign other entries at the seqs the first one used, and every witness that cosigned the first keeps and publishes the two as equivocation evidence against this key, for good (pool/1 §6.5, §6.7: a ledger is its steward key's one chain). Put the ledger back (the directory as it was, and steward/<overlay>/ledger.created), or begin the new accounting window under a new steward key (docs/overlays.md "A new accounting window"). Nothing was created.`,
-    { field: 'steward', detail: { steward, witnesses: h.witnesses.slice(0, 16), evidence: h.evidence, named: h.named ? 'yes' : 'no' } },
+    { field: 'steward', detail: { steward, witnesses: h.witnesses.slice(0, 16), evidence, named: h.named ? 'yes' : 'no' } },
   );
 }
 

@@ -63,7 +63,7 @@
  *   formed, would otherwise stay unwitnessed until the next append. Witness
  *   receipts heard on pool-witness are kept.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
 import { NET_ERR } from '../net/protocols.js';
@@ -92,7 +92,7 @@ import { CATCH_UP_PEERS, LEDGER_PROTOCOL, STEWARD_PROTOCOL, WITHDRAW_ASK_MS, ste
 import { ledgerFigures, notInTree, warnTreeAgainstLedger } from './steward-tree-usage.js';
 import type { TopicKind } from '../net/topics.js';
 import { setLongInterval, setLongTimeout, type LongTimer } from '../util/timers.js';
-import { knownHistory, refuseSecondLedger, shorterThanWitnessed } from './steward-history.js';
+import { evidenceHeld, knownHistory, refuseSecondLedger, shorterThanWitnessed } from './steward-history.js';
 
 export { STEWARD_PROTOCOL, LEDGER_PROTOCOL, PREEMPT_PROTOCOL, MAX_LEDGER_RANGE, REASK_GRACE_MS } from './steward-ports.js';
 export type { StewardConfig, StewardIdentity, StewardPorts } from './steward-ports.js';
@@ -200,12 +200,13 @@ export class Steward {
     const createdMark = join(dataDir, 'steward', o.name, 'ledger.created');
     // A key has one ledger (pool/1 §6.5, §6.7): what this node's store knows of this key's ledger (witness receipts,
     // evidence) refuses a ledger begun anew under it, and warns of one shorter than what was cosigned
-    // (steward-history.ts). Read before anything is created.
+    // (steward-history.ts). The receipts are read before anything is created; the evidence only when a ledger is about
+    // to be begun (openDb's beforeCreate: nothing is made when it refuses), else once, by #loadEvidence.
     const history = await knownHistory(o.records, identity.did, cfg.witnesses);
-    if (!existsSync(createdMark) && !existsSync(join(dir, 'CURRENT'))) refuseSecondLedger(history, identity.did, dir);
+    const beforeCreate = async () => refuseSecondLedger(history, await evidenceHeld(o.records, identity.did), identity.did, dir);
     // openDb makes the directory the first time only: with ledger.created there, a ledger directory moved aside or not
     // mounted is STORE_MISSING, not a new chain at length 0 (docs/pool.md)
-    const ledger = await Ledger.open(dir, { createdMark, signer: identity.signer, now: o.clock, logger: o.log.child({ role: 'steward', overlay: o.name }), ...(cfg.witnesses ? { witnesses: cfg.witnesses } : {}), ...(cfg.maxWitnesses === undefined ? {} : { maxWitnesses: cfg.maxWitnesses }) });
+    const ledger = await Ledger.open(dir, { createdMark, beforeCreate, signer: identity.signer, now: o.clock, logger: o.log.child({ role: 'steward', overlay: o.name }), ...(cfg.witnesses ? { witnesses: cfg.witnesses } : {}), ...(cfg.maxWitnesses === undefined ? {} : { maxWitnesses: cfg.maxWitnesses }) });
     const shorter = shorterThanWitnessed(history, ledger.length);
     if (shorter) o.log.warn({ overlay: o.name, ledger: dir, ...shorter.fields }, shorter.msg);
     const s = new Steward(o, ledger, tree, cfg, identity);

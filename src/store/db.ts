@@ -554,6 +554,12 @@ export interface OpenDbOptions {
    */
   createdMark?: string;
   /**
+   * Called before anything is made when the open would begin a new database: none was created there before (no
+   * `createdMark` file) and there is none at `path` (no CURRENT). It may refuse by throwing (the open throws that, and
+   * nothing is made: no directory, no mark). Not called when this process has the database open already.
+   */
+  beforeCreate?: () => void | Promise<void>;
+  /**
    * Told when the newest write-ahead log ends in a torn, zero-filled record (a power cut; wal-check.ts): the open goes
    * on (LevelDB drops that unacknowledged record). Default: a warning line on stderr (tornLogMessage).
    */
@@ -643,6 +649,7 @@ export async function openDb(path: string, opts: OpenDbOptions = {}): Promise<Db
     let files: string[];
     const mark = opts.createdMark;
     const created = mark !== undefined && existsSync(mark);
+    if (!created && opts.beforeCreate && !existsSync(join(key, 'CURRENT'))) await opts.beforeCreate();
     // not mkdirSync's recursive form, which never returns under /proc (src/util/make-dirs.ts)
     if (!created) makeDirs(key, { code: 'STORE_OPEN_FAILED', what: `cannot open the database at ${key}` });
     try {

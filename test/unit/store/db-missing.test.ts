@@ -90,3 +90,25 @@ describe('a database that was created, then is gone', () => {
     assert.ok(existsSync(killed.mark));
   });
 });
+
+describe('beforeCreate: told before a new database is begun, and may refuse it', () => {
+  it('called (and awaited) only when the open would begin one: not on a database that is there, nor where one was created', async () => {
+    const fresh = await dataDir(false);
+    const calls: string[] = [];
+    const h = await openDb(fresh.db, { createdMark: fresh.mark, beforeCreate: async () => void calls.push('fresh') });
+    await closeDb(h);
+    assert.deepEqual(calls, ['fresh']);
+    const used = await dataDir(true);
+    await closeDb(await openDb(used.db, { createdMark: used.mark, beforeCreate: () => void calls.push('used') }));
+    rmSync(used.db, { recursive: true });
+    await assert.rejects(openDb(used.db, { createdMark: used.mark, beforeCreate: () => void calls.push('gone') }), missing);
+    assert.deepEqual(calls, ['fresh'], 'a database that is there, or STORE_MISSING: not called');
+  });
+
+  it('a refusal is the open’s error, and nothing is made (no directory, no mark)', async () => {
+    const { db, mark } = await dataDir(false);
+    await assert.rejects(openDb(db, { createdMark: mark, beforeCreate: async () => Promise.reject(new C0Error('REFUSED', 'no')) }), (e: unknown) => e instanceof C0Error && e.code === 'REFUSED');
+    assert.equal(existsSync(db), false);
+    assert.equal(existsSync(mark), false);
+  });
+});
