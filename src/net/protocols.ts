@@ -206,8 +206,18 @@ export interface CallOptions {
 }
 
 /** The subset of libp2p the direct protocols use. */
+/**
+ * libp2p's options for a protocol this node serves. Its outbound bound too: libp2p takes the handler's
+ * maxOutboundStreams (its default 64 when none is given) over the one a dial passes, so on a node that serves a
+ * protocol a higher limit passed only to the dial was ignored (a pipeline stage's 65th forward to the next stage
+ * failed "Too many outbound protocol streams": review s53).
+ */
+function handleOptions(limits: ProtocolLimits): { maxInboundStreams: number; maxOutboundStreams?: number; force: true } {
+  return { maxInboundStreams: limits.maxInboundStreams, ...(limits.maxOutboundStreams === undefined ? {} : { maxOutboundStreams: limits.maxOutboundStreams }), force: true };
+}
+
 export interface StreamHost {
-  handle(protocol: string, handler: (stream: Stream, connection: Connection) => void | Promise<void>, options?: { maxInboundStreams?: number; force?: true }): Promise<void>;
+  handle(protocol: string, handler: (stream: Stream, connection: Connection) => void | Promise<void>, options?: { maxInboundStreams?: number; maxOutboundStreams?: number; force?: true }): Promise<void>;
   unhandle(protocol: string): Promise<void>;
   dialProtocol(peer: PeerId | Multiaddr | Multiaddr[], protocols: string | string[], options?: { signal?: AbortSignal; maxOutboundStreams?: number }): Promise<Stream>;
   /** The peer's connections (to try another when the one libp2p chose does not speak a protocol). */
@@ -405,14 +415,14 @@ export class DirectProtocols {
       if (requestMs < limits.deadlineMs) ctx.setDeadline(limits.deadlineMs, 'stream');
       await handler(requests, ctx);
     };
-    await this.#host.handle(protocol, (stream, connection) => this.#onStream(protocol, { ...limits, deadlineMs: requestMs }, streamHandler, stream, connection, true, opts), { maxInboundStreams: limits.maxInboundStreams, force: true });
+    await this.#host.handle(protocol, (stream, connection) => this.#onStream(protocol, { ...limits, deadlineMs: requestMs }, streamHandler, stream, connection, true, opts), handleOptions(limits));
     this.#served.add(protocol);
   }
 
   /** Serve a streaming protocol: the handler reads request frames one at a time and may answer before the caller's [1]. */
   async serveStream(protocol: string, handler: StreamHandler, override: Partial<ProtocolLimits> = {}, opts: ServeOptions = {}): Promise<void> {
     const limits = limitsFor(protocol, override);
-    await this.#host.handle(protocol, (stream, connection) => this.#onStream(protocol, limits, handler, stream, connection, false, opts), { maxInboundStreams: limits.maxInboundStreams, force: true });
+    await this.#host.handle(protocol, (stream, connection) => this.#onStream(protocol, limits, handler, stream, connection, false, opts), handleOptions(limits));
     this.#served.add(protocol);
   }
 

@@ -15,8 +15,9 @@
  * most MAX_STAGE_VALUES and whose output (rows × the stage's output width × 8
  * bytes) is at most 3 MiB, both checked before anything is computed
  * (PIPELINE_TOO_LARGE). Requests are computed one at a time, callers in
- * turn, at most STAGE_QUEUE waiting or running per caller and in all
- * (PIPELINE_BUSY beyond), and one whose caller left while it waited is not
+ * turn, at most STAGE_QUEUE.perCaller held per caller (waiting, computed or
+ * forwarding) and STAGE_QUEUE.total waiting or running in all (PIPELINE_BUSY
+ * beyond), and one whose caller left while it waited is not
  * computed (PIPELINE_CALLER_LEFT: src/training/pipeline.ts StageQueue). A forward has a share of the
  * request deadline and fails as PIPELINE_NEXT_STAGE_FAILED naming the next stage.
  */
@@ -123,9 +124,11 @@ export function stageLogger(log: Logger | undefined, now: () => number = () => p
       return;
     }
     last.set(code, { at: t, held: 0 });
-    const detail = e instanceof C0Error ? (e.detail as { stage?: unknown; timedOut?: unknown } | undefined) : undefined;
+    const detail = e instanceof C0Error ? (e.detail as { stage?: unknown; timedOut?: unknown; callerLeft?: unknown } | undefined) : undefined;
     const fields = { code, caller, err: (e as Error)?.message?.slice(0, 300), ...(detail?.stage !== undefined ? { next: detail.stage, timedOut: detail.timedOut } : {}), ...(seen?.held ? { more: seen.held } : {}) };
-    if (code === 'PIPELINE_NEXT_STAGE_FAILED') log.warn(fields, 'forward to the next stage failed');
+    // the caller leaving mid-forward is the caller's doing, not the next stage's failure (review s53)
+    if (code === 'PIPELINE_NEXT_STAGE_FAILED' && detail?.callerLeft === true) log.info(fields, 'the caller left while its request was forwarded: the forward was given up');
+    else if (code === 'PIPELINE_NEXT_STAGE_FAILED') log.warn(fields, 'forward to the next stage failed');
     else if (code.startsWith('PIPELINE_')) log.info(fields, 'refused a request');
     else if (code.startsWith('NET_')) log.info(fields, 'a request failed on the wire (the caller left or reset it, or its stream broke)');
     else log.warn(fields, 'a request failed');
@@ -187,7 +190,8 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
     try {
       return joinBytes(await withRetry(() => net.request(route[0]!, PIPELINE_PROTOCOL, frames, { limits: { ...LIMITS, deadlineMs: ms }, signal: ac.signal })));
     } catch (e) {
-      if (e instanceof C0Error && e.code === 'PIPELINE_NEXT_STAGE_FAILED') throw e;
+      // a later stage's failure passed back: without the wire's prefix, so a route of three or more does not say it twice (review s53)
+      if (e instanceof C0Error && e.code === 'PIPELINE_NEXT_STAGE_FAILED') throw e.message.startsWith(ANSWERED) ? new C0Error(e.code, e.message.slice(ANSWERED.length), { detail: e.detail }) : e;
       // a later stage's refusal of the values themselves keeps its code, naming the stage that refused (once)
       if (e instanceof C0Error && e.code === 'PIPELINE_OUTPUT_NOT_FINITE' && (e.detail as { remote?: unknown } | undefined)?.remote === true) {
         const msg = e.message.startsWith(ANSWERED) ? e.message.slice(ANSWERED.length) : e.message;
@@ -197,7 +201,7 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
       // worded by what happened: a timeout only when this share ran out (or the request's own deadline did), else the next stage's failure and its reason
       const timedOut = timer === undefined || (e instanceof C0Error && e.code === 'NET_DEADLINE');
       const what = caller.aborted ? `was given up: this stage's caller left (${why})` : timedOut ? `did not answer within ${ms} ms (${why})` : `failed: ${why}`;
-      throw new C0Error('PIPELINE_NEXT_STAGE_FAILED', `stage ${route[0]} ${what}`, { detail: { stage: route[0], cause: e instanceof C0Error ? e.code : undefined, timedOut } });
+      throw new C0Error('PIPELINE_NEXT_STAGE_FAILED', `stage ${route[0]} ${what}`, { detail: { stage: route[0], cause: e instanceof C0Error ? e.code : undefined, timedOut, ...(caller.aborted ? { callerLeft: true } : {}) } });
     } finally {
       clearTimeout(timer);
       caller.removeEventListener('abort', left);

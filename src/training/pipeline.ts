@@ -68,7 +68,7 @@ export function serial(run: StageRunner): StageRunner {
 
 /** Bounds of a stage server's compute queue (StageQueue): requests waiting or running, per caller and in all. */
 export const STAGE_QUEUE = {
-  /** per caller: as many as the streams one connection may have open at once (PIPELINE_LIMITS.maxInboundStreams) */
+  /** per caller: the requests one caller may have held at a stage (serveStage counts them waiting, computed or forwarding); half the streams one connection may carry (PIPELINE_LIMITS.maxInboundStreams) */
   perCaller: 64,
   total: 256,
 };
