@@ -322,7 +322,7 @@ export function relaxationsOf(pj: PreparedJob, verdicts: readonly VerdictLike[],
     seen.add(what);
     const wait = gain - quoted;
     // which of those that have not quoted are not live (an advert, no presence: QA qaWit F5, where every one of 186 was)
-    const dead = notLive === 0 ? '' : notLive === wait ? `, and ${notLive === 1 ? 'it has' : 'none of them has'} a live presence [NOT_LIVE]` : `, ${notLive} of those with no live presence [NOT_LIVE]`;
+    const dead = notLive === 0 ? '' : notLive === wait ? `, and ${notLive === 1 ? 'it has no' : 'none of them has a'} live presence [NOT_LIVE]` : `, ${notLive} of those with no live presence [NOT_LIVE]`;
     const text = `${what} → ${gain} more ${gain === 1 ? 'provider' : 'providers'}${wait ? ` (${wait} of them ${wait === 1 ? 'has' : 'have'} not quoted yet${dead})` : ''}`;
     out.push({ constraint: cs[0]!, constraints: cs, change, gain, quoted, ...(ctx.live ? { notLive } : {}), text });
   }

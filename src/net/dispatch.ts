@@ -109,11 +109,13 @@ export class Dispatcher {
   /**
    * Queue `rec` for its kind's handlers; `done` (if any) is told whether they all took it, or at once that it was
    * dropped (the queue holds its bound of records or of bytes; one record larger than the byte bound alone is taken
-   * into an empty queue).
+   * into an empty queue; this node's own records are always taken).
    */
   push(rec: Opened, meta: DeliveryMeta, done?: Handled): void {
     const size = sizeOf(rec, meta);
-    if (this.#queue.length >= this.#max || (this.#queue.length > 0 && this.#bytes + size > this.#maxBytes)) {
+    // this node's own records (source 'own') are never dropped: their rate is this node's own publishing, and one
+    // dropped here is lost for good (it is marked seen, so no peer's copy is delivered: review s53)
+    if (meta.source !== 'own' && (this.#queue.length >= this.#max || (this.#queue.length > 0 && this.#bytes + size > this.#maxBytes))) {
       this.#m.dropped.inc({ queue: 'delivery' });
       this.#summary.warn(undefined, 'NET_DELIVERY_QUEUE_FULL', 'delivery queue full: record dropped', { kind: meta.kind, address: rec.address, records: this.#queue.length, bytes: this.#bytes });
       done?.(false);

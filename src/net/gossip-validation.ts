@@ -273,6 +273,11 @@ export class RecordPipeline {
    * brings is bounded by the request (at most `limit` records a kind from each peer asked, once per peer in the
    * window), and a peer could bring as many records from as many fresh keys.
    */
+  /** Write the rate limits' pending summary (adverts turned away since its last line) and stop its timer: at stop. */
+  stopLog(): void {
+    this.#limitLog.stop();
+  }
+
   async validate(kind: TopicKind, data: Uint8Array, from: string, source: RecordSourceKind, opts: { history?: boolean } = {}): Promise<ValidationOutcome> {
     if (this.#inFlight >= this.#maxInFlight) {
       this.#m.dropped.inc({ queue: 'validation' });

@@ -439,6 +439,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       await sigPool?.close();
       await dispatcher.drained();
       dispatcher.stopLog(); // the last window's summaries (drops, store failures)
+      pipeline.stopLog(); // and the rate limits' (adverts turned away)
       log.info('network stopped');
     },
 

@@ -91,3 +91,22 @@ test("a handler failing because this node's store takes no writes (STORE_*) is l
   assert.equal(bugs.length, 3);
   assert.ok(bugs.every((l) => l.level === 50));
 });
+
+test('this node’s own records are taken into a full queue: one dropped would be lost for good (marked seen, no peer’s copy is delivered: review s53)', async () => {
+  const { d, gate, open } = rig({ maxQueue: 2 });
+  const handled: string[] = [];
+  d.subscribe('receipt', async (r) => {
+    await gate;
+    handled.push(r.address);
+  }, { own: true });
+  const told: boolean[] = [];
+  for (const r of recs.slice(0, 4)) d.push(r, meta, (kept) => void told.push(kept));
+  assert.deepEqual(told, [false], 'a peer’s record past the bound is dropped');
+  const own = recs[10]!;
+  d.push(own, { ...meta, source: 'own' }, (kept) => void told.push(kept));
+  open();
+  await d.drained();
+  assert.ok(handled.includes(own.address), 'the own record was handled');
+  assert.equal(told.filter((k) => !k).length, 1);
+  d.stopLog();
+});
