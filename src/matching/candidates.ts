@@ -374,7 +374,7 @@ export function candidates(input: CandidatesInput): CandidatesResult {
       const c = latest.get(a.signer);
       if (!c || a.record.seq > c.record.seq) latest.set(a.signer, a);
     }
-    for (const [did, a] of latest) rejected.push({ provider: did, advert: a.address, reasons: [{ code: CANDIDATE_REASON.NOT_LIVE, field: 'presence', wanted: 'a live presence', offered: null, message: 'has an advert but no live presence' }] });
+    for (const [did, a] of latest) rejected.push({ provider: did, ...(a.record.pool ? { pool: receiptProviderFor(did, a) } : {}), advert: a.address, reasons: [{ code: CANDIDATE_REASON.NOT_LIVE, field: 'presence', wanted: 'a live presence', offered: null, message: 'has an advert but no live presence' }] });
   }
   // the distinct costs ranked once (exact), then a sort on numbers: cost rank, last pick, DID (rankInPlace)
   const costRank = new Map([...costs].sort(cmpAmount).map((a, i) => [a, i]));

@@ -380,7 +380,7 @@ export function endedAs(h: Pick<HistoryJob, 'job' | 'attempts'>, outcome: Return
   if (run && !run.done) return { status: 'running', note: 'this node is running it now' };
   if (outcome.code === 'JOB_INTERRUPTED' || run?.status === 'interrupted') {
     // an order broken off while it waited for claims had no provider (QA qaOrd F3)
-    const note = h.attempts.length === 0 && h.job.record.order !== undefined ? 'this node’s run of it was broken off: the node stopped or crashed while the order waited for claims' : 'this node’s run of it was broken off: the node stopped or crashed during it, so nothing was signed about its provider';
+    const note = h.attempts.length === 0 && h.job.record.order !== undefined ? 'this node’s run of it was broken off while the order waited for claims: the node stopped or crashed, or the run’s client withdrew the order' : 'this node’s run of it was broken off: the node stopped or crashed during it, so nothing was signed about its provider';
     return { status: 'interrupted', code: 'JOB_INTERRUPTED', note };
   }
   const said: Record<string, string> = {

@@ -140,7 +140,7 @@ export const MAX_CLAIM_SUMMARIES = 4096;
  * waiting is answered NODE_CLOSING (before, the wait went on to the deadline past the node's stop, and a claim
  * waiting in the inbox was never answered: its provider waited out the stream's 15 s deadline).
  */
-export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>, spec: JobSpec, onEvent: (e: BuyerEvent) => void, exec: ExecWithWinner, stopping?: AbortSignal): Promise<JobResult> {
+export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>, spec: JobSpec, onEvent: (e: BuyerEvent) => void, exec: ExecWithWinner, stopping?: AbortSignal, withdrawn: () => boolean = () => false): Promise<JobResult> {
   const { clock, log } = d;
   const t0 = job.record.announcedAt;
   const designated = spec.order?.designated;
@@ -153,7 +153,7 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
   let belowFloor = 0;
   const inbox = ports.inbox(job.address);
   const claims: ClaimOutcomeSummary[] = [];
-  /** Every claim that opened before the winner, in arrival order (each was refused), but for those refused CLAIM_ADVERT_UNKNOWN: what the selection lists. */
+  /** Every claim that opened before the winner, in arrival order (each was refused), but for those refused for what only the buyer knew (CLAIM_ADVERT_UNKNOWN, CLAIM_REPUTATION_TOO_LOW: listedInSelection): what the selection lists. */
   const considered: ClaimDecision['considered'] = [];
   const arrivedAt = new Map<number, number>();
   const adverts = new Map<string, Opened<Advert>>();
@@ -224,7 +224,7 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     const now = clock();
     if (ans.verdict === 'won' && !winner) {
       const claim = decision.winner!.claim;
-      // The selection lists every claim that opened up to this one (but for CLAIM_ADVERT_UNKNOWN), in arrival order: the earlier ones were each
+      // The selection lists every claim that opened up to this one (but for the buyer-local refusals: listedInSelection), in arrival order: the earlier ones were each
       // refused as they came (judged one at a time), so they are not judged again.
       const selection = signFirstClaimSelection(job, { job: job.address, winner: decision.winner!, answers: [], considered }, (seq) => arrivedAt.get(seq) ?? a.receivedAt, now, d.signer);
       winner = { claim, selection };
@@ -289,7 +289,9 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
       // the node is stopping: the run is broken off (Buyer.run says JOB_INTERRUPTED), not unclaimed; kept, so the job's
       // history says so once the node is back, before the deadline and after (QA qaOrd F3: it read ORDER_NOT_CLAIMED)
       result.status = 'interrupted';
-      await d.noteRun?.(job, { code: 'JOB_INTERRUPTED', message: 'this node stopped while the order waited for claims' }).catch((e: unknown) => log.warn({ job: job.address, err: (e as Error).message }, 'could not keep how the order’s run ended'));
+      // the run's client going away (Ctrl-C: how an order is withdrawn) breaks it off the same way (review s53)
+      const why = withdrawn() ? 'its client went away while the order waited for claims: the order was withdrawn' : 'this node stopped while the order waited for claims';
+      await d.noteRun?.(job, { code: 'JOB_INTERRUPTED', message: why }).catch((e: unknown) => log.warn({ job: job.address, err: (e as Error).message }, 'could not keep how the order’s run ended'));
       if (omitted) result.claimsOmitted = omitted;
       return result;
     }

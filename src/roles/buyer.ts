@@ -798,7 +798,7 @@ export class Buyer {
       made.job = order.address;
       made.opened = order;
       // the winner was told before the exchange starts: from there the run goes on without its client (brk.commit)
-      const r = await runOrder(this.d, this.d.orders, order, spec, onEvent, (job, cand, selection) => (brk.commit(), this.attempt(job, cand, selection, spec, onEvent)), brk.signal);
+      const r = await runOrder(this.d, this.d.orders, order, spec, onEvent, (job, cand, selection) => (brk.commit(), this.attempt(job, cand, selection, spec, onEvent)), brk.signal, () => brk.byClient && !this.#stopping);
       return r.status === 'interrupted' ? this.#interrupted(r, onEvent, brk, r.attempts.at(-1)?.provider) : r;
     }
     const t0 = clock();

@@ -6,7 +6,7 @@
  * of the directory alone answered `problem none` for a ledger its own node knew to be forked. This reads the same two
  * things the steward shows: the pool-evidence/1 records about its key (each pair verified again, src/ledger/attest.ts)
  * and the receipts kept in the overlay's `steward-contradicting` sublevel (each checked again against the ledger as
- * read, as `steward status` does). Nothing is written; the node's store is LevelDB, which one process holds at a time,
+ * read, as `steward status` does). No record is written (opening LevelDB still notes its holder and may compact its log); the node's store is LevelDB, which one process holds at a time,
  * so a store held by a running daemon (a node that runs without the steward role, a one-shot command) is not read
  * and says so (`locked`).
  */
@@ -36,7 +36,9 @@ export interface HeldContradiction {
 
 export type HeldAgainst =
   | { store: 'read'; path: string; steward: string; evidence: HeldEvidence[]; contradicting: HeldContradiction[] }
-  | { store: 'locked'; path: string; holder?: { pid: number; cmd?: string } };
+  | { store: 'locked'; path: string; holder?: { pid: number; cmd?: string } }
+  /** the store did not open or read (damaged): the ledger's own verdict stands, said beside it */
+  | { store: 'unreadable'; path: string; code: string; message: string };
 
 /** `<data-dir>` and the overlay when `dir` is `<data-dir>/steward/<overlay>/ledger`; else undefined. */
 export function stewardLedgerPlace(dir: string): { dataDir: string; overlay: string } | undefined {
@@ -63,7 +65,7 @@ export async function heldAgainstLedger(dir: string, steward: string, ledger: { 
       const h = dbHolder(path);
       return { store: 'locked', path, ...(h ? { holder: { pid: h.pid, ...(h.cmd === undefined ? {} : { cmd: h.cmd }) } } : {}) };
     }
-    throw e;
+    return unreadable(path, e);
   }
   try {
     const prefix = place.overlay === 'public' ? '' : `${place.overlay}~`;
@@ -99,7 +101,14 @@ export async function heldAgainstLedger(dir: string, steward: string, ledger: { 
     }
     const evidence = [...pairs.values()].sort((a, b) => a.seq - b.seq);
     return { store: 'read', path, steward, evidence, contradicting };
+  } catch (e) {
+    // damage met while reading (a torn log): the ledger's own answer is still given (review s53)
+    return unreadable(path, e);
   } finally {
     await closeDb(db);
   }
+}
+
+function unreadable(path: string, e: unknown): HeldAgainst {
+  return { store: 'unreadable', path, code: e instanceof C0Error ? e.code : 'STORE_UNREADABLE', message: (e as Error)?.message ?? String(e) };
 }

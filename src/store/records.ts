@@ -814,7 +814,7 @@ export class RecordStore {
 
   /**
    * The equivocation evidence about `steward` a node's store holds, read without opening the store as the daemon does
-   * (no index built, nothing written: `c0mpute ledger verify` on a steward's ledger directory, src/ledger/held.ts):
+   * (no index built, nothing written: `c0mpute ledger verify` on a steward's ledger directory, src/roles/steward-held.ts):
    * from both places a record can be in (the steward named by the node's config, or not), at most `limit` records.
    */
   static async evidenceHeld(db: Db, prefix: string, steward: string, limit: number): Promise<Array<Opened<EquivocationEvidence>>> {

@@ -151,6 +151,7 @@ function withHeld(rep: VerifyReport, held: HeldAgainst): VerifyReport {
 }
 
 function heldLine(held: HeldAgainst): string {
+  if (held.store === 'unreadable') return `${held.path} not read (${held.code}: ${held.message}): evidence the node may hold against this steward is not checked`;
   if (held.store === 'locked') return `${held.path} not read (STORE_LOCKED: held by ${held.holder ? `pid ${held.holder.pid}` : 'another process'}): evidence the node may hold against this steward is not checked; stop that process, or see c0mpute steward status`;
   const parts = [
     held.evidence.length ? `equivocation evidence: ${held.evidence.length} pair${held.evidence.length === 1 ? '' : 's'}` : 'no equivocation evidence',

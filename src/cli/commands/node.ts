@@ -367,7 +367,7 @@ function noSelection(j: JobsEntry): string {
   const designated = j.record.order?.designated;
   const order = designated ? `order designated to ${short(designated)}` : 'open order';
   // its wait for claims broken off by this node's stop or crash (QA qaOrd F3: it read "it may be claimed until …", then ORDER_NOT_CLAIMED)
-  if (j.outcome?.code === 'JOB_INTERRUPTED') return `no outcome held (${order}): the run was broken off by this node’s stop or crash before a claim was taken (JOB_INTERRUPTED)`;
+  if (j.outcome?.code === 'JOB_INTERRUPTED') return `no outcome held (${order}): the run was broken off before a claim was taken: this node stopped or crashed, or its client withdrew the order (JOB_INTERRUPTED)`;
   if (j.outcome?.code === 'ORDER_NOT_CLAIMED') return `unclaimed: ${order}, its deadline passed${j.outcome.at !== undefined ? ` at ${new Date(j.outcome.at).toISOString()}` : ''} with no claim taken (ORDER_NOT_CLAIMED)`;
   if (j.record.order && j.record.deadline !== undefined) return `no outcome held (${order}: no claim taken; it may be claimed until ${new Date(j.record.deadline).toISOString()})`;
   return 'no outcome held (no provider was selected)';

@@ -101,13 +101,13 @@ export function claimsPerBuyer(slots: number): number {
   return Math.max(1, Math.ceil(slots / 2));
 }
 
-/** The buyer did not judge the claim: rate-limited or another network-level refusal (`NET_*`), inbox full, or no answer frame at all (a failed stream). */
 /** What an error frame that judged a claim says, in the provider's log (the buyer's node answered it). */
 const ANSWERED: Readonly<Record<string, string>> = {
   [CLAIM_ERR.ORDER_UNKNOWN]: 'the buyer takes no claims on this job (its run ended, or it is no order there); the order is left alone',
   [CLAIM_ERR.CLOSING]: 'the buyer’s node is stopping; the order is left alone',
 };
 
+/** The buyer did not judge the claim: rate-limited or another network-level refusal (`NET_*`), inbox full, or no answer frame at all (a failed stream). */
 function notJudged(e: unknown): boolean {
   if (!(e instanceof C0Error)) return true;
   return e.code.startsWith('NET_') || e.code === 'CLAIM_INBOX_FULL';

@@ -185,7 +185,7 @@ test('an order whose deadline passed with no claim taken reads unclaimed (ORDER_
     const again = JSON.parse(JSON.stringify(await jobs(node))) as { jobs: Wire[] };
     const now = (j: { address: string }) => again.jobs.find((x) => x.address === j.address)!;
     assert.deepEqual([now(expired).outcome, now(open).outcome], [{ status: 'none', code: 'JOB_INTERRUPTED' }, { status: 'none', code: 'JOB_INTERRUPTED' }]);
-    assert.deepEqual(jobsBody(now(expired)), [`no outcome held (order designated to ${short(PROV.did)}): the run was broken off by this node’s stop or crash before a claim was taken (JOB_INTERRUPTED)`]);
+    assert.deepEqual(jobsBody(now(expired)), [`no outcome held (order designated to ${short(PROV.did)}): the run was broken off before a claim was taken: this node stopped or crashed, or its client withdrew the order (JOB_INTERRUPTED)`]);
     const noted = await jobHistory(records, ev, BUYER.did, { limit: 10 });
     const nrow = consoleBuyerRow(noted.jobs.find((h) => h.job.address === open.address)!, NOW + 120_000);
     assert.deepEqual([nrow.status, nrow.code], ['interrupted', 'JOB_INTERRUPTED']);

@@ -20,7 +20,8 @@ import { RecordStore } from '../../../src/store/records.js';
 import { signFirstClaimSelection } from '../../../src/matching/first-claim.js';
 import { checkOwnReceipt, LATE_RECEIPT_ERR, ownReceiptLookups } from '../../../src/node/late-receipts.js';
 import { records, buyer, NOW, BUYER } from '../records/fixtures.js';
-import { MEMBERS, POOL, keyOf, pooledAdvert, proof, roster } from '../pools/helpers.js';
+import { MEMBERS, POOL, keyOf, outsider, pooledAdvert, proof, roster } from '../pools/helpers.js';
+import { didFromPublicKey } from '../../../src/records/did.js';
 
 const [A, B] = MEMBERS as [string, string, string];
 const r1 = roster();
@@ -51,6 +52,9 @@ test('a pooled open order: the lost receipt another member signed for the claim 
     // a member's completion, not the coordinator's: still not taken
     const done = seal(T.receipt, { ...lostBy(B).record, status: 'completed', failure: undefined, outputHash: 'sha256:' + 'c'.repeat(64), outputSize: 3 }, keyOf(B)) as Opened<Receipt>;
     assert.equal(await code(done), LATE_RECEIPT_ERR.NOT_SELECTED);
+    // a key outside the pool failing the claim as lost, for itself: not taken
+    const stranger = seal(T.receipt, { ...lostBy(B).record, provider: didFromPublicKey(outsider.publicKey), pool: undefined }, outsider) as Opened<Receipt>;
+    assert.equal(await code(stranger), LATE_RECEIPT_ERR.NOT_SELECTED);
   } finally {
     await closeDb(db);
     rmSync(dir, { recursive: true, force: true });
