@@ -47,4 +47,30 @@ export function evidenceRules(e: EquivocationEvidence): void {
   if (v.steward !== e.steward || v.seq !== e.seq) throw new C0Error('EVIDENCE_MISLABELLED', 'steward or seq do not match the two entries', { field: 'steward' });
 }
 
+/** The pair an evidence record proves against one steward key. */
+export interface EvidencePair {
+  /** the two entries' addresses, sorted and joined: one pair, however many witnesses published it */
+  key: string;
+  seq: number;
+  form: 'same-seq' | 'successor';
+}
+
+/**
+ * The pair evidence record `e` proves against `steward`, checked again from its two entries; undefined when it is
+ * about another key or does not prove anything. Used by the running steward (src/roles/steward.ts) and the offline
+ * `ledger verify` of its directory (src/roles/steward-held.ts), which must agree on what counts as one pair.
+ */
+export function evidencePairAgainst(e: EquivocationEvidence | undefined, steward: string): EvidencePair | undefined {
+  if (e?.steward !== steward) return undefined;
+  const form = e.form === 'successor' ? 'successor' : 'same-seq';
+  let v: ReturnType<typeof verifyEvidence>;
+  try {
+    v = verifyEvidence(e.held, e.conflicting, form);
+  } catch {
+    return undefined; // not proven: nothing about this steward
+  }
+  if (v.steward !== steward) return undefined;
+  return { key: [...v.addresses].sort().join(' '), seq: v.seq, form };
+}
+
 registerKind<EquivocationEvidence>({ type: EVIDENCE_TYPE, schema: EVIDENCE_SCHEMA, rules: evidenceRules });

@@ -14,7 +14,8 @@ import { existsSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { C0Error } from '../errors.js';
 import { decodeCanonical } from '../records/cbor.js';
-import { checkStoredReceipt, verifyEvidence } from '../ledger/attest.js';
+import { checkStoredReceipt } from '../ledger/attest.js';
+import { evidencePairAgainst } from '../ledger/evidence.js';
 import { closeDb, dbHolder, openDb, sub } from '../store/db.js';
 import { RecordStore } from '../store/records.js';
 import { CONTRADICTING_SUB, MAX_CONTRADICTING } from './steward-contradictions.js';
@@ -71,20 +72,12 @@ export async function heldAgainstLedger(dir: string, steward: string, ledger: { 
     const prefix = place.overlay === 'public' ? '' : `${place.overlay}~`;
     const pairs = new Map<string, HeldEvidence>();
     for (const rec of await RecordStore.evidenceHeld(db, prefix, steward, MAX_CONTRADICTING)) {
-      const e = rec.record;
-      if (e?.steward !== steward) continue;
-      let v: ReturnType<typeof verifyEvidence>;
-      try {
-        v = verifyEvidence(e.held, e.conflicting, e.form === 'successor' ? 'successor' : 'same-seq');
-      } catch {
-        continue; // not proven: nothing about this steward
-      }
-      if (v.steward !== steward) continue;
-      const key = [...v.addresses].sort().join(' ');
-      const p = pairs.get(key);
+      const pair = evidencePairAgainst(rec.record, steward);
+      if (!pair) continue;
+      const p = pairs.get(pair.key);
       if (p) {
         if (!p.witnesses.includes(rec.signer)) p.witnesses.push(rec.signer);
-      } else pairs.set(key, { seq: v.seq, form: e.form ?? 'same-seq', witnesses: [rec.signer] });
+      } else pairs.set(pair.key, { seq: pair.seq, form: pair.form, witnesses: [rec.signer] });
     }
     const view = { steward, length: ledger.length, addressAt: async (seq: number) => (seq >= 0 && seq < ledger.length ? ledger.addresses[seq] : undefined) };
     const contradicting: HeldContradiction[] = [];

@@ -77,8 +77,7 @@ import { treeFromYaml } from '../pool/yaml.js';
 import { openEntitlements, type Tree } from '../pool/tree.js';
 import { Ledger, LEDGER_ERR } from '../ledger/store.js';
 import { POOL_TYPE, WITNESS_TYPE, type LedgerEntry, type WitnessReceipt } from '../ledger/entry.js';
-import { verifyEvidence } from '../ledger/attest.js';
-import type { EquivocationEvidence } from '../ledger/evidence.js';
+import { evidencePairAgainst, type EquivocationEvidence } from '../ledger/evidence.js';
 import { Serial } from '../util/serial.js';
 import { ClaimAccounts, ClaimStore, type OpenJob } from './steward-accounts.js';
 import { Reclaimer } from './steward-reclaim.js';
@@ -330,25 +329,17 @@ export class Steward {
    * back from the node's store at start (dated by the record; one warning for all of them, #loadEvidence).
    */
   #heardEvidence(rec: Opened<EquivocationEvidence>, o: { stored?: boolean } = {}): void {
-    const e = rec.record;
-    if (e?.steward !== this.identity.did) return;
-    let v: ReturnType<typeof verifyEvidence>;
-    try {
-      v = verifyEvidence(e.held, e.conflicting, e.form === 'successor' ? 'successor' : 'same-seq');
-    } catch {
-      return; // not proven: nothing about this steward
-    }
-    if (v.steward !== this.identity.did) return;
-    const key = [...v.addresses].sort().join(' ');
-    const known = this.#evidence.get(key);
+    const pair = evidencePairAgainst(rec.record, this.identity.did);
+    if (!pair) return;
+    const known = this.#evidence.get(pair.key);
     if (known) {
       if (known.witnesses.size < MAX_CONTRADICTING) known.witnesses.add(rec.signer);
       return;
     }
-    this.#evidence.set(key, { seq: v.seq, form: e.form ?? 'same-seq', witnesses: new Set([rec.signer]), at: o.stored ? e.observedAt : this.o.clock() });
+    this.#evidence.set(pair.key, { seq: pair.seq, form: pair.form, witnesses: new Set([rec.signer]), at: o.stored ? rec.record.observedAt : this.o.clock() });
     if (this.#evidence.size > MAX_CONTRADICTING) this.#evidence.delete(this.#evidence.keys().next().value!);
     if (o.stored) return;
-    this.log.warn({ witness: rec.signer, seq: v.seq, form: e.form ?? 'same-seq', evidence: rec.address }, 'a witness holds proof that this steward signed two entries no single history holds: its ledger is not to be trusted by anyone who has it (c0mpute steward status)');
+    this.log.warn({ witness: rec.signer, seq: pair.seq, form: pair.form, evidence: rec.address }, 'a witness holds proof that this steward signed two entries no single history holds: its ledger is not to be trusted by anyone who has it (c0mpute steward status)');
   }
 
   /**

@@ -7,7 +7,7 @@ import { hashHex } from '../../../src/records/address.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { sodium } from '../../../src/util/sodium.js';
 import { decodeCanonical, encodeCanonical } from '../../../src/records/cbor.js';
-import { Ledger, Witness, WITNESS_TYPE, gradeAttestation, sealEntries, verifyLedger, verifyEquivocation, verifySuccessorFork, EVIDENCE_TYPE, type EquivocationEvidence, type WitnessReceipt } from '../../../src/ledger/index.js';
+import { Ledger, Witness, WITNESS_TYPE, gradeAttestation, sealEntries, verifyLedger, verifyEquivocation, verifySuccessorFork, evidencePairAgainst, EVIDENCE_TYPE, type EquivocationEvidence, type WitnessReceipt } from '../../../src/ledger/index.js';
 import { seal } from '../../../src/records/index.js';
 import { admitted, released, steward, tempDir } from './helpers.js';
 
@@ -95,6 +95,15 @@ describe('Witness', () => {
       assert.deepEqual(await w.held(S), { length: 2, head: chain[1]!.address });
       assert.throws(() => verifyEquivocation(bytes[0]!, bytes[0]!), codeIs('EQUIVOCATION_NOT_PROVEN'));
       assert.throws(() => verifyEquivocation(bytes[0]!, bytes[1]!), codeIs('EQUIVOCATION_NOT_PROVEN'));
+      // one pair, whichever way round a witness published it; about another key or not proven: nothing
+      const rec = (a: Uint8Array, b: Uint8Array, about = S): EquivocationEvidence => ({ steward: about, seq: 1, held: a, conflicting: b, observedAt: 0 });
+      const pair = evidencePairAgainst(rec(ev[0]!.a, ev[0]!.b), S);
+      assert.deepEqual(pair && { seq: pair.seq, form: pair.form }, { seq: 1, form: 'same-seq' });
+      assert.equal(evidencePairAgainst(rec(ev[0]!.b, ev[0]!.a), S)?.key, pair!.key);
+      assert.equal(evidencePairAgainst(rec(ev[0]!.a, ev[0]!.b, 'did:key:z6Mkother'), 'did:key:z6Mkother'), undefined, 'the entries are signed by S');
+      assert.equal(evidencePairAgainst(rec(ev[0]!.a, ev[0]!.b), 'did:key:z6Mkother'), undefined);
+      assert.equal(evidencePairAgainst(rec(bytes[0]!, bytes[1]!), S), undefined, 'not proven');
+      assert.equal(evidencePairAgainst({ ...rec(ev[0]!.a, ev[0]!.b), form: 'successor' }, S), undefined, 'not a successor fork');
     });
   });
 
