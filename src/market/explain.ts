@@ -61,6 +61,23 @@ export interface MarketInput {
   skewMs?: number;
   /** Whether a provider has a live presence now (the node's presence view): the hints say which providers they count are not live. */
   live?: (did: string) => boolean;
+  /** The offer this node dropped for its dates from a provider, for this job (src/net/clock-drops.ts): said where it has no offer. */
+  dropped?: (did: string) => OfferDrop | undefined;
+}
+
+/** An offer dropped for its dates as it came: issued past the clock-skew window, or already expired, by `byMs`. */
+export interface OfferDrop {
+  code: 'RECORD_FROM_FUTURE' | 'RECORD_EXPIRED';
+  byMs: number;
+}
+
+/** OFFER_MISSING's message, with the offer that came and was dropped for its dates when there was one. */
+function missingMessage(drop: OfferDrop | undefined, skewMs: number): string {
+  if (!drop) return 'no offer for this job';
+  const s = (ms: number) => `${Math.round(ms / 1000)} s`;
+  return drop.code === 'RECORD_FROM_FUTURE'
+    ? `no offer for this job: its offer came dated ${s(drop.byMs)} ahead of this node's clock, past the ${s(skewMs)} clock-skew window, and was dropped (RECORD_FROM_FUTURE): its clock or this node's is wrong (NTP)`
+    : `no offer for this job: its offer came ${s(drop.byMs)} after it expired by this node's clock and was dropped (RECORD_EXPIRED): its clock or this node's is wrong (NTP), or it came late`;
 }
 
 /** A verdict, its keys always in this order (provider, advert, offer, eligible, failures). */
@@ -76,7 +93,7 @@ export function verdictOf(provider: string, advert: string | undefined, offer: s
  * (ask.ts) instead of OFFER_MISSING: it will not quote. Without (the buyer's "has everyone quoted" check), every
  * provider without an offer is OFFER_MISSING, as before.
  */
-export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<Opened<Offer>> | OfferBook, now: number, skewMs: number, judged?: Map<string, Opened<Offer>>, asks = false): ProviderVerdict[] {
+export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<Opened<Offer>> | OfferBook, now: number, skewMs: number, judged?: Map<string, Opened<Offer>>, asks = false, dropped?: (did: string) => OfferDrop | undefined): ProviderVerdict[] {
   const askOf = asks ? askJudge(pj.job) : undefined;
   const cands = oneOfferPerProvider(offers, pj.address, pj.job.maxPrice.currency, now, (o) => index.providerFor(o));
   if (judged) for (const o of cands) judged.set(o.address, o);
@@ -99,7 +116,7 @@ export function judgeAll(pj: PreparedJob, index: AdvertIndex, offers: Iterable<O
     const offer = i < cands.length ? cands[i] : undefined;
     const advert = offer ? index.resolve(offer, now) : index.liveAt(p, now);
     const failures = evaluate(pj, advert, offer, now, skewMs) ?? [];
-    if (!offer) failures.push((askOf && advert && askOf(advert.record)) || { gate: 'offer', code: REASON.OFFER_MISSING, field: 'offer', wanted: 'a live offer for this job', offered: null, message: 'no offer for this job' });
+    if (!offer) failures.push((askOf && advert && askOf(advert.record)) || { gate: 'offer', code: REASON.OFFER_MISSING, field: 'offer', wanted: 'a live offer for this job', offered: null, message: missingMessage(dropped?.(p), skewMs) });
     out.push(verdictOf(p, advert?.address, offer?.address, failures));
   }
   return out;
@@ -110,8 +127,8 @@ export function explainMarket(input: MarketInput): MarketExplanation {
   const index = input.adverts instanceof AdvertIndex ? input.adverts : new AdvertIndex(input.adverts);
   const skewMs = input.skewMs ?? DEFAULT_SKEW_MS;
   const offers = new Map<string, Opened<Offer>>();
-  const verdicts = judgeAll(pj, index, input.offers, input.now, skewMs, offers, true);
-  const e = explainVerdicts(pj, verdicts, { index, offers, now: input.now, skewMs, ...(input.live ? { live: input.live } : {}) });
+  const verdicts = judgeAll(pj, index, input.offers, input.now, skewMs, offers, true, input.dropped);
+  const e = explainVerdicts(pj, verdicts, { index, offers, now: input.now, skewMs, ...(input.live ? { live: input.live } : {}), ...(input.dropped ? { dropped: input.dropped } : {}) });
   // the buyer's own advert, left out by judgeAll, is said rather than silently missing from the count
   const self = pj.opened.signer;
   const own = index.liveAt(self, input.now);
@@ -293,6 +310,12 @@ export function explainVerdicts(pj: PreparedJob, verdicts: ProviderVerdict[], ct
     if (expired.length) summary += ` ${expired.length} ${plural(expired.length, 'advert has', 'adverts have')} expired.`;
     const lapsed = verdicts.filter((v) => v.failures.some((f) => f.code === REASON.OFFER_EXPIRED)).length;
     if (lapsed) summary += ` ${lapsed} ${plural(lapsed, 'offer has', 'offers have')} expired.`;
+    // offers that came and were dropped for their dates: a wrong clock looks like a provider that never quoted
+    const dropped = ctx?.dropped ? verdicts.filter((v) => v.offer === undefined && v.failures.some((f) => f.code === REASON.OFFER_MISSING) && ctx.dropped!(v.provider)) : [];
+    if (dropped.length) {
+      const codes = [...new Set(dropped.map((v) => ctx!.dropped!(v.provider)!.code))].sort().join(', ');
+      summary += ` ${dropped.length} ${plural(dropped.length, "provider's offer was", "providers' offers were")} dropped for ${plural(dropped.length, 'its', 'their')} dates (${codes}): a clock is wrong, ${plural(dropped.length, 'its', 'theirs')} or this node's.`;
+    }
     if (eligible === 0 && relaxations.length) summary += ` To widen the market: ${relaxations[0]!.text}.`;
   }
   return { job: pj.address, known, eligible, providers: verdicts, counts: sortedCounts, binding, relaxations, expired, summary };

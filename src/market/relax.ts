@@ -64,6 +64,8 @@ export interface RelaxContext {
   skewMs: number;
   /** Whether a provider has a live presence now (the node's presence view); absent: not known, not said. */
   live?: (did: string) => boolean;
+  /** The offer for the job this node dropped for its dates from a provider (explain.ts MarketInput.dropped). */
+  dropped?: (did: string) => { code: string } | undefined;
 }
 
 /** The verdict fields hints read. */

@@ -4,6 +4,7 @@
  * `Network` the roles use) and how a peer is named to it (`PeerRef`: a PeerId,
  * its string, a DID or a multiaddr; `toPeerId`, `peerKey`).
  */
+import type { ClockDrop } from './clock-drops.js';
 import type { Libp2p } from 'libp2p';
 import type { GossipSub, GossipsubOpts } from '@libp2p/gossipsub';
 import type { KadDHT } from '@libp2p/kad-dht';
@@ -258,6 +259,11 @@ export interface Network {
   subscribe(kind: TopicKind, handler: RecordHandler, opts?: { own?: boolean }): () => void;
   /** Adverts from new advertisers the new-advertiser flood limits turned away since start (docs/network.md §10). */
   advertsTurnedAway(): number;
+  /**
+   * Offers for `job` sent to this node directly by their signer and dropped for their dates (RECORD_FROM_FUTURE,
+   * RECORD_EXPIRED), by provider DID: src/net/clock-drops.ts.
+   */
+  clockDropped?(job: string): ReadonlyMap<string, ClockDrop>;
   /** Set or clear the semantic hook for a kind. */
   setHook(kind: TopicKind, hook: SemanticHook | undefined): void;
   /** Serve a direct protocol (`opts.admit`: who may call it, decided by key before the request is read). */

@@ -32,7 +32,8 @@ import { silentLogger } from '../util/log.js';
 import { PeerLog } from '../util/peer-log.js';
 import { Dispatcher, type Handled } from './dispatch.js';
 import { coalesceWrites } from './write-coalesce.js';
-import { encodeMessage } from './framing.js';
+import { decodeMessage, encodeMessage } from './framing.js';
+import { CLOCK_DROP_CODES, ClockDrops, type ClockDropCode } from './clock-drops.js';
 import { RecordPipeline, type ValidationOutcome } from './gossip-validation.js';
 import { regossipAfterSync } from './heal.js';
 import { createNetMetrics, registerVerifyThreadMetrics } from './metrics.js';
@@ -99,6 +100,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
         )
       : undefined;
   if (sigPool) registerVerifyThreadMetrics(metrics.registry, verifyPoolStats);
+  const clockDrops = new ClockDrops();
   const pipeline = new RecordPipeline({
     clock,
     monoClock: mono,
@@ -376,7 +378,13 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       await records.serve(source, clock, opts.recordsServe, mono);
       const directDeps = {
         // a receipt comes directly only to its buyer (outcome/1); a network that has not even the receipt topics (a tool's, a trainer's) takes none
-        validate: async (kind: TopicKind, data: Uint8Array, from: string): Promise<ValidationOutcome> => (kind === 'receipt' && !joined.includes(kind) ? { verdict: 'ignore', reason: 'NET_TOPIC_NOT_JOINED', fresh: [] } : pipeline.validate(kind, data, from, 'direct')),
+        validate: async (kind: TopicKind, data: Uint8Array, from: string, signer: string): Promise<ValidationOutcome> => {
+          if (kind === 'receipt' && !joined.includes(kind)) return { verdict: 'ignore', reason: 'NET_TOPIC_NOT_JOINED', fresh: [] };
+          const out = await pipeline.validate(kind, data, from, 'direct');
+          // an offer its own signer sent, dropped for its dates: kept for the buyer's word on that provider (clock-drops.ts)
+          if (kind === 'offer' && out.verdict === 'ignore' && CLOCK_DROP_CODES.has(out.reason)) clockDrops.note(decodeMessage(data).primary, signer, out.reason as ClockDropCode, clock());
+          return out;
+        },
         // resolves once the subscribers handled the record (the route answers only then); one not kept is forgotten as
         // seen, so a copy sent again is taken (the sender's *_NOT_KEPT: try later), not ignored as a duplicate
         accept: (out: ValidationOutcome, from: string, data: Uint8Array) =>
@@ -525,6 +533,9 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       return dispatcher.subscribe(kind, handler, o);
     },
 
+    clockDropped(job: string) {
+      return clockDrops.of(job);
+    },
     advertsTurnedAway() {
       return pipeline.guard.advertsTurnedAway;
     },

@@ -17,7 +17,7 @@ import type { Logger } from '../util/log.js';
 import { OfferBook } from '../market/book.js';
 import { AdvertIndex, REASON, checkEligibility, prepareJob, type Failure } from '../market/eligibility.js';
 import { select, type SelectResult } from '../market/select.js';
-import { explainMarket, judgeAll, type MarketExplanation } from '../market/explain.js';
+import { explainMarket, judgeAll, type MarketExplanation, type OfferDrop } from '../market/explain.js';
 import { signSelection } from '../market/selection.js';
 import { DEFAULT_MAX_EVIDENCE, DEFAULT_MAX_EVIDENCE_BYTES, EvidenceStore } from '../reputation/store.js';
 import { DEFAULT_SECOND_HAND_WEIGHT, UNKNOWN_SCORE, type ReputationTable, type TrustSources } from '../reputation/derive.js';
@@ -58,6 +58,8 @@ export interface MarketServiceOptions {
   connected?: () => ReadonlySet<string>;
   /** Whether a provider has a live presence at `now` (the overlay's presence view): an explanation's hints say which they count are not live. */
   live?: (did: string, now: number) => boolean;
+  /** The offers for a job this node dropped for their dates, by provider (Network.clockDropped): said in its explanation. */
+  clockDropped?: (job: string) => ReadonlyMap<string, OfferDrop>;
   registry?: Registry;
 }
 
@@ -386,13 +388,19 @@ export class MarketService implements BuyerMarket {
   }
 
   explain(job: Opened<Job>, now: number): MarketExplanation {
-    return explainMarket({ job, adverts: this.adverts, offers: this.book, now, skewMs: this.o.skewMs, ...this.#live(now) });
+    return explainMarket({ job, adverts: this.adverts, offers: this.book, now, skewMs: this.o.skewMs, ...this.#live(now), ...this.#dropped(job.address) });
   }
 
   /** explainMarket's `live` at `now`, when the service was given the presence view. */
   #live(now: number): { live?: (did: string) => boolean } {
     const live = this.o.live;
     return live ? { live: (did) => live(did, now) } : {};
+  }
+
+  /** explainMarket's `dropped` for `job`, when the network noted any. */
+  #dropped(job: string): { dropped?: (did: string) => OfferDrop | undefined } {
+    const drops = this.o.clockDropped?.(job);
+    return drops?.size ? { dropped: (did) => drops.get(did) } : {};
   }
 
   async decide(job: Opened<Job>, policy: PolicyName, now: number, excluded: ReadonlySet<string> = new Set()): Promise<Decision> {
@@ -412,7 +420,7 @@ export class MarketService implements BuyerMarket {
           return { provider: r.provider, offer, ...(entry !== r.provider ? { entry } : {}), total: r.total, scores: { ...r.scores } };
         })
       : [];
-    return { result, ranked, market: explainMarket({ job, adverts: this.adverts, offers: this.book, now, skewMs: this.o.skewMs, ...this.#live(now) }) };
+    return { result, ranked, market: explainMarket({ job, adverts: this.adverts, offers: this.book, now, skewMs: this.o.skewMs, ...this.#live(now), ...this.#dropped(job.address) }) };
   }
 
   /**

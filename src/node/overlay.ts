@@ -287,7 +287,7 @@ export class OverlayNode {
     new Gauge({ name: 'c0mpute_provider_quoted_jobs_held', help: 'Jobs of other nodes quoted on and not run, held (bounded by history.maxQuotedJobs)', registers: [this.registry], collect() { this.set(records.quotedJobs.count); } });
     new Gauge({ name: 'c0mpute_provider_quoted_jobs_bytes', help: 'Envelope bytes of the jobs quoted on and not run, held (bounded by history.maxQuotedJobBytes)', registers: [this.registry], collect() { this.set(records.quotedJobs.bytes); } });
     this.market = await MarketService.open({ db, prefix: this.prefix, records: this.records, now, log: this.log, signer: identity.signer, did: this.did, skewMs: nc.clockSkewMs, trust: trustFor(this.d.config, nc), maxEvidence: this.d.config.reputation.maxEvidence, maxEvidenceBytes: this.d.config.reputation.maxEvidenceBytes,
-      clock: this.clock, maxAdverts: this.d.config.market.maxAdverts, registry: this.registry, connected: () => new Set(this.net ? this.net.peers().map((p) => p.did ?? '') : []), live: (did, t) => this.presence?.get(did, t) !== undefined });
+      clock: this.clock, maxAdverts: this.d.config.market.maxAdverts, registry: this.registry, connected: () => new Set(this.net ? this.net.peers().map((p) => p.did ?? '') : []), live: (did, t) => this.presence?.get(did, t) !== undefined, clockDropped: (job) => this.net?.clockDropped?.(job) ?? new Map() });
 
     const cache = new MemoryRecordCache({ ...nc.recordCache, clock: this.clock });
     const liveAdvert = (did: string, t: number) => {

@@ -85,9 +85,24 @@ test('a peer sending invalid offers and outcomes directly pays for them: past di
   const o = offer(honest.signer, ad.address);
   assert.deepEqual((await honest.sendOffer([buyer.did], o.bytes, [ad.bytes])).outcomes, { [buyer.did]: 'accepted' });
   for (let i = 0; i < 40; i++) assert.deepEqual((await honest.sendOffer([buyer.did], o.bytes, [ad.bytes])).outcomes, { [buyer.did]: 'ignored' });
+  const drop = (job: string) => buyer.clockDropped!(job).get(honest.did);
+  assert.equal(drop(o.record.job), undefined, 'an offer taken, or ignored as a duplicate, is no drop for its dates');
   const t = Date.now();
   const late = offer(honest.signer, ad.address, { issuedAt: t - 120_000, startBy: t - 30_000, expiresAt: t - 60_000 });
   for (let i = 0; i < 10; i++) assert.deepEqual(await honest.request(buyer.peerId, OFFER_PROTOCOL, [encodeMessage(late.bytes, [ad.bytes])]), [{ verdict: 'ignore', reason: 'RECORD_EXPIRED' }]);
+  // ignored for its dates, and kept for the buyer's word on this provider (clock-drops.ts): the latest, by the job
+  assert.equal(drop(late.record.job)?.code, 'RECORD_EXPIRED');
+  assert.ok(Math.abs(drop(late.record.job)!.byMs - 60_000) < 5_000, `expired about 60 s before it came (${drop(late.record.job)!.byMs})`);
+  const job2 = 'sha256:' + 'cd'.repeat(32);
+  const ahead = offer(honest.signer, ad.address, { job: job2, issuedAt: t + 120_000, startBy: t + 180_000, expiresAt: t + 150_000 });
+  assert.deepEqual(await honest.request(buyer.peerId, OFFER_PROTOCOL, [encodeMessage(ahead.bytes, [ad.bytes])]), [{ verdict: 'ignore', reason: 'RECORD_FROM_FUTURE' }]);
+  assert.equal(drop(job2)?.code, 'RECORD_FROM_FUTURE');
+  assert.ok(Math.abs(drop(job2)!.byMs - 120_000) < 5_000, `dated about 120 s ahead (${drop(job2)!.byMs})`);
+  // another key's offer, dated ahead, is refused before any judgement (NOT_FROM_PEER): no drop is ever put on a provider by another peer
+  const other = Ed25519Signer.generate();
+  const framed = offer(other, advert(other).address, { job: job2, issuedAt: t + 120_000, startBy: t + 180_000, expiresAt: t + 150_000 });
+  await assert.rejects(honest.request(buyer.peerId, OFFER_PROTOCOL, [encodeMessage(framed.bytes, [])]), (e: C0Error) => /NOT_FROM_PEER/.test(e.code));
+  assert.deepEqual([...buyer.clockDropped!(job2).keys()], [honest.did]);
 
   // Mallory: offers with a broken signature, bytes that are no message, another key's offer, a selection with a broken signature.
   const flip = (bytes: Uint8Array): Uint8Array => {

@@ -1,0 +1,69 @@
+/**
+ * Offers this node dropped for their dates, kept per job so the buyer can say why a provider it waited for has no
+ * offer (docs/market.md "An offer dropped for its date"). An offer sent directly (offer/1) by the key that signed it
+ * whose validity window does not hold here is ignored by the pipeline (RECORD_FROM_FUTURE: issued past this node's
+ * clock-skew window; RECORD_EXPIRED: its window ended), before its signature is checked. Only such offers are noted:
+ * the stream's remote peer is the offer's signer (offer/1 refuses any other), so a note can only ever be about the
+ * peer that sent it, never put on another provider. An offer relayed by gossip is not noted: its sender is not its
+ * signer, and anyone could date a copy of another provider's key's record.
+ *
+ * Bounded: the most recent MAX_JOBS jobs, MAX_PER_JOB providers each (the first ones noted); a provider's note is
+ * its latest drop for the job.
+ */
+import { open } from '../records/envelope.js';
+import { T, validityWindow } from '../records/kinds.js';
+
+export type ClockDropCode = 'RECORD_FROM_FUTURE' | 'RECORD_EXPIRED';
+
+export interface ClockDrop {
+  code: ClockDropCode;
+  /** how far past the window the offer was when it came, ms: ahead of this node's clock (FROM_FUTURE), or since its end (EXPIRED) */
+  byMs: number;
+  /** this node's clock when it came */
+  at: number;
+}
+
+export const CLOCK_DROP_CODES: ReadonlySet<string> = new Set<ClockDropCode>(['RECORD_FROM_FUTURE', 'RECORD_EXPIRED']);
+
+const MAX_JOBS = 256;
+const MAX_PER_JOB = 64;
+
+export class ClockDrops {
+  readonly #jobs = new Map<string, Map<string, ClockDrop>>();
+
+  /**
+   * Note an offer (`envelope`, its signer `signer`, the stream's peer) the pipeline ignored with `code` at `now`.
+   * Anything that does not read as an offer is passed over.
+   */
+  note(envelope: Uint8Array, signer: string, code: ClockDropCode, now: number): void {
+    let job: string;
+    let window: [number, number] | undefined;
+    try {
+      // not verified: dated outside its window, its signature was never checked; its signer is the peer that sent it
+      const o = open(envelope, T.offer, { trusted: true, deferKeyCheck: true });
+      if (o.signer !== signer) return;
+      job = o.record.job;
+      window = validityWindow(T.offer, o.record);
+    } catch {
+      return;
+    }
+    if (typeof job !== 'string' || !window) return;
+    const byMs = code === 'RECORD_FROM_FUTURE' ? window[0] - now : now - window[1];
+    let per = this.#jobs.get(job);
+    if (per) {
+      this.#jobs.delete(job); // the most recent job last
+      this.#jobs.set(job, per);
+    } else {
+      per = new Map();
+      this.#jobs.set(job, per);
+      if (this.#jobs.size > MAX_JOBS) this.#jobs.delete(this.#jobs.keys().next().value!);
+    }
+    if (!per.has(signer) && per.size >= MAX_PER_JOB) return;
+    per.set(signer, { code, byMs: Math.max(0, byMs), at: now });
+  }
+
+  /** The drops noted for `job`, by provider DID. */
+  of(job: string): ReadonlyMap<string, ClockDrop> {
+    return this.#jobs.get(job) ?? new Map();
+  }
+}
