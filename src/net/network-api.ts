@@ -52,6 +52,12 @@ export interface NetworkOptions {
   bootstrap?: string[];
   /** Overlay name in topics (default `public`). */
   overlay?: string;
+  /**
+   * Who listens, as a listen address that cannot be taken is said (NET_LISTEN_FAILED): a node that is no overlay's (a
+   * pipeline stage, a training member) names itself and the flag or field to change, e.g. `{who: 'this stage', fix:
+   * 'give another --listen'}`. Default: the overlay, `overlay public: … each overlay needs its own`.
+   */
+  listenAs?: { who: string; fix: string };
   /** Gossip kinds joined at start (default: all). A node relays only the kinds it joins. */
   topics?: TopicKind[];
   /**

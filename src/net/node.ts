@@ -412,7 +412,9 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
         const name = (e as Error).name;
         if (name !== 'UnsupportedListenAddressesError' && name !== 'UnsupportedListenAddressError') throw e;
         const which = (e as Error).message.split('\n').map((l) => l.trim()).filter((l) => l.startsWith('/')).join('; ');
-        throw new C0Error('NET_LISTEN_FAILED', `overlay ${overlay}: cannot listen on ${which || (opts.listen ?? []).join(', ')} (is another process using the port? each overlay needs its own)`, { field: 'listen', detail: { name } });
+        // a stage or a training member is no overlay's: it names itself and its flag (QA qaTrn F9: 'overlay public … each overlay needs its own')
+        const as = opts.listenAs ?? { who: `overlay ${overlay}`, fix: 'each overlay needs its own' };
+        throw new C0Error('NET_LISTEN_FAILED', `${as.who}: cannot listen on ${which || (opts.listen ?? []).join(', ')} (is another process using the port? ${as.fix})`, { field: 'listen', detail: { name } });
       }
       for (const t of taken.keys()) pubsub.subscribe(t);
       connectivity.start();

@@ -30,7 +30,7 @@ import { didFromPeerId } from '../node/peer-id.js';
 import { handshakeFailure } from '../net/refusals.js';
 import { isDid } from '../records/did.js';
 import { weightsBytes, weightsFromBytes, type MlpShape } from './model.js';
-import { STAGE_QUEUE, StageQueue, stageForwardFinite, type StageRunner } from './pipeline.js';
+import { servesText, STAGE_QUEUE, StageQueue, stageForwardFinite, type StageRunner } from './pipeline.js';
 import { PAYLOAD_FRAME, splitPayload, withRetry } from './transport.js';
 
 export const PIPELINE_PROTOCOL = '/c0mpute/pipeline/1';
@@ -145,6 +145,16 @@ export function forwardDeadlineMs(deadlineMs: number, left: number): number {
   return Math.floor((deadlineMs * left) / (left + 1));
 }
 
+/**
+ * The refusal of a route longer than the stages that can follow a stage: what the stage serves (servesText) and the
+ * likely cause. Before (QA qaTrn F8), `a route of 1 stages; at most 0 can follow this one (layers 1–2 of 2)`.
+ */
+export function routeTooLong(n: number, left: number, shape: MlpShape, range: [number, number]): string {
+  const serves = servesText(shape, range);
+  const cause = left === 0 ? 'it serves the last layer, so no stage comes after it: give the stages in order, stage 0 first' : `only ${left} more layer${left === 1 ? '' : 's'} come${left === 1 ? 's' : ''} after it: give the stages in order, each once`;
+  return `a route of ${n} more stage${n === 1 ? '' : 's'} after this one, which serves ${serves}; at most ${left} can follow it: ${cause}`;
+}
+
 /** Serve one stage on `net`. */
 export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: StageServerOptions): Promise<void> {
   // one micro-batch at a time, callers in turn, bounded per caller and in all; a request whose caller left is skipped
@@ -221,7 +231,7 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
     if (head.batch * widest > MAX_STAGE_VALUES) throw new C0Error('PIPELINE_TOO_LARGE', `${head.batch} rows × a widest layer of ${widest} is over ${MAX_STAGE_VALUES} values; use more micro-batches`);
     // the output this stage would send on is bounded as the input is, before anything is computed
     checkSize(head.batch * outW * 8);
-    if (head.route.length > stagesLeft) throw new C0Error('PIPELINE_BAD_REQUEST', `a route of ${head.route.length} stages; at most ${stagesLeft} can follow this one (layers ${o.range[0]}–${o.range[1]} of ${o.shape.layers.length - 1})`);
+    if (head.route.length > stagesLeft) throw new C0Error('PIPELINE_BAD_REQUEST', routeTooLong(head.route.length, stagesLeft, o.shape, o.range));
     if (!head.route.every((d) => isDid(d))) throw new C0Error('PIPELINE_BAD_REQUEST', 'route entries must be DIDs');
     const payload = joinBytes(reqs.slice(1));
     if (payload.length % 8 !== 0) throw new C0Error('PIPELINE_BAD_REQUEST', `activations of ${payload.length} bytes: not a whole number of 8-byte values`);

@@ -22,6 +22,19 @@ export function partition(shape: MlpShape, stages: number): Array<[number, numbe
   return out;
 }
 
+/**
+ * What a stage of layers [from, to) serves, as the stage and the driver say it (docs/training.md "Pipeline"): the
+ * layers by their numbers, both ends included, and the widths they go through, e.g. `layer 0 of 2 (4→16)`,
+ * `layers 1–2 of 3 (16→16→3)`. Layer l maps width l to width l+1. Before (QA qaTrn F9), the half-open range was
+ * printed as `layers 0–1` and `1–2`, which read as if adjacent stages shared a layer.
+ */
+export function servesText(shape: MlpShape, range: [number, number]): string {
+  const L = shape.layers.length - 1;
+  const [from, to] = range;
+  const widths = shape.layers.slice(from, to + 1).join('→');
+  return to - from === 1 ? `layer ${from} of ${L} (${widths})` : `layers ${from}–${to - 1} of ${L} (${widths})`;
+}
+
 /** Forward through layers [from, to) on a batch. */
 export function stageForward(shape: MlpShape, w: Float64Array, range: [number, number], x: Float64Array, batch: number): Float64Array {
   let a = x;

@@ -71,6 +71,21 @@ export function describeEvent(e: TrainerEvent): string {
   }
 }
 
+/** A warning of a command that goes on: `warning CODE: message` on stderr, as the CLI's other warnings. */
+function warn(code: string, message: string): void {
+  process.stderr.write(`warning ${code}: ${message}\n`);
+}
+
+/** A stage's --next dialled at its start: undefined when it answered, else why not (its code and message), within `timeoutMs`. */
+export async function dialNext(net: { dial(addr: string, o?: { timeoutMs?: number }): Promise<unknown> }, addr: string, timeoutMs = 10_000): Promise<string | undefined> {
+  try {
+    await net.dial(addr, { timeoutMs });
+    return undefined;
+  } catch (e) {
+    return (e instanceof C0Error ? `${e.code}: ${e.message}` : (e as Error).message).slice(0, 300);
+  }
+}
+
 export function register(program: Command): void {
   const train = program.command('train').description('data-parallel training over libp2p: signed runs, quantised ring all-reduce, witnessed epoch roots');
   train
@@ -166,7 +181,7 @@ export function register(program: Command): void {
     .option('--allow <dids>', 'only these callers (DIDs, comma-separated: the driver for stage 0, the stage before for the others); others are refused PIPELINE_NOT_ALLOWED before their request is read (default: anyone)')
     .action(async (weightsFile: string, opts: { layers: string; stage: string; of: string; listen: string; next?: string; allow?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
-      const [{ loadNodeIdentity }, { partition }, { paramCount, weightsFromBytes }, { createNetwork }, { serveStage, parseAllow }, { isMultiaddr, isPeerAddr }] = await Promise.all([
+      const [{ loadNodeIdentity }, { partition, servesText }, { paramCount, weightsFromBytes }, { createNetwork }, { serveStage, parseAllow }, { isMultiaddr, isPeerAddr }] = await Promise.all([
         import('../signer.js'),
         import('../../training/pipeline.js'),
         import('../../training/model.js'),
@@ -191,13 +206,16 @@ export function register(program: Command): void {
       const ranges = partition(shape, Number(opts.of));
       const range = /^[0-9]+$/.test(opts.stage) ? ranges[Number(opts.stage)] : undefined;
       if (!range) throw new UsageError('PIPELINE_STAGES_INVALID', `--stage: "${opts.stage.slice(0, 40)}"; with --of ${opts.of} it must be 0 to ${ranges.length - 1}`, { field: 'stage' });
+      // --next on the last stage is not used: said, not refused (the route a request carries names the stages after a stage)
+      const last = Number(opts.stage) === ranges.length - 1;
+      if (last && opts.next !== undefined) warn('PIPELINE_NEXT_UNUSED', `--next ${opts.next.slice(0, 120)} is not used: stage ${opts.stage} of ${opts.of} is the last, no stage comes after it`);
       const id = await loadNodeIdentity(dataDir);
       const w = weightsFromBytes(readInput(weightsFile));
       if (w.length !== paramCount(shape)) throw new C0Error('TRAIN_WEIGHTS_INVALID', `${weightsFile}: ${w.length} weights, a ${opts.layers} model has ${paramCount(shape)}`);
       const { createLogger } = await import('../../util/log.js');
       // refusals, failed forwards and broken streams go to stderr (QA qaTrn F4: a stage logged nothing after its start line)
       const log = createLogger({ level: process.env.C0MPUTE_LOG_LEVEL ?? 'info', format: 'pretty' }).child({ module: 'stage' });
-      const net = await createNetwork({ signer: id.signer, listen: [opts.listen], loopback: true, syncOnConnect: [], topics: [], ...(opts.next ? { bootstrap: [opts.next] } : {}) });
+      const net = await createNetwork({ signer: id.signer, listen: [opts.listen], loopback: true, syncOnConnect: [], topics: [], listenAs: { who: 'this stage', fix: 'give another --listen' }, ...(opts.next && !last ? { bootstrap: [opts.next] } : {}) });
       try {
         await serveStage(net, { shape, w, range, log, ...(allow ? { allow } : {}) });
         await net.start();
@@ -206,7 +224,13 @@ export function register(program: Command): void {
         await net.stop().catch(() => {});
         throw e;
       }
-      out(`serving stage ${opts.stage} of ${opts.of} (layers ${range[0]}–${range[1]}) as ${id.did} at ${net.addrs()[0]}${allow ? `, to ${allow.length} allowed caller${allow.length === 1 ? '' : 's'}` : ''}`);
+      out(`serving stage ${opts.stage} of ${opts.of}, ${servesText(shape, range)}, as ${id.did} at ${net.addrs()[0]}${allow ? `, to ${allow.length} allowed caller${allow.length === 1 ? '' : 's'}` : ''}`);
+      // --next dialled once now, its failure said (QA qaTrn F9: accepted silently); the stage serves on, and its node
+      // keeps redialling it (a next stage started later is found), so a request's forward may still reach it
+      if (opts.next !== undefined && !last) {
+        const reason = await dialNext(net, opts.next);
+        if (reason !== undefined) warn('PIPELINE_NEXT_UNREACHABLE', `--next ${opts.next.slice(0, 120)} is not reachable now (${reason}); serving anyway: a request's forward fails PIPELINE_NEXT_STAGE_FAILED until it is up (start the stages last to first)`);
+      }
       await new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
         process.once('SIGTERM', resolve);

@@ -296,7 +296,7 @@ export class TrainerWorker {
     const self = this.o.addrs[this.o.did];
     if (!self) throw new C0Error('TRAIN_RUN_FILE', `no address for ${this.o.did} in the run bundle`);
     const bootstrap = this.members.filter((d) => d !== this.o.did && this.o.addrs[d]).map((d) => `${this.o.addrs[d]}/p2p/${peerIdFromDid(d).toString()}`);
-    this.net = await createNetwork({ signer: this.o.signer, listen: [self], bootstrap, loopback: true, syncOnConnect: [], logger: this.#log });
+    this.net = await createNetwork({ signer: this.o.signer, listen: [self], bootstrap, loopback: true, syncOnConnect: [], logger: this.#log, listenAs: { who: 'this member', fix: 'its address in the run bundle must be free on this machine' } });
     this.wire = new TrainWire(this.net, (from, head, payload) => this.#onMessage(from, head, payload), this.#wireOptions());
     try {
       await this.wire.start();
