@@ -269,6 +269,8 @@ export function status(d: Daemon): Record<string, unknown> {
     did: d.did,
     // the package's version and the build id: two builds of one version told apart (src/util/build-id.ts)
     build: buildText(),
+    // what this start said at warn of the data directory's stamp (a later build wrote it…): the log was the only place (QA qaTrn F10)
+    ...(d.dataDirWarnings.length ? { dataDir: { warnings: d.dataDirWarnings } } : {}),
     overlay: p.name,
     ...overlayStatus(p, now),
     store: d.storeStatus(),

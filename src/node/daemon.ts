@@ -56,6 +56,12 @@ export class Daemon {
   db!: Db;
   apiAddress: string | undefined;
   readonly startedAt: number;
+  /**
+   * What this start said at warn of the data directory's stamp (DATA_DIR_NEWER_FORMAT, DATA_DIR_ROLLED_BACK,
+   * DATA_DIR_STAMP_UNREADABLE, DATA_DIR_STAMP_UNWRITTEN), kept for `status` (`dataDir.warnings`): the stamp is
+   * rewritten at the start, so the log line was the only place it was said (QA qaTrn F10).
+   */
+  readonly dataDirWarnings: Array<{ code: string; message: string }> = [];
   #stops: Array<() => Promise<void>> = [];
   #stopping: Promise<void> | undefined;
 
@@ -144,7 +150,12 @@ export class Daemon {
     if (!this.opts.display) {
       const { said, written } = stampDataDir(dataDir, hadData, buildIdentity(), this.clock());
       if (said) this.log[said.level]({ code: said.code, build: buildText() }, said.message);
-      if (!written) this.log.warn({ code: 'DATA_DIR_STAMP_UNWRITTEN', file: join(dataDir, STAMP_FILE) }, 'the data directory’s stamp could not be written (the next start cannot tell which build wrote the directory)');
+      if (said?.level === 'warn') this.dataDirWarnings.push({ code: said.code, message: said.message });
+      if (!written) {
+        const message = 'the data directory’s stamp could not be written (the next start cannot tell which build wrote the directory)';
+        this.log.warn({ code: 'DATA_DIR_STAMP_UNWRITTEN', file: join(dataDir, STAMP_FILE) }, message);
+        this.dataDirWarnings.push({ code: 'DATA_DIR_STAMP_UNWRITTEN', message });
+      }
     }
     for (const n of networksOf(config)) {
       const { roles, ...network } = n;

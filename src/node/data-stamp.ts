@@ -16,7 +16,9 @@
  *   again): `DATA_DIR_ROLLED_BACK` (warn), since what the earlier build stored was not kept as this one keeps it.
  * - `format` above this build's: written by a later build; running this one on it is not supported:
  *   `DATA_DIR_NEWER_FORMAT` (warn), naming that build. The start goes on (nothing is refused: a rollback may be the
- *   operator's way out of a bad upgrade); the stamp keeps `highestFormat`, so the later build says so when it is back.
+ *   operator's way out of a bad upgrade); the stamp keeps `highestFormat`, so the later build says so when it is back,
+ *   and this build says DATA_DIR_NEWER_FORMAT again at each of its starts while `highestFormat` is above its format.
+ *   A daemon keeps what its start said at warn for `status` (Daemon.dataDirWarnings).
  * - the same format, another build: said at info (which build wrote it last, and when), nothing more.
  *
  * A build before stamps writes none and reads none: what it does to a directory a stamped build wrote is not seen
@@ -76,6 +78,11 @@ export function checkStamp(held: DataStamp | 'unreadable' | undefined, hadData: 
     return hadData ? { said: { level: 'info', code: 'DATA_DIR_UPGRADED', message: `data directory written by a build before data-format stamps; now data format ${format}, by ${me}` }, write } : { write };
   }
   const last = `${builtBy(prior)} at ${prior.writtenAt}`;
+  // a later build wrote it before, and this earlier one (or another as early) ran on it since: said again at every
+  // start while it runs, as the first time (QA qaTrn F10: the rewritten stamp never said it again)
+  if (prior.format <= format && prior.highestFormat > format) {
+    return { said: { level: 'warn', code: 'DATA_DIR_NEWER_FORMAT', message: `data directory written before by a later build, data format ${prior.highestFormat}, and last by ${last}, data format ${prior.format}; this build, ${me}, knows data format ${format}: running an earlier build on it is not supported (docs/node.md "Which build wrote a data directory"): what it stores may not be kept as the later build keeps it` }, write };
+  }
   if (prior.format > format) {
     return { said: { level: 'warn', code: 'DATA_DIR_NEWER_FORMAT', message: `data directory last written by a later build, data format ${prior.format}, ${last}; this build, ${me}, knows data format ${format}: running an earlier build on it is not supported (docs/node.md "Which build wrote a data directory"): what it stores may not be kept as the later build keeps it` }, write };
   }

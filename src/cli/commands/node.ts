@@ -99,6 +99,11 @@ export function register(program: Command): void {
       for (const [k, v] of Object.entries(s)) {
         // The network line is said plainly: "this node has no peers: …" / "connected to 2 peers but hears no market".
         // So is the store's: "writable" / "⚠ takes no writes since …: No space left on device [STORE_WRITE_FAILED]".
+        // the data directory's stamp, as this start found it: a line a warning (a later build wrote it…), under the build
+        if (k === 'dataDir' && v && typeof v === 'object') {
+          for (const w of (v as { warnings?: Array<{ code: string; message: string }> }).warnings ?? []) out(`${'data dir'.padEnd(15)} ⚠ ${w.message} [${w.code}]`);
+          continue;
+        }
         if ((k === 'network' || k === 'store') && v && typeof v === 'object') {
           const n = v as { message: string; code?: string; warnings?: Array<{ code: string; message: string }> };
           out(`${k.padEnd(15)} ${n.code ? '⚠ ' : ''}${n.message}${n.code ? ` [${n.code}]` : ''}`);

@@ -36,12 +36,17 @@ describe('the data directory stamp', () => {
     assert.equal(up.write.format, 2);
   });
 
-  it('a later build wrote it: DATA_DIR_NEWER_FORMAT at warn, and the stamp keeps the highest format; that build, back, says the rollback', () => {
+  it('a later build wrote it: DATA_DIR_NEWER_FORMAT at warn, at each start of the earlier build, and the stamp keeps the highest format; that build, back, says the rollback', () => {
     // an earlier build (format 1) starts on a directory a format-2 build wrote
     const older = checkStamp(at(2, 2, NEW), true, OLD, NOW, 1);
     assert.deepEqual([older.said?.code, older.said?.level], ['DATA_DIR_NEWER_FORMAT', 'warn']);
     assert.match(older.said!.message, /later build, data format 2, 0\.1\.0 \(build bbbbbbbbbbbb\).*knows data format 1: running an earlier build on it is not supported/);
     assert.deepEqual([older.write.format, older.write.highestFormat], [1, 2]);
+    // the earlier build's next start says it again: still an earlier build on a directory a later one wrote (QA qaTrn F10)
+    const again = checkStamp(older.write, true, OLD, NOW, 1);
+    assert.deepEqual([again.said?.code, again.said?.level], ['DATA_DIR_NEWER_FORMAT', 'warn']);
+    assert.match(again.said!.message, /written before by a later build, data format 2, and last by 0\.1\.0 \(build aaaaaaaaaaaa\)/);
+    assert.deepEqual([again.write.format, again.write.highestFormat], [1, 2]);
     // the format-2 build comes back
     const back = checkStamp(older.write, true, NEW, NOW, 2);
     assert.deepEqual([back.said?.code, back.said?.level], ['DATA_DIR_ROLLED_BACK', 'warn']);
