@@ -19,7 +19,10 @@
  * forwarding) and STAGE_QUEUE.total waiting or running in all (PIPELINE_BUSY
  * beyond), and one whose caller left while it waited is not
  * computed (PIPELINE_CALLER_LEFT: src/training/pipeline.ts StageQueue). A forward has a share of the
- * request deadline and fails as PIPELINE_NEXT_STAGE_FAILED naming the next stage.
+ * request deadline and fails as PIPELINE_NEXT_STAGE_FAILED naming the next stage. A stage says what it serves
+ * (`{ask: "serves", route}`: its layers and the model's widths, then the stages' after it along the route), and a
+ * driver checks --layers and the order of --stages against it before it sends a row (describeRoute;
+ * src/training/pipeline-route.ts checkRoute).
  */
 import { C0Error } from '../errors.js';
 import type { CborValue } from '../records/cbor.js';
@@ -30,7 +33,11 @@ import { didFromPeerId } from '../node/peer-id.js';
 import { handshakeFailure } from '../net/refusals.js';
 import { isDid } from '../records/did.js';
 import { weightsBytes, weightsFromBytes, type MlpShape } from './model.js';
-import { servesText, STAGE_QUEUE, StageQueue, stageForwardFinite, type StageRunner } from './pipeline.js';
+import { STAGE_QUEUE, StageQueue, stageForwardFinite, type StageRunner } from './pipeline.js';
+import { readServes, routeTooLong, stageName, type RouteServes, type RouteStage, type StageServes } from './pipeline-route.js';
+
+// the route's pure parts, where the drivers and tests have found them
+export { checkRoute, readServes, routeTooLong, stageName, type RouteServes, type RouteStage, type StageServes } from './pipeline-route.js';
 import { PAYLOAD_FRAME, splitPayload, withRetry } from './transport.js';
 
 export const PIPELINE_PROTOCOL = '/c0mpute/pipeline/1';
@@ -145,16 +152,6 @@ export function forwardDeadlineMs(deadlineMs: number, left: number): number {
   return Math.floor((deadlineMs * left) / (left + 1));
 }
 
-/**
- * The refusal of a route longer than the stages that can follow a stage: what the stage serves (servesText) and the
- * likely cause. Before (QA qaTrn F8), `a route of 1 stages; at most 0 can follow this one (layers 1–2 of 2)`.
- */
-export function routeTooLong(n: number, left: number, shape: MlpShape, range: [number, number]): string {
-  const serves = servesText(shape, range);
-  const cause = left === 0 ? 'it serves the last layer, so no stage comes after it: give the stages in order, stage 0 first' : `only ${left} more layer${left === 1 ? '' : 's'} come${left === 1 ? 's' : ''} after it: give the stages in order, each once`;
-  return `a route of ${n} more stage${n === 1 ? '' : 's'} after this one, which serves ${serves}; at most ${left} can follow it: ${cause}`;
-}
-
 /** Serve one stage on `net`. */
 export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: StageServerOptions): Promise<void> {
   // one micro-batch at a time, callers in turn, bounded per caller and in all; a request whose caller left is skipped
@@ -184,7 +181,11 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
     return new C0Error('PIPELINE_BUSY', `this caller has ${n} requests at this stage (waiting, computed, or waiting on the stages after it), at most ${STAGE_QUEUE.perCaller}; send fewer micro-batches at once`, { detail: { scope: 'caller' } });
   };
   /** The output passed through the rest of the route: within this stage's share of the deadline, a failure naming the next stage (one a later stage already named is passed back as it is). */
-  const forward = async (route: string[], h: { batch: number; mb: number }, y: Float64Array, caller: AbortSignal): Promise<Uint8Array> => {
+  const forward = async (route: string[], h: { batch: number; mb: number }, y: Float64Array, caller: AbortSignal): Promise<Uint8Array> =>
+    // made before the request: only what the request to the next stage brings is its failure, never this stage's own work
+    joinBytes(await forwardFrames(route, [{ ...h, route: route.slice(1) }, ...splitPayload(weightsBytes(y))], caller));
+  /** `frames` sent to the next stage of the route (route[0]) and its answer, within this stage's share of the deadline (as `forward`). */
+  const forwardFrames = async (route: string[], frames: CborValue[], caller: AbortSignal): Promise<CborValue[]> => {
     const ms = forwardDeadlineMs(deadlineMs, route.length);
     // the share bounds the forward with its retries; the caller leaving ends it at once
     const ac = new AbortController();
@@ -195,10 +196,8 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
     const left = () => ac.abort(caller.reason);
     if (caller.aborted) left();
     else caller.addEventListener('abort', left, { once: true });
-    // made before the try: only what the request to the next stage brings is its failure, never this stage's own work
-    const frames: CborValue[] = [{ ...h, route: route.slice(1) }, ...splitPayload(weightsBytes(y))];
     try {
-      return joinBytes(await withRetry(() => net.request(route[0]!, PIPELINE_PROTOCOL, frames, { limits: { ...LIMITS, deadlineMs: ms }, signal: ac.signal })));
+      return await withRetry(() => net.request(route[0]!, PIPELINE_PROTOCOL, frames, { limits: { ...LIMITS, deadlineMs: ms }, signal: ac.signal }));
     } catch (e) {
       // a later stage's failure passed back: without the wire's prefix, so a route of three or more does not say it twice (review s53)
       if (e instanceof C0Error && e.code === 'PIPELINE_NEXT_STAGE_FAILED') throw e.message.startsWith(ANSWERED) ? new C0Error(e.code, e.message.slice(ANSWERED.length), { detail: e.detail }) : e;
@@ -217,9 +216,37 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
       caller.removeEventListener('abort', left);
     }
   };
+  const self: StageServes = { layers: [...o.shape.layers], from: o.range[0], to: o.range[1] };
+  /**
+   * A request asking what the stages of its route serve (`{ask: "serves", route}`, nothing after it): this stage's
+   * entry, then the answer of the stages after it, asked in turn as a forward is (their failure is this stage's
+   * PIPELINE_NEXT_STAGE_FAILED naming the next stage). A next stage that answers PIPELINE_BAD_REQUEST does not know
+   * the question (a build before it): `end: "unsaid"`. A route longer than can follow this stage is not asked on:
+   * `end: "not-asked"`. Nothing is computed.
+   */
+  const describe = async (head: { route?: unknown; ask?: unknown }, frames: number, ctx: ServeContext): Promise<CborValue> => {
+    if (head.ask !== 'serves') throw new C0Error('PIPELINE_BAD_REQUEST', `ask ${JSON.stringify(head.ask)?.slice(0, 40)} is not a question this stage knows ("serves")`);
+    if (frames !== 1) throw new C0Error('PIPELINE_BAD_REQUEST', 'a question carries no frames after its first');
+    if (!Array.isArray(head.route) || !head.route.every((d) => isDid(d))) throw new C0Error('PIPELINE_BAD_REQUEST', 'route entries must be DIDs');
+    const route = head.route as string[];
+    if (route.length === 0) return { serves: [self] } as unknown as CborValue;
+    if (route.length > stagesLeft) return { serves: [self], end: 'not-asked' } as unknown as CborValue;
+    let answer: CborValue[];
+    try {
+      answer = await forwardFrames(route, [{ ask: 'serves', route: route.slice(1) }], ctx.signal);
+    } catch (e) {
+      // the next stage did not know the question (a build before it): its own refusal, said as `unsaid`, not a failure
+      if (e instanceof C0Error && e.code === 'PIPELINE_NEXT_STAGE_FAILED' && (e.detail as { cause?: unknown } | undefined)?.cause === 'PIPELINE_BAD_REQUEST') return { serves: [self], end: 'unsaid' } as unknown as CborValue;
+      throw e;
+    }
+    const theirs = readServes(answer, route.length);
+    if (!theirs) return { serves: [self], end: 'unsaid' } as unknown as CborValue;
+    return { serves: [self, ...theirs.serves], ...(theirs.end ? { end: theirs.end } : {}) } as unknown as CborValue;
+  };
   /** One request, admitted: checked, computed in its turn, forwarded along its route, answered. */
   const serveOne = async (reqs: CborValue[], ctx: ServeContext): Promise<void> => {
-    const head = reqs[0] as { batch?: unknown; mb?: unknown; route?: unknown } | undefined;
+    const head = reqs[0] as { batch?: unknown; mb?: unknown; route?: unknown; ask?: unknown } | undefined;
+    if (head && typeof head === 'object' && head.ask !== undefined) return ctx.send(await describe(head, reqs.length, ctx));
     if (!head || typeof head.batch !== 'number' || !Array.isArray(head.route)) throw new C0Error('PIPELINE_BAD_REQUEST', 'first frame must be {batch, mb, route}');
     if (!Number.isSafeInteger(head.batch) || head.batch < 1) throw new C0Error('PIPELINE_BAD_REQUEST', `batch ${String(head.batch)} is not a positive integer`);
     // the request's own fields, all checked here: a bad one is this caller's request, never reported later as the next stage's failure
@@ -290,23 +317,44 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
 }
 
 /**
+ * Ask stage 0 what the stages of `route` serve (`{ask: "serves", route}`; docs/training.md "Driving it"), within the
+ * request's deadline, retries included; failures name the stage as remotePipeline's do. A stage 0 that does not know
+ * the question (PIPELINE_BAD_REQUEST: a build before it) is `{serves: [], end: "unsaid"}`, as is an answer that does
+ * not read.
+ */
+export async function describeRoute(net: Pick<Network, 'request'>, route: RouteStage[], o: { deadlineMs?: number } = {}): Promise<RouteServes> {
+  const ms = o.deadlineMs ?? LIMITS.deadlineMs;
+  const ac = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    ac.abort(new C0Error('NET_DEADLINE', `no answer within ${ms} ms`));
+  }, ms);
+  let sent = false;
+  try {
+    const answer = await withRetry(async () => {
+      try {
+        return await net.request(route[0]!.did, PIPELINE_PROTOCOL, [{ ask: 'serves', route: route.slice(1).map((r) => r.did) }], { limits: { ...LIMITS, deadlineMs: ms }, signal: ac.signal });
+      } catch (e) {
+        if (!(e instanceof C0Error) || (e.code !== 'NET_DIAL_FAILED' && e.code !== 'NET_PROTOCOL_UNSUPPORTED')) sent = true;
+        throw e;
+      }
+    });
+    return readServes(answer, route.length) ?? { serves: [], end: 'unsaid' };
+  } catch (e) {
+    if (e instanceof C0Error && e.code === 'PIPELINE_BAD_REQUEST' && (e.detail as { remote?: unknown } | undefined)?.remote === true) return { serves: [], end: 'unsaid' };
+    throw driverError(e, route, { sent, timedOut, deadlineMs: ms });
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
  * Micro-batches a driver (`train infer`, the devnet's walk) keeps out at once: half a stage's bound per caller
  * (STAGE_QUEUE.perCaller), so two drivers under one key still fit. Before (QA qaTrn F1), `--micro 200` sent all 200 at
  * once and libp2p reset the streams past 64 (NET_STREAM_FAILED).
  */
 export const DRIVER_IN_FLIGHT = STAGE_QUEUE.perCaller / 2;
-
-/** A stage of a driver's route: its DID and, when known, the address it was given by (`train infer --stages`). */
-export interface RouteStage {
-  did: string;
-  addr?: string;
-}
-
-/** How a driver names stage `k` of its route: its place, its key and its address (QA qaTrn F3: the peer id alone). */
-export function stageName(route: RouteStage[], k: number): string {
-  const s = route[k]!;
-  return `stage ${k} (${s.did}${s.addr ? ` at ${s.addr}` : ''})`;
-}
 
 
 /**

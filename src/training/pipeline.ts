@@ -184,7 +184,12 @@ export async function gpipeForward(stages: StageRunner[], x: Float64Array, batch
     if (b === a) return;
     let act: Float64Array = x.slice(a * inWidth, b * inWidth);
     for (const s of serialStages) act = await s(act, b - a, k);
-    if (act.length !== (b - a) * outWidth) throw new C0Error('PIPELINE_BAD_OUTPUT', `stage output of ${act.length} values, expected ${(b - a) * outWidth}`);
+    if (act.length !== (b - a) * outWidth) {
+      // said as widths (a stage left out, or a model other than --layers), not only counts (QA qaTrn F8: 'stage output of 32 values, expected 6')
+      const w = act.length / (b - a);
+      const width = Number.isInteger(w) ? `${w} wide` : `${act.length} values for ${b - a} rows`;
+      throw new C0Error('PIPELINE_BAD_OUTPUT', `the last stage's output is ${width}, the model's output (its last layer) ${outWidth}: a stage is missing after the last one given, or the stages serve another model than --layers (stage output of ${act.length} values, expected ${(b - a) * outWidth})`, { detail: { width: w, expected: outWidth } });
+    }
     out.set(act, a * outWidth);
   };
   // `lanes` workers each take the next micro-batch in order once theirs is back

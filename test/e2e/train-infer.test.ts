@@ -2,7 +2,8 @@
  * `c0mpute train infer` drives stages set up by hand with `c0mpute train stage` (docs/training.md "Pipeline"; QA qaPnet
  * F7: no command could send anything through them). Two stage processes of a 4-8-3 model; the CLI's output is the
  * single-process forward bit for bit; stage 0 allowing another caller refuses it PIPELINE_NOT_ALLOWED, stage 1 killed
- * is PIPELINE_NEXT_STAGE_FAILED naming it, bad input and a stage address without its key are refused with their codes.
+ * is PIPELINE_NEXT_STAGE_FAILED naming it, bad input and a stage address without its key are refused with their codes;
+ * a --layers that is not the stages' model and the stages reversed are refused naming the stage (QA qaTrn F7, F8).
  */
 import '../../src/polyfill.js';
 import { test, before, after } from 'node:test';
@@ -90,6 +91,16 @@ test('train infer sends the rows through two stage processes: the output is the 
   const over = await c0mpute(driver.dir, ['train', 'infer', '--stages', stages, '--layers', layers.join(','), '--input', huge, '--json']);
   assert.equal(over.code, 3, over.out + over.err);
   assert.match(over.err, /PIPELINE_OUTPUT_NOT_FINITE: stage 0 \(did:key:\S+ at \S+\) answered: (stage 1 \(did:key:\S+ at \S+\) answered: )?layer \d /);
+
+  // --layers not the stages' model, and the stages reversed: refused before any row is sent, naming the stage (QA qaTrn F7, F8)
+  const [shape, order] = await Promise.all([
+    c0mpute(driver.dir, ['train', 'infer', '--stages', stages, '--layers', '4,16,3', '--input', rowsFile]),
+    c0mpute(driver.dir, ['train', 'infer', '--stages', `${s1.addr},${s0.addr}`, '--layers', layers.join(','), '--input', rowsFile]),
+  ]);
+  assert.equal(shape.code, 3, shape.out + shape.err);
+  assert.match(shape.err, /PIPELINE_LAYERS_MISMATCH: stage 0 \(did:key:\S+ at \S+\) serves layer 0 of 2 \(4→8\) of a 4,8,3 model; --layers says 4,16,3/);
+  assert.equal(order.code, 3, order.out + order.err);
+  assert.match(order.err, /PIPELINE_ROUTE_MISMATCH: stage 0 \(did:key:\S+ at \S+\) serves layer 1 of 2 \(8→3\), but the first stage must serve layer 0: give the stages in order/);
 
   // another node's key is not on stage 0's --allow
   const other = c.dataDir('other');

@@ -75,7 +75,7 @@ export function registerInfer(train: Command): void {
       const route: string[] = [];
       for (const [k, a] of addrs.entries()) route.push(await stageDid(a, k));
       const { x, rows } = parseRows(new TextDecoder().decode(readInput(opts.input)), layers[0]!, opts.input);
-      const [{ loadNodeIdentity }, { createNetwork }, { remotePipeline, connectStage, DRIVER_IN_FLIGHT }, { gpipeForward, firstNonFinite }, { argmaxRows }] = await Promise.all([
+      const [{ loadNodeIdentity }, { createNetwork }, { remotePipeline, connectStage, describeRoute, checkRoute, DRIVER_IN_FLIGHT }, { gpipeForward, firstNonFinite }, { argmaxRows }] = await Promise.all([
         import('../signer.js'),
         import('../../net/node.js'),
         import('../../training/pipeline-net.js'),
@@ -90,6 +90,9 @@ export function registerInfer(train: Command): void {
         await net.start();
         const stages = route.map((did, k) => ({ did, addr: addrs[k]! }));
         await connectStage(net, stages);
+        // --layers and the order of --stages against what the stages say they serve, before any row is sent (QA qaTrn F7,
+        // F8): PIPELINE_LAYERS_MISMATCH, PIPELINE_ROUTE_MISMATCH naming the stage; a stage of an older build says nothing (a warning)
+        for (const w of checkRoute(stages, layers, await describeRoute(net, stages))) process.stderr.write(`warning ${w.code}: ${w.message}\n`);
         // errors come back with their codes, naming the stage by place, key and address: PIPELINE_NOT_ALLOWED (stage 0's --allow), PIPELINE_NEXT_STAGE_FAILED, NET_DIAL_FAILED…
         y = await gpipeForward([remotePipeline(net, stages)], x, rows, layers[0]!, outW, Number(opts.micro), { serialise: false, inFlight: DRIVER_IN_FLIGHT });
       } finally {
