@@ -61,7 +61,7 @@ export function registerInfer(train: Command): void {
     .command('infer')
     .description('drive a pipeline of `train stage` servers: send input rows to stage 0, print the output rows')
     .requiredOption('--stages <multiaddrs>', 'every stage in order, comma-separated, each ending in /p2p/<peer id> (as `train stage` prints it); only stage 0 is dialled')
-    .requiredOption('--layers <widths>', 'the model’s layer widths, as the stages were given, e.g. 4,16,3')
+    .requiredOption('--layers <widths>', 'the model’s layer widths, as the stages were given, e.g. 4,16,3 (checked against what the stages say they serve)')
     .requiredOption('--input <file>', 'the input rows: a JSON array of rows, each an array of numbers of the first layer’s width ("-": stdin)')
     .option('--micro <n>', 'micro-batches to cut the rows into (GPipe; at most 32 in flight at once)', '4')
     .option('--json', 'machine-readable output: {rows, outputs, predictions}')

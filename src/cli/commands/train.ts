@@ -177,7 +177,7 @@ export function register(program: Command): void {
     .requiredOption('--stage <k>', 'this stage (0-based)')
     .requiredOption('--of <n>', 'number of stages')
     .option('--listen <multiaddr>', 'listen address', '/ip4/127.0.0.1/tcp/0')
-    .option('--next <multiaddr>', 'the next stage (multiaddr ending in /p2p/<peer id>), dialled at start')
+    .option('--next <multiaddr>', 'the next stage (multiaddr ending in /p2p/<peer id>), dialled at start (not reachable: a warning, and the stage serves on)')
     .option('--allow <dids>', 'only these callers (DIDs, comma-separated: the driver for stage 0, the stage before for the others); others are refused PIPELINE_NOT_ALLOWED before their request is read (default: anyone)')
     .action(async (weightsFile: string, opts: { layers: string; stage: string; of: string; listen: string; next?: string; allow?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
