@@ -622,7 +622,10 @@ export class OverlayNode {
   async fetchLedger(steward: string, opts: LedgerFetchOptions = {}): Promise<{ entries: Uint8Array[]; receipts: Uint8Array[] }> {
     // this node's own ledger, as this overlay's steward: read from its store (a node cannot dial itself)
     const own = this.steward && steward === this.did ? this.steward.ledger : undefined;
-    const entries = await fetchLedgerEntries(this.net, steward, own ? { ...opts, own } : opts);
+    // The receipts are read before the entries: a ledger only grows, so every receipt read first covers a length the
+    // entries fetched after it reach. Read after, a head appended and cosigned while the entries came gave the file a
+    // receipt longer than its entries, and `ledger verify` called an honest ledger truncated or rewritten
+    // (WITNESS_LENGTH_BEYOND; QA ffLedger F2).
     // Named witnesses (network.witnesses): a receipt kept before they were named is left out, as validation now leaves it.
     const named = this.d.network.witnesses;
     const heard = await this.records.witnessReceiptsFor(steward);
@@ -632,6 +635,7 @@ export class OverlayNode {
     const mine = await this.witness?.witness.receipt(steward).catch(() => undefined);
     const all = mine && !heard.some((r) => r.address === mine.address) ? [...heard, mine] : heard;
     const receipts = all.filter((r) => !named || named.includes(r.signer)).map((r) => r.bytes);
+    const entries = await fetchLedgerEntries(this.net, steward, own ? { ...opts, own } : opts);
     return { entries, receipts };
   }
 

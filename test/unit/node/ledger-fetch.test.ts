@@ -7,7 +7,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ed25519Signer, didFromPublicKey } from '../../../src/records/index.js';
-import { sealEntries } from '../../../src/ledger/index.js';
+import { sealEntries, WITNESS_TYPE } from '../../../src/ledger/index.js';
+import { seal } from '../../../src/records/envelope.js';
+import { decodeLedgerFile, encodeLedgerFile } from '../../../src/ledger/file.js';
+import { verifyLedger } from '../../../src/ledger/verify.js';
 import { MAX_LEDGER_RANGE } from '../../../src/roles/steward-ports.js';
 import { OverlayNode } from '../../../src/node/overlay.js';
 import { fetchLedgerEntries, LEDGER_FETCH_ERR, parseFetchMiB } from '../../../src/node/ledger-fetch.js';
@@ -114,6 +117,27 @@ describe('fetching a steward’s ledger', () => {
     const fake = { d: { network: {} }, net, records: { witnessReceiptsFor: async () => [] } };
     assert.equal(await code(OverlayNode.prototype.fetchLedger.call(fake as never, S)), LEDGER_FETCH_ERR.BROKEN);
     assert.equal(net.calls.length, 1);
+  });
+
+  it('OverlayNode.fetchLedger: a head appended and cosigned while the entries come gives no receipt past them (QA ffLedger F2)', async () => {
+    // the steward's ledger grows by one entry, and a witness cosigns it, while the range is being served
+    const witness = Ed25519Signer.generate();
+    const grown = sealEntries(Array.from({ length: 4 }, (_, i) => admitted(`g${i}`)), stewardKey);
+    const receiptAt = (n: number) => seal(WITNESS_TYPE, { steward: S, length: n, head: grown[n - 1]!.address, witnessedAt: 1_000 + n } as never, witness);
+    let length = 3;
+    const heard = [receiptAt(3)];
+    const net = requester(({ from }) => {
+      const served = grown.slice(from, length).map((e) => e.bytes);
+      length = 4;
+      heard.push(receiptAt(4));
+      return served;
+    });
+    const fake = { d: { network: {} }, net, records: { witnessReceiptsFor: async () => [...heard] } };
+    const raw = await OverlayNode.prototype.fetchLedger.call(fake as never, S);
+    const rep = verifyLedger(decodeLedgerFile(encodeLedgerFile(raw)));
+    assert.equal(rep.problem?.code, undefined, rep.problem?.message);
+    assert.equal(rep.replay.length, 3);
+    assert.equal(rep.attestation.grade, 'witnessed');
   });
 
   it('takes ?maxMiB= from 1 to 256 only', () => {
