@@ -328,6 +328,12 @@ export class WitnessRole {
   #rollbackResends = new Map<string, LongTimer>();
   /** Per steward held: when (monotonic) a shorter head heard last made the witness ask for the held head's entry. */
   #probedAt = new Map<string, number>();
+  /**
+   * Stewards whose last held-head probe did not reach them (#probe: not dialled, no answer). Such a probe learnt
+   * nothing, so it does not hold back the check when the steward connects: the periodic check run while a restored
+   * steward was down, seconds before it came back, kept its connection from being checked for HELD_CHECK_MS (QA ffLedger F1).
+   */
+  #probeMissed = new Set<string>();
   /** Catch-up failures, rate-limited: per steward held or named, and one key for all the others. */
   readonly #failLog: PeerLog;
   /** The monotonic clock (WitnessPorts.monoClock). */
@@ -395,7 +401,8 @@ export class WitnessRole {
     if (!p2p) return;
     const { onDidConnect } = await import('../node/peer-id.js');
     this.#offConnect = onDidConnect(p2p, (did) => {
-      if (this.#held.has(did)) this.#checkHeld(did, CONNECT_CHECK_MS);
+      // a probe that did not reach it learnt nothing: its connection is checked at once (#probeMissed)
+      if (this.#held.has(did)) this.#checkHeld(did, this.#probeMissed.has(did) ? 0 : CONNECT_CHECK_MS);
     });
   }
 
@@ -1009,11 +1016,16 @@ export class WitnessRole {
       entries = await this.#fetch(steward, held.length - 1, held.length);
     } catch (e) {
       if (this.#stopped) throw e;
-      if ((e as C0Error).code === LEDGER_RANGE_INVALID) return this.#rolledBackTo(steward, held, { served: servedLength(e), ...seen });
+      if ((e as C0Error).code === LEDGER_RANGE_INVALID) {
+        this.#probeMissed.delete(steward);
+        return this.#rolledBackTo(steward, held, { served: servedLength(e), ...seen });
+      }
+      this.#probeMissed.add(steward);
       this.o.log.debug({ steward, heard: heard?.length, held: held.length, err: (e as Error).message }, 'the held head’s entry asked for: the steward was not reached to check it');
       return;
     }
     this.#reached(steward);
+    this.#probeMissed.delete(steward);
     const [served] = entries;
     if (!served) return this.#rolledBackTo(steward, held, { served: held.length - 1, ...seen });
     let address: string | undefined;

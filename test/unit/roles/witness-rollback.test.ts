@@ -48,6 +48,8 @@ interface Net {
   gossip: (e: { bytes: Uint8Array }) => boolean;
   /** libp2p's `peer:connect` for `did` connecting to the witness's node. */
   connect: (did: string) => void;
+  /** While true, a request is not answered (the steward's process is down: NET_DIAL_FAILED). */
+  down: boolean;
 }
 
 async function rig(chains: Map<string, Chain>, fn: (r: { net: Net; mono: { now: number }; wall: ReturnType<typeof fakeClock>; start: (cfg: WitnessConfig) => Promise<WitnessRole> }) => Promise<void>): Promise<void> {
@@ -68,6 +70,7 @@ async function rig(chains: Map<string, Chain>, fn: (r: { net: Net; mono: { now: 
       return true;
     },
     connect: (did) => void p2p.dispatchEvent(new CustomEvent('peer:connect', { detail: peerIdFromDid(did) })),
+    down: false,
   };
   const mono = { now: 1_000_000 };
   const wall = fakeClock(1_000);
@@ -89,6 +92,7 @@ async function rig(chains: Map<string, Chain>, fn: (r: { net: Net; mono: { now: 
       request: (async (s: string, _p: string, frames: Array<{ from: number; to: number }>) => {
         const { from, to } = frames[0]!;
         net.calls.push({ from, to });
+        if (net.down) throw new C0Error('NET_DIAL_FAILED', 'connection error: connect ECONNREFUSED');
         const chain = chains.get(s) ?? [];
         // as serveLedgerRange answers (src/roles/steward-handlers.ts), through the network's "peer answered"
         if (from > chain.length) throw new C0Error('LEDGER_RANGE_INVALID', `/c0mpute/ledger/1 peer answered: from ${from} is beyond the ledger's length ${chain.length}`);
@@ -303,6 +307,30 @@ describe('a steward whose ledger went back (restored from an old copy)', () => {
         net.connect('did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK'); // a key not held: not asked
         await role.settled();
         assert.equal(net.calls.length, calls + 2);
+      });
+    });
+
+    it('found when the steward connects seconds after a check that did not reach it (the periodic check ran while it was down; QA ffLedger F1)', async () => {
+      await restoredQuiet({ heldCheckMs: 0 }, async ({ s, net, mono, role }) => {
+        // the steward is down (being restored) when a check runs: it is not reached, and nothing is concluded
+        mono.now += CONNECT_CHECK_MS;
+        net.down = true;
+        const calls = net.calls.length;
+        net.connect(s.did);
+        await role.settled();
+        assert.equal(net.calls.length, calls + 1, 'asked, not reached');
+        assert.equal((await shown(role, s.did)).rolledBack, undefined);
+        // it comes back a few seconds later, restored, and connects: checked at once, not HELD_CHECK_MS later
+        net.down = false;
+        mono.now += 3_000;
+        net.connect(s.did);
+        await until(async () => (await shown(role, s.did)).rolledBack !== undefined, 'the rollback to be shown');
+        assert.equal((await shown(role, s.did)).last?.refused, WITNESS_LEDGER_ROLLED_BACK);
+        // reached now: connecting again within CONNECT_CHECK_MS costs nothing, as before
+        const after = net.calls.length;
+        net.connect(s.did);
+        await role.settled();
+        assert.equal(net.calls.length, after);
       });
     });
 
