@@ -53,7 +53,7 @@ export function stewardLedgerPlace(dir: string): { dataDir: string; overlay: str
  * (`length` entries, `addresses` their addresses in order). Undefined when `dir` is not a steward's ledger directory in
  * a node's data directory with a store.
  */
-export async function heldAgainstLedger(dir: string, steward: string, ledger: { length: number; addresses: readonly string[] }): Promise<HeldAgainst | undefined> {
+export async function heldAgainstLedger(dir: string, steward: string, ledger: { length: number; addresses: readonly string[] }, opts: { witnesses?: readonly string[] } = {}): Promise<HeldAgainst | undefined> {
   const place = stewardLedgerPlace(dir);
   if (!place) return undefined;
   const path = join(place.dataDir, 'db');
@@ -91,6 +91,17 @@ export async function heldAgainstLedger(dir: string, steward: string, ledger: { 
       if (!(receipt instanceof Uint8Array)) continue;
       const s = await checkStoredReceipt(view, receipt);
       if (s.status === 'mismatch' && s.witness === witness) contradicting.push({ witness, code: s.code, length: s.length });
+    }
+    // The receipts the node heard for this key (what the steward's start reads, steward-history.ts knownHistory): one
+    // that covers a longer ledger or another head is what a ledger directory restored from an older copy (the node's
+    // store kept) looks like, and `start` warns of it; the offline verify answered `problem none` (QA ffLedger F3).
+    // Only the named witnesses' (--witness) when named; else every key's, as `ledger verify` counts a file's receipts.
+    const named = opts.witnesses?.length ? new Set(opts.witnesses) : undefined;
+    const heard = (await RecordStore.witnessReceiptsHeld(db, prefix, steward)).sort((a, b) => b.record.length - a.record.length);
+    for (const r of heard) {
+      if (r.signer === steward || (named && !named.has(r.signer)) || contradicting.some((c) => c.witness === r.signer)) continue;
+      const s = await checkStoredReceipt(view, r.bytes);
+      if (s.status === 'mismatch' && s.witness === r.signer) contradicting.push({ witness: r.signer, code: s.code, length: s.length });
     }
     const evidence = [...pairs.values()].sort((a, b) => a.seq - b.seq);
     return { store: 'read', path, steward, evidence, contradicting };

@@ -813,6 +813,14 @@ export class RecordStore {
   }
 
   /**
+   * The witness receipts for `steward` a node's store holds (witnessReceiptsFor), read without opening the store as the
+   * daemon does (nothing written: `c0mpute ledger verify` on a steward's ledger directory, src/roles/steward-held.ts).
+   */
+  static async witnessReceiptsHeld(db: Db, prefix: string, steward: string): Promise<Array<Opened<WitnessReceipt>>> {
+    return new RecordStore(db, prefix, Date.now, undefined, WITNESS_RECORD_DEFAULTS, [steward], QUOTED_JOB_DEFAULTS).witnessReceiptsFor(steward);
+  }
+
+  /**
    * The equivocation evidence about `steward` a node's store holds, read without opening the store as the daemon does
    * (no index built, nothing written: `c0mpute ledger verify` on a steward's ledger directory, src/roles/steward-held.ts):
    * from both places a record can be in (the steward named by the node's config, or not), at most `limit` records.

@@ -118,7 +118,7 @@ function describe(e: LedgerEntry): string {
  * equivocation evidence and contradicting witness receipts `steward status` warns of (src/roles/steward-held.ts).
  * Undefined for any other directory. The steward is entry 0's signer, or for an empty ledger the node's own key.
  */
-async function heldAgainst(dir: string, r: ReplayResult): Promise<HeldAgainst | undefined> {
+async function heldAgainst(dir: string, r: ReplayResult, witnesses?: readonly string[]): Promise<HeldAgainst | undefined> {
   const { heldAgainstLedger, stewardLedgerPlace } = await import('../../roles/steward-held.js');
   const place = stewardLedgerPlace(dir);
   if (!place) return undefined;
@@ -130,7 +130,7 @@ async function heldAgainst(dir: string, r: ReplayResult): Promise<HeldAgainst | 
       // a damaged did file: no key to look for (the ledger is empty)
     }
   }
-  return steward === undefined ? undefined : heldAgainstLedger(dir, steward, { length: r.length, addresses: r.addresses });
+  return steward === undefined ? undefined : heldAgainstLedger(dir, steward, { length: r.length, addresses: r.addresses }, witnesses?.length ? { witnesses } : {});
 }
 
 /** A report that verified, made negative by what the node's store holds against the ledger: evidence first. */
@@ -177,7 +177,7 @@ export function register(program: Command): void {
       const raw = await readAny(path);
       let rep = verifyLedger(raw, verifyOptions(opts));
       // a steward's ledger directory in its node's data directory: what that node's store holds against it
-      const held = dir && rep.ok ? await heldAgainst(path, rep.replay) : undefined;
+      const held = dir && rep.ok ? await heldAgainst(path, rep.replay, opts.witness) : undefined;
       if (held && rep.ok) rep = withHeld(rep, held);
       const r = rep.replay;
       const a = rep.attestation;
