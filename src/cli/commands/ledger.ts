@@ -251,9 +251,15 @@ export function register(program: Command): void {
       // --rebuild-head: only the stored head is set aside; the chain and the receipts are checked as always
       const headOnly = opts.rebuildHead && !rep.ok && rep.replay.ok && rep.problem?.code === 'LEDGER_HEAD_MISMATCH';
       const entries = { entries: raw.entries, receipts: raw.receipts };
-      assertVerified(headOnly ? verifyLedger(entries, verifyOptions(opts)) : rep, `refusing to import ${file}${rep.problem?.code === 'LEDGER_HEAD_MISMATCH' && !opts.rebuildHead && rep.replay.ok ? ' (--rebuild-head writes a head rebuilt from its entries)' : ''}`);
-      const r = await writeLedgerDir(dir, entries);
+      const checked = headOnly ? verifyLedger(entries, verifyOptions(opts)) : rep;
+      assertVerified(checked, `refusing to import ${file}${rep.problem?.code === 'LEDGER_HEAD_MISMATCH' && !opts.rebuildHead && rep.replay.ok ? ' (--rebuild-head writes a head rebuilt from its entries)' : ''}`);
+      // With --witness, what was checked is what is written: a receipt of a key not named was not counted, and kept it
+      // made a directory that `ledger verify` (every key's receipt counting) and `ledger export` refuse when it
+      // contradicts the ledger (QA ffLedger F5). The file keeps them.
+      const receipts = opts.witness.length ? raw.receipts.filter((_, i) => checked.attestation.receipts[i]?.status !== 'not-named') : raw.receipts;
+      const r = await writeLedgerDir(dir, { entries: raw.entries, receipts });
       out(`imported ${r.length} entries, head ${r.head}`);
+      if (receipts.length < raw.receipts.length) out(`left out ${raw.receipts.length - receipts.length} witness receipt(s) of keys not named by --witness (the file still holds them)`);
       if (headOnly) out(`the file's stored head was set aside (${rep.problem!.message}): the new directory's head is rebuilt from the entries`);
     });
 
