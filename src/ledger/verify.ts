@@ -59,12 +59,14 @@ export function verifyLedger(raw: RawLedger, opts: { steward?: string } & GradeO
 /**
  * Throw unless the report verifies: LEDGER_CORRUPT for a chain that does not
  * verify, LEDGER_HEAD_MISMATCH for a stored head that does not match,
- * LEDGER_WITNESS_CONTRADICTS for a receipt that contradicts the ledger; the
- * problem is the error's detail.
+ * LEDGER_WITNESS_CONTRADICTS for a receipt that contradicts the ledger,
+ * LEDGER_EQUIVOCATION_EVIDENCE for evidence a steward's node holds against it;
+ * the problem is the error's detail.
  */
 export function assertVerified(rep: VerifyReport, what: string): void {
   if (rep.ok) return;
   const p = rep.problem!;
-  const code = !rep.replay.ok ? 'LEDGER_CORRUPT' : p.code === 'LEDGER_HEAD_MISMATCH' ? p.code : VERIFY_ERR.CONTRADICTED;
+  // evidence a steward's node holds against its ledger (`export` of its ledger directory: src/cli/commands/ledger.ts) keeps its own code
+  const code = !rep.replay.ok ? 'LEDGER_CORRUPT' : p.code === 'LEDGER_HEAD_MISMATCH' || p.code === 'LEDGER_EQUIVOCATION_EVIDENCE' ? p.code : VERIFY_ERR.CONTRADICTED;
   throw new C0Error(code, `${what}: the ledger does not verify: ${p.index !== undefined ? `entry ${p.index}: ` : ''}${p.code}: ${p.message}`, { detail: { ...p } });
 }

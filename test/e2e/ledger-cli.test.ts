@@ -399,6 +399,16 @@ describe('c0mpute ledger', { concurrency: 4 }, () => {
     const forked = await c0('ledger', 'verify', ldir);
     assert.equal(forked.code, 1, forked.stdout + forked.stderr);
     assert.match(forked.stdout, /problem\s+LEDGER_EQUIVOCATION_EVIDENCE: .*1 pair \(seq 0\) from 1 witness/);
+    // show and export of the same directory give the same answer (QA ffLedger F4: show exited 0, and export wrote a
+    // file that verified clean, since the file carries neither the evidence nor the node's receipts)
+    const shown = await c0('ledger', 'show', ldir);
+    assert.equal(shown.code, 1, shown.stdout + shown.stderr);
+    assert.match(shown.stdout, /problem: LEDGER_EQUIVOCATION_EVIDENCE/);
+    const out = join(t.dir, 'forked-export.cbor');
+    const exported = await c0('ledger', 'export', ldir, out);
+    assert.equal(exported.code, 3, exported.stdout + exported.stderr);
+    assert.match(exported.stderr, /LEDGER_EQUIVOCATION_EVIDENCE: refusing to export/);
+    assert.equal(existsSync(out), false, 'nothing written');
     const json = await c0('ledger', 'verify', '--json', ldir);
     assert.equal(json.code, 1);
     const j = JSON.parse(json.stdout) as { ok: boolean; problem: { code: string }; nodeStore: { store: string; evidence: unknown[]; contradicting: unknown[] } };

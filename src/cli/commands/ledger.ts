@@ -150,6 +150,18 @@ function withHeld(rep: VerifyReport, held: HeldAgainst): VerifyReport {
   return rep;
 }
 
+/**
+ * The report of a ledger directory made negative by what its node's store holds against it (heldAgainst, withHeld),
+ * for every command that reads a steward's ledger directory where it lives: `verify`, `show` and `export` give the same
+ * answer on it (QA ffLedger F4: `show` exited 0 and `export` wrote a file that verifies while `verify` exited 1 on a
+ * ledger its node held equivocation evidence against). `held` is undefined for a file, any other directory, and a
+ * report already negative.
+ */
+async function withNodeStore(path: string, dir: boolean, rep: VerifyReport, witnesses?: readonly string[]): Promise<{ rep: VerifyReport; held?: HeldAgainst }> {
+  const held = dir && rep.ok ? await heldAgainst(path, rep.replay, witnesses) : undefined;
+  return held ? { rep: withHeld(rep, held), held } : { rep };
+}
+
 function heldLine(held: HeldAgainst): string {
   if (held.store === 'unreadable') return `${held.path} not read (${held.code}: ${held.message}): evidence the node may hold against this steward is not checked`;
   if (held.store === 'locked') return `${held.path} not read (STORE_LOCKED: held by ${held.holder ? `pid ${held.holder.pid}` : 'another process'}): evidence the node may hold against this steward is not checked; stop that process, or see c0mpute steward status`;
@@ -175,10 +187,8 @@ export function register(program: Command): void {
       const { verifyLedger } = await import('../../ledger/verify.js');
       const dir = isDir(path);
       const raw = await readAny(path);
-      let rep = verifyLedger(raw, verifyOptions(opts));
-      // a steward's ledger directory in its node's data directory: what that node's store holds against it
-      const held = dir && rep.ok ? await heldAgainst(path, rep.replay, opts.witness) : undefined;
-      if (held && rep.ok) rep = withHeld(rep, held);
+      // a steward's ledger directory in its data directory: what that node's store holds against it
+      const { rep, held } = await withNodeStore(path, dir, verifyLedger(raw, verifyOptions(opts)), opts.witness);
       const r = rep.replay;
       const a = rep.attestation;
       const grade =
@@ -222,15 +232,20 @@ export function register(program: Command): void {
       const raw = await readDir(dir);
       // A directory that does not verify is refused as import refuses such a file (exit 3, the same codes): exported
       // without a word, its stored head (the only proof of an acknowledged entry lost) was dropped from the file,
-      // which then verified and imported clean (QA witness pass, finding 1).
-      const rep = verifyLedger(raw);
+      // which then verified and imported clean (QA witness pass, finding 1). A steward's ledger directory where it
+      // lives is refused as `verify` fails it on what its node's store holds (withNodeStore): the file carries
+      // neither that evidence nor those receipts, so it would verify clean (QA ffLedger F4).
+      const own = verifyLedger(raw);
+      const { rep, held } = await withNodeStore(dir, true, own);
       if (!opts.unverified) assertVerified(rep, `refusing to export ${dir} (--unverified writes it anyway, with its stored head)`);
       writingTo(file, () => writeLedgerFile(file, raw));
       out(`exported ${raw.entries.length} entries and ${raw.receipts.length} receipts to ${file}`);
       if (!rep.ok) {
         const p = rep.problem!;
         out(`warning: the ledger does not verify: ${p.index !== undefined ? `entry ${p.index}: ` : ''}${p.code}: ${p.message}`);
-        out(`warning: the file keeps the directory's stored head and receipts as they are: ledger verify ${file} reports the same problem, and ledger import refuses it${rep.replay.ok && p.code === 'LEDGER_HEAD_MISMATCH' ? ' unless --rebuild-head' : ''}`);
+        if (own.ok && held) {
+          out(`warning: the problem is what this node's store (${held.path}) holds against the ledger, which the file does not carry: ledger verify ${file} does not see it`);
+        } else out(`warning: the file keeps the directory's stored head and receipts as they are: ledger verify ${file} reports the same problem, and ledger import refuses it${rep.replay.ok && p.code === 'LEDGER_HEAD_MISMATCH' ? ' unless --rebuild-head' : ''}`);
       }
     });
 
@@ -274,8 +289,9 @@ export function register(program: Command): void {
       const from = Number(opts.from);
       if (!Number.isSafeInteger(from) || from < 0) throw new UsageError('LEDGER_BAD_RANGE', `--from: expected a non-negative integer, got ${opts.from}`, { field: 'from' });
       const [{ verifyLedger }, { open }, { POOL_TYPE }] = await Promise.all([import('../../ledger/verify.js'), import('../../records/envelope.js'), import('../../ledger/entry.js')]);
+      const dir = isDir(path);
       const raw = await readAny(path);
-      const rep = verifyLedger(raw, verifyOptions(opts));
+      const { rep, held } = await withNodeStore(path, dir, verifyLedger(raw, verifyOptions(opts)), opts.witness);
       const rows = raw.entries.slice(from).map((b, i) => {
         const seq = from + i;
         try {
@@ -289,7 +305,7 @@ export function register(program: Command): void {
       // a ledger that does not verify is still shown (to find the bad entry), but the answer is negative: exit 1
       if (!rep.ok) process.exitCode = 1;
       if (opts.json) {
-        outJson({ ok: rep.ok, problem: rep.problem ?? null, length: raw.entries.length, entries: rows });
+        outJson({ ok: rep.ok, problem: rep.problem ?? null, length: raw.entries.length, entries: rows, ...(held ? { nodeStore: held } : {}) });
         return;
       }
       // nothing to list is said, not left as an empty answer that reads like a ledger with no entries (QA witness pass, finding 10)
