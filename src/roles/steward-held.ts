@@ -95,8 +95,10 @@ export async function heldAgainstLedger(dir: string, steward: string, ledger: { 
     // The receipts the node heard for this key (what the steward's start reads, steward-history.ts knownHistory): one
     // that covers a longer ledger or another head is what a ledger directory restored from an older copy (the node's
     // store kept) looks like, and `start` warns of it; the offline verify answered `problem none` (QA ffLedger F3).
-    // Only the named witnesses' (--witness) when named; else every key's, as `ledger verify` counts a file's receipts.
-    const named = opts.witnesses?.length ? new Set(opts.witnesses) : undefined;
+    // Only those of `opts.witnesses` when given (`ledger verify` gives --witness, else the keys the ledger holds a
+    // valid receipt from, as `steward status` gives a line only to those: anyone can sign a receipt of any length);
+    // without the option, every key's.
+    const named = opts.witnesses ? new Set(opts.witnesses) : undefined;
     const heard = (await RecordStore.witnessReceiptsHeld(db, prefix, steward)).sort((a, b) => b.record.length - a.record.length);
     for (const r of heard) {
       if (r.signer === steward || (named && !named.has(r.signer)) || contradicting.some((c) => c.witness === r.signer)) continue;

@@ -130,7 +130,7 @@ async function heldAgainst(dir: string, r: ReplayResult, witnesses?: readonly st
       // a damaged did file: no key to look for (the ledger is empty)
     }
   }
-  return steward === undefined ? undefined : heldAgainstLedger(dir, steward, { length: r.length, addresses: r.addresses }, witnesses?.length ? { witnesses } : {});
+  return steward === undefined ? undefined : heldAgainstLedger(dir, steward, { length: r.length, addresses: r.addresses }, witnesses ? { witnesses } : {});
 }
 
 /** A report that verified, made negative by what the node's store holds against the ledger: evidence first. */
@@ -158,7 +158,10 @@ function withHeld(rep: VerifyReport, held: HeldAgainst): VerifyReport {
  * report already negative.
  */
 async function withNodeStore(path: string, dir: boolean, rep: VerifyReport, witnesses?: readonly string[]): Promise<{ rep: VerifyReport; held?: HeldAgainst }> {
-  const held = dir && rep.ok ? await heldAgainst(path, rep.replay, witnesses) : undefined;
+  // the receipts the node heard count from the witnesses named (--witness), else from the keys this ledger holds a
+  // valid receipt from: as `steward status` warns of them (any key can sign a receipt of any length)
+  const counted = witnesses?.length ? witnesses : rep.attestation.witnesses.map((w) => w.witness);
+  const held = dir && rep.ok ? await heldAgainst(path, rep.replay, counted) : undefined;
   return held ? { rep: withHeld(rep, held), held } : { rep };
 }
 

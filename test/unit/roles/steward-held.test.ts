@@ -52,6 +52,8 @@ describe('the witness receipts a steward’s node heard, against its ledger dire
     // only B named: A's receipt is not counted
     const named = await heldAgainstLedger(ldir, S, view, { witnesses: [b.did] });
     assert.deepEqual(named?.store === 'read' ? named.contradicting : undefined, []);
+    const none = await heldAgainstLedger(ldir, S, view, { witnesses: [] });
+    assert.deepEqual(none?.store === 'read' ? none.contradicting : undefined, [], 'no key counted: none');
     // the right copy (4 entries): nothing against it
     const whole = await heldAgainstLedger(ldir, S, { length: 4, addresses: chain.map((e) => e.address) });
     assert.deepEqual(whole?.store === 'read' ? whole.contradicting : undefined, []);
