@@ -8,7 +8,7 @@
  * entries, or cannot be read, fails it (LEDGER_HEAD_MISMATCH). A file without
  * `head` (`ledger fetch`, or an export by an earlier build) has no head to check.
  */
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { C0Error } from '../errors.js';
 import { decodeCanonical, encodeCanonical } from '../records/cbor.js';
 import type { RawLedger } from './store.js';
@@ -23,7 +23,20 @@ export function encodeLedgerFile(raw: RawLedger): Uint8Array {
   return encodeCanonical({ format: FILE_FORMAT, entries: raw.entries, receipts: raw.receipts, ...(head ? { head } : {}) });
 }
 
+/**
+ * A ledger file is a CBOR map: its first byte's major type is 5 (0xa0–0xbf). Anything else (a JSON or text file, an
+ * empty file, zeros) is said to be no ledger file from that byte, not from a CBOR decoder's internals ("length beyond
+ * 2^32"), and a file on disk is refused on it before being read whole (QA ffLedger F6, F7).
+ */
+function notAMap(first: number | undefined): C0Error | undefined {
+  if (first !== undefined && first >> 5 === 5) return undefined;
+  const what = first === undefined ? 'the file is empty' : `it begins with byte 0x${first.toString(16).padStart(2, '0')}${first === 0x7b ? " ('{': a JSON file?)" : first >= 0x20 && first < 0x7f ? ` ('${String.fromCharCode(first)}': a text file?)` : ''}`;
+  return new C0Error(FILE_ERR.MALFORMED, `not a ${FILE_FORMAT} file: a ledger file is a CBOR map, and ${what}`, { field: 'format' });
+}
+
 export function decodeLedgerFile(bytes: Uint8Array): RawLedger {
+  const bad = notAMap(bytes[0]);
+  if (bad) throw bad;
   let v: unknown;
   try {
     v = decodeCanonical(bytes, { recheck: false });
@@ -50,8 +63,21 @@ export function writeLedgerFile(path: string, raw: RawLedger): void {
 export function readLedgerFile(path: string): RawLedger {
   let b: Uint8Array;
   try {
-    b = new Uint8Array(readFileSync(path));
+    const first = Buffer.alloc(1);
+    const fd = openSync(path, 'r');
+    let n: number;
+    try {
+      n = readSync(fd, first, 0, 1, 0);
+    } finally {
+      closeSync(fd);
+    }
+    // refused on its first byte, not after reading (and copying) the whole file
+    const bad = notAMap(n ? first[0] : undefined);
+    if (bad) throw bad;
+    const buf = readFileSync(path);
+    b = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
   } catch (e) {
+    if (e instanceof C0Error) throw e;
     throw new C0Error(FILE_ERR.UNREADABLE, `cannot read ${path}: ${(e as Error).message}`);
   }
   return decodeLedgerFile(b);
