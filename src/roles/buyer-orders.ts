@@ -26,7 +26,7 @@ import { T, type Advert, type Claim, type ClaimRefusal, type Job, type NonDelive
 import { recordNonDelivery } from './buyer-nondelivery.js';
 import { decideClaims, listedInSelection, type ClaimAnswer, type ClaimDecision, type ReceivedClaim } from '../matching/claims.js';
 import { refusalCode, signClaimRefusal, signFirstClaimSelection } from '../matching/first-claim.js';
-import { BUYER_STALLED, orderFloor, type BuyerDeps, type BuyerEvent, type JobResult, type JobSpec, type RankedCandidate } from './buyer.js';
+import { BUYER_STALLED, JOB_INTERRUPTED, orderFloor, type BuyerDeps, type BuyerEvent, type JobResult, type JobSpec, type RankedCandidate } from './buyer.js';
 import { clearableTimeoutSignal, type ClearableTimeoutSignal } from '../util/timers.js';
 import { linkedSignal, type LinkedSignal } from '../util/signals.js';
 import { NODE_CLOSING_FRAME } from './claim-protocol.js';
@@ -336,6 +336,14 @@ export async function runOrder(d: BuyerDeps, ports: OrderPorts, job: Opened<Job>
     // `interrupted`): a /3, as an auction signs a /1 (docs/matching.md "No winner by the deadline").
     const nd = attempt.nondelivery && !attempt.interrupted ? await orderNonDelivery(d, job, selection, claim, cited, attempt.nondelivery, attempt.outcome, onEvent) : undefined;
     result.attempts.push({ provider: claim.signer, outcome: attempt.outcome, ...(nd ? { nondelivery: nd } : {}) });
+    // No receipt and no non-delivery: nothing signed says how it ended, so the run's words are kept for the history, as
+    // an auction's are (Buyer.run, noteAttempt). Before, an order's attempt kept none, and once its deadline passed
+    // `jobs` read an attempt that ended BUYER_STALLED (this node frozen) or EXEC_BUSY as broken off by this node's stop or
+    // crash (job-history.ts outcomeNow: no note is a crash).
+    if (!attempt.receipt && !nd) {
+      const code = attempt.interrupted === 'stopping' ? JOB_INTERRUPTED : failedOrderError(claim.signer, attempt).code;
+      await d.noteAttempt?.(selection, { code, message: attempt.outcome }).catch((e: unknown) => log.debug({ selection: selection.address, err: (e as Error).message }, 'the note of an attempt was not kept'));
+    }
     if (attempt.receipt) {
       result.receipt = attempt.receipt;
       if (attempt.acceptance) result.acceptance = attempt.acceptance;

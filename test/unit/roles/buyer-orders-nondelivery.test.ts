@@ -78,3 +78,25 @@ test('no /3 for this node’s own stop or freeze, for a failure the provider sig
     assert.equal(result.attempts[0]!.nondelivery, undefined, a.outcome);
   }
 });
+
+test('an attempt that ended with no receipt and no /3 keeps its note, as an auction’s does: the history says BUYER_STALLED, not a crash', async () => {
+  const cases: Array<[WinnerAttempt, string]> = [
+    [{ outcome: 'interrupted: this node did not run for 53 s during the attempt (BUYER_STALLED); no non-delivery signed', interrupted: 'stalled' }, 'BUYER_STALLED'],
+    [{ outcome: 'provider busy with another of our jobs: refused: EXEC_BUSY' }, 'EXEC_BUSY'],
+    [{ outcome: 'interrupted: this node is stopping (JOB_INTERRUPTED)', interrupted: 'stopping' }, 'JOB_INTERRUPTED'],
+  ];
+  for (const [a, code] of cases) {
+    const notes: Array<[string, { code?: string; message: string }]> = [];
+    const deps = { signer: BUYER.signer, did: BUYER.did, clock: () => NOW + 10, log: silentLogger(), adverts: (did: string) => (did === CLAIMANT.did ? AD : undefined), store: async () => {}, publish: async () => {}, noteAttempt: async (sel: Opened, note: { code?: string; message: string }) => void notes.push([sel.address, note]) } as unknown as BuyerDeps;
+    const queue = [{ seq: 1, receivedAt: NOW, claim: win.bytes, from: '', answer: () => {} }];
+    const ports: OrderPorts = { inbox: () => ({ next: async () => queue.shift(), close: () => {} }) };
+    const result = await runOrder(deps, ports, J, spec, () => {}, async () => a);
+    assert.deepEqual(notes, [[result.selection!.address, { code, message: a.outcome }]], a.outcome);
+  }
+  // a /3 or a receipt says how it ended: no note
+  const notes: unknown[] = [];
+  const deps = { signer: BUYER.signer, did: BUYER.did, clock: () => NOW + 10, log: silentLogger(), adverts: (did: string) => (did === CLAIMANT.did ? AD : undefined), store: async () => {}, publish: async () => {}, noteAttempt: async (...x: unknown[]) => void notes.push(x) } as unknown as BuyerDeps;
+  const queue = [{ seq: 1, receivedAt: NOW, claim: win.bytes, from: '', answer: () => {} }];
+  await runOrder(deps, { inbox: () => ({ next: async () => queue.shift(), close: () => {} }) }, J, spec, () => {}, async () => ({ outcome: 'provider unreachable or gone: EXEC_PROVIDER_SILENT', nondelivery: 'unreachable' }));
+  assert.deepEqual(notes, []);
+});
