@@ -58,8 +58,18 @@ export function nonEmpty(flag: string, takes?: string, field?: string): (v: stri
   };
 }
 
-/** An operator error that is an interruption (Ctrl-C at a prompt): printed as `error CODE: …` like any, exit 130. */
-export class Interrupted extends C0Error {}
+/**
+ * An operator error that is an interruption (Ctrl-C at a prompt): printed as `error CODE: …` like any, exit 130, or
+ * `exit` (128 + the signal's number: 143 for a run stopped with SIGTERM, 129 with SIGHUP).
+ */
+export class Interrupted extends C0Error {
+  readonly exit: number | undefined;
+  constructor(code: string, message: string, opts: { field?: string; detail?: Record<string, unknown>; cause?: unknown; exit?: number } = {}) {
+    const { exit, ...rest } = opts;
+    super(code, message, rest);
+    this.exit = exit;
+  }
+}
 
 /**
  * The operator's home directory: os.homedir() (`$HOME`), else, when that is empty (`HOME=` set but empty) or not an

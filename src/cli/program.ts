@@ -120,7 +120,7 @@ export function report(e: unknown): number {
     process.stderr.write(`error ${c.code}: ${printable(c.message, true)}\n`);
     if (process.env.C0MPUTE_DEBUG) process.stderr.write(`${c.stack ?? ''}\n`);
     if (c instanceof UsageError || c.code.startsWith('USAGE_')) return EXIT.USAGE;
-    return c instanceof Interrupted ? EXIT.INTERRUPTED : EXIT.OPERATOR;
+    return c instanceof Interrupted ? (c.exit ?? EXIT.INTERRUPTED) : EXIT.OPERATOR;
   }
   if (k.kind === 'damaged') {
     // a damaged LevelDB table met by a read (or an open) outside the store's own mapping: the data directory's fault,

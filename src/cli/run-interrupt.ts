@@ -20,19 +20,21 @@ export interface RunHeard {
  * on while this says cancelled: `c0mpute jobs` shows which. `where`: 'here' for the node in this process, which
  * withdrew the job itself before this is said (a selected job goes on there instead: goesOnHere).
  */
-export function ctrlCAnswer(heard: RunHeard, where: 'daemon' | 'here' = 'daemon'): Interrupted {
+export function ctrlCAnswer(heard: RunHeard, where: 'daemon' | 'here' = 'daemon', by?: RunStopSignal): Interrupted {
+  const exit = { exit: RUN_SIGNAL_EXIT[by ?? 'SIGINT'] };
   if (where === 'here') {
-    if (heard.job === undefined) return new Interrupted('RUN_CANCELLED', 'cancelled before the job was published: nothing was sent, nothing is paid');
-    return new Interrupted('RUN_CANCELLED', `job ${heard.job} cancelled: no provider was selected yet, so it was withdrawn and nothing is paid. \`c0mpute jobs\` shows how it ended`);
+    if (heard.job === undefined) return new Interrupted('RUN_CANCELLED', 'cancelled before the job was published: nothing was sent, nothing is paid', exit);
+    return new Interrupted('RUN_CANCELLED', `job ${heard.job} cancelled: no provider was selected yet, so it was withdrawn and nothing is paid. \`c0mpute jobs\` shows how it ended`, exit);
   }
   if (heard.winner !== undefined) {
     return new Interrupted(
       'RUN_CONTINUES',
       `job ${heard.job ?? '(unknown)'} goes on at ${heard.winner}: that provider was already selected, so it runs to its end and is paid for; its output is not kept (running the job again pays again). \`c0mpute jobs\` shows how it ends`,
+      exit,
     );
   }
-  if (heard.job === undefined) return new Interrupted('RUN_CANCELLED', 'cancelled before the job was published: the daemon drops it, nothing is paid');
-  return new Interrupted('RUN_CANCELLED', `job ${heard.job} cancelled: no provider was selected yet, so the daemon withdraws it and nothing is paid. \`c0mpute jobs\` shows how it ended`);
+  if (heard.job === undefined) return new Interrupted('RUN_CANCELLED', 'cancelled before the job was published: the daemon drops it, nothing is paid', exit);
+  return new Interrupted('RUN_CANCELLED', `job ${heard.job} cancelled: no provider was selected yet, so the daemon withdraws it and nothing is paid. \`c0mpute jobs\` shows how it ended`, exit);
 }
 
 /**
@@ -54,16 +56,43 @@ export function brokenOff(heard: RunHeard): Interrupted {
   );
 }
 
+/** The stop signals a run's command takes as the operator's Ctrl-C (the devnet takes the same three). */
+export const RUN_STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+export type RunStopSignal = (typeof RUN_STOP_SIGNALS)[number];
+/** 128 + the signal's number, as a shell reports a process the signal ended. */
+export const RUN_SIGNAL_EXIT: Record<RunStopSignal, number> = { SIGINT: EXIT.INTERRUPTED, SIGTERM: 143, SIGHUP: 129 };
+
+/** How a command's last line names the stop: `Ctrl-C` for SIGINT, else the signal (`SIGTERM`). */
+export function stopWord(by: RunStopSignal | undefined): string {
+  return by === undefined || by === 'SIGINT' ? 'Ctrl-C' : by;
+}
+
+/** The Interrupted a stop by `by` ends the command with: exit 128 + its number (130 for Ctrl-C, 143 SIGTERM, 129 SIGHUP). */
+export function interruptedBy(by: RunStopSignal | undefined, code: string, message: string): Interrupted {
+  return new Interrupted(code, message, { exit: RUN_SIGNAL_EXIT[by ?? 'SIGINT'] });
+}
+
 /**
  * Listen for Ctrl-C while a run streams: the first aborts `signal`, a second exits the process at once (130).
+ * SIGTERM (kill, systemd, a CI runner, timeout(1)) and SIGHUP (the terminal closed) are taken the same way, and `by`
+ * says which came first. Before (QA ffGang F1) only SIGINT was: a `batch run` sent SIGTERM died at once with Node's
+ * default, wrote no summary.json (so `--resume` posted, and paid for, every line again) and said nothing.
  * `dispose` restores Node's own handling (a Ctrl-C then ends the process).
  */
-export function watchCtrlC(exit: (code: number) => void = (c) => process.exit(c)): { signal: AbortSignal; dispose: () => void } {
+export function watchCtrlC(exit: (code: number) => void = (c) => process.exit(c)): { signal: AbortSignal; by: () => RunStopSignal | undefined; dispose: () => void } {
   const ac = new AbortController();
-  const onInt = () => {
-    if (ac.signal.aborted) exit(EXIT.INTERRUPTED);
-    else ac.abort();
-  };
-  process.on('SIGINT', onInt);
-  return { signal: ac.signal, dispose: () => void process.off('SIGINT', onInt) };
+  let first: RunStopSignal | undefined;
+  const handlers = RUN_STOP_SIGNALS.map((sig) => {
+    const on = () => {
+      if (ac.signal.aborted) exit(RUN_SIGNAL_EXIT[sig]);
+      else {
+        first = sig;
+        // the reason names the stop (runBatch says `interrupted with SIGTERM`)
+        ac.abort(sig);
+      }
+    };
+    process.on(sig, on);
+    return [sig, on] as const;
+  });
+  return { signal: ac.signal, by: () => first, dispose: () => handlers.forEach(([sig, on]) => void process.off(sig, on)) };
 }

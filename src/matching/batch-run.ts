@@ -297,6 +297,8 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
 
   /** The operator's Ctrl-C (opts.signal): the run stops as when it loses its daemon. */
   const interrupt = opts.signal ?? new AbortController().signal;
+  // the signal's reason names the stop when it is text (`c0mpute batch run`: 'SIGTERM', 'SIGHUP'), else it was Ctrl-C
+  const stopWord = (): string => (typeof interrupt.reason === 'string' && /^SIG[A-Z]+$/.test(interrupt.reason) && interrupt.reason !== 'SIGINT' ? interrupt.reason : 'Ctrl-C');
   const interrupted = { code: BATCH_INTERRUPTED, message: 'interrupted with Ctrl-C' };
 
   /** The run lost its daemon: say so once; what is in flight settles, nothing more starts. */
@@ -352,7 +354,7 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
           if (o.job) r.job = o.job;
           r.detail =
             lost === interrupted
-              ? 'in flight at Ctrl-C, its stream closed: the daemon withdraws it if no provider was selected yet, else it runs to its end; its outcome: `c0mpute jobs` on the daemon'
+              ? `in flight at ${stopWord()}, its stream closed: the daemon withdraws it if no provider was selected yet, else it runs to its end; its outcome: \`c0mpute jobs\` on the daemon`
               : `in flight when the run lost its daemon (${lost.code}); its outcome is not known here: \`c0mpute jobs\` on the daemon says`;
           unknown++;
           emit({ e: 'line', line: l.id, provider: p, status: 'unknown', attempt, ...(o.job ? { job: o.job } : {}), detail: `${lost.code}: ${lost.message}` });
@@ -523,10 +525,11 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
     : undefined;
 
   const onInterrupt = () => {
+    interrupted.message = `interrupted with ${stopWord()}`;
     stop(interrupted);
     wake();
   };
-  if (interrupt.aborted) stop(interrupted);
+  if (interrupt.aborted) onInterrupt();
   else interrupt.addEventListener('abort', onInterrupt, { once: true });
   progress();
   wake();
@@ -541,7 +544,7 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
     if (r.status !== 'not-posted') continue;
     if (stopped) {
       notPosted++;
-      r.detail = `${r.attempts.length ? 'not posted again' : 'not posted'}: ${stopped === interrupted ? 'the run was interrupted with Ctrl-C' : `the run stopped when it lost its daemon (${stopped.code})`}`;
+      r.detail = `${r.attempts.length ? 'not posted again' : 'not posted'}: ${stopped === interrupted ? `the run was interrupted with ${stopWord()}` : `the run stopped when it lost its daemon (${stopped.code})`}`;
     } else {
       // cannot happen (every line ends done or failed when the daemon stays); never reported as anything but failed
       r.status = 'failed';

@@ -19,6 +19,7 @@
  * provider was selected for yet and lets the others run to their end), the
  * summary is written as when the daemon is lost, and one line,
  * BATCH_INTERRUPTED, ends the command (exit 130); a second Ctrl-C exits at once.
+ * SIGTERM and SIGHUP do the same (exit 143, 129).
  */
 import { existsSync, renameSync, rmdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, extname, join, resolve } from 'node:path';
@@ -27,8 +28,8 @@ import { C0Error } from '../../errors.js';
 import { shortDid } from '../../market/short-did.js';
 import { formatMoney } from '../../records/money.js';
 import { runBatch, BATCH_INTERRUPTED, BATCH_RUN_CONCURRENCY, BATCH_RUN_MAX_CONCURRENCY, type BatchRunEvent, type BatchRunSummary } from '../../matching/batch-run.js';
-import { Interrupted, jsonReplacer, NegativeAnswer, out, outputDir as makeOutputDir, UsageError, writingTo } from '../context.js';
-import { watchCtrlC } from '../run-interrupt.js';
+import { jsonReplacer, NegativeAnswer, out, outputDir as makeOutputDir, UsageError, writingTo } from '../context.js';
+import { interruptedBy, stopWord, watchCtrlC } from '../run-interrupt.js';
 import { printable } from '../../util/text.js';
 import { requireDaemon } from '../daemon-client.js';
 import { globals } from './index.js';
@@ -154,10 +155,10 @@ export function registerBatchRun(batch: Command): void {
         if (e.e === 'planned') for (const l of renderPlan(e.plan)) out(l);
         else if (e.e === 'line') {
           const mark = e.status === 'done' ? '✔' : e.status === 'retry' ? '↻' : e.status === 'unknown' ? '?' : '✘';
-          const what = e.status === 'done' ? 'done by' : e.status === 'retry' ? 'to re-plan after' : e.status === 'unknown' ? (ctrlC.signal.aborted ? 'in flight at Ctrl-C, its stream closed, at' : 'outcome unknown (the daemon was lost) at') : 'failed at';
+          const what = e.status === 'done' ? 'done by' : e.status === 'retry' ? 'to re-plan after' : e.status === 'unknown' ? (ctrlC.signal.aborted ? `in flight at ${stopWord(ctrlC.by())}, its stream closed, at` : 'outcome unknown (the daemon was lost) at') : 'failed at';
           say(`${mark} ${e.line} ${what} ${names(e.provider)}${e.status === 'unknown' && e.job ? `, job ${e.job}` : ''}${e.detail ? ` (${e.detail})` : ''}`);
         } else if (e.e === 'stopped' && e.code === BATCH_INTERRUPTED) {
-          say(`✘ Ctrl-C: no more lines are posted${e.inFlight ? `; closing the ${e.inFlight} in flight` : ''}`);
+          say(`✘ ${stopWord(ctrlC.by())}: no more lines are posted${e.inFlight ? `; closing the ${e.inFlight} in flight` : ''}`);
         } else if (e.e === 'stopped') {
           say(`✘ lost the daemon (${e.code}: ${e.message}): no more lines are posted and no provider is blamed${e.inFlight ? `; waiting for the ${e.inFlight} in flight` : ''}`);
         } else if (e.e === 'provider-failed') say(providerFailedLine(e, names));
@@ -177,6 +178,8 @@ export function registerBatchRun(batch: Command): void {
       } finally {
         ctrlC.dispose();
       }
+      /** The stop signal that interrupted the run (Ctrl-C, SIGTERM, SIGHUP), if one did. */
+      const by = ctrlC.by();
       // a resumed run keeps the earlier summary beside its own (summary.<its start>.json), never over it
       const kept = earlier ? keptName(outputDir, earlier.startedAt) : undefined;
       // the top-level figures are this run's; `wholeBatch` adds the lines carried from the runs before (QA qaMatch F2)
@@ -197,9 +200,10 @@ export function registerBatchRun(batch: Command): void {
         out(`outputs in ${outputDir}, summary in ${summaryFile}${kept ? ` (the earlier one kept as ${basename(kept)})` : ''}`);
       }
       if (summary.stopped?.code === BATCH_INTERRUPTED) {
-        throw new Interrupted(
+        throw interruptedBy(
+          by,
           BATCH_INTERRUPTED,
-          `the batch was interrupted with Ctrl-C: ${summary.done} of ${summary.lines} lines done, ${summary.unknown} in flight (their streams closed: the daemon withdraws those no provider was selected for yet and lets the others run to their end; their outcome: \`c0mpute jobs\`), ${summary.notPosted} not posted${summary.failed ? `, ${summary.failed} failed` : ''}; outputs in ${outputDir}, per line in ${summaryFile}`,
+          `the batch was interrupted with ${stopWord(by)}: ${summary.done} of ${summary.lines} lines done, ${summary.unknown} in flight (their streams closed: the daemon withdraws those no provider was selected for yet and lets the others run to their end; their outcome: \`c0mpute jobs\`), ${summary.notPosted} not posted${summary.failed ? `, ${summary.failed} failed` : ''}; outputs in ${outputDir}, per line in ${summaryFile}`,
         );
       }
       if (summary.stopped) {

@@ -545,7 +545,7 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
         }
       }
     } catch (e) {
-      if (ctrlC.signal.aborted) throw ctrlCAnswer(heard);
+      if (ctrlC.signal.aborted) throw ctrlCAnswer(heard, 'daemon', ctrlC.by());
       // the daemon said it broke the run off as it stopped, and then its stream ended before the result
       if (interrupted && (e as C0Error).code === 'DAEMON_STREAM_LOST') throw new C0Error(interrupted.code, interrupted.message);
       throw e;

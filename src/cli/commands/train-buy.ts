@@ -19,8 +19,8 @@ import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import { apiCall, apiStream } from '../../node/api-client.js';
 import type { GangReport, MarketAdvert, MemberJobResult } from '../../roles/trainer/gang-buy.js';
-import { Interrupted, NegativeAnswer, out, outJson, readInput, UsageError, writeOutput, writingTo } from '../context.js';
-import { watchCtrlC } from '../run-interrupt.js';
+import { NegativeAnswer, type Interrupted, out, outJson, readInput, UsageError, writeOutput, writingTo } from '../context.js';
+import { interruptedBy, stopWord, watchCtrlC, type RunStopSignal } from '../run-interrupt.js';
 import { printable } from '../../util/text.js';
 import { requireDaemon, overlayQuery as q } from '../daemon-client.js';
 import { globals } from './index.js';
@@ -95,11 +95,11 @@ export function registerBuy(train: Command): void {
       // at once.
       const ctrlC = watchCtrlC();
       try {
-        await buyGang(ctrlC.signal);
+        await buyGang(ctrlC.signal, ctrlC.by);
       } finally {
         ctrlC.dispose();
       }
-      async function buyGang(interrupted: AbortSignal): Promise<void> {
+      async function buyGang(interrupted: AbortSignal, by: () => RunStopSignal | undefined): Promise<void> {
         /** Release the gang's one claim with these member receipts (the daemon asks the steward, 30 s at most: releaseGang). */
         const release = (receipts: string[]) =>
           (apiCall(client.api, client.token, 'POST', `/v1/gang/release${q(f.overlay)}`, { claim: runAddr, receipts }, { workMs: 30_000 }) as Promise<{ released: string }>).catch(() => ({ released: 'unknown' }));
@@ -123,7 +123,7 @@ export function registerBuy(train: Command): void {
           if (first === 'ctrl-c') {
             admitting.catch(() => {}); // its answer no longer matters
             const rel = await release([]);
-            throw new Interrupted('TRAIN_GANG_INTERRUPTED', `gang ${runAddr} interrupted with Ctrl-C while the steward decided its claim: no member job was sent, and the claim was withdrawn (steward: ${rel.released})`);
+            throw interruptedBy(by(), 'TRAIN_GANG_INTERRUPTED', `gang ${runAddr} interrupted with ${stopWord(by())} while the steward decided its claim: no member job was sent, and the claim was withdrawn (steward: ${rel.released})`);
           }
           admission = first.admission;
           if (!f.json) process.stderr.write(`▸ gang claim ${runAddr} under ${f.entitlement}: ${admission.verdict}${admission.reason ? ` (${printable(admission.reason)})` : ''}${admission.reserved ? `, ${admission.reserved.uj} µJ reserved (${admission.reserved.grade})` : ''}\n`);
@@ -135,7 +135,7 @@ export function registerBuy(train: Command): void {
         /** What each member job's stream said before a Ctrl-C: whether its provider was selected (the run committed). */
         const selected = new Set<number>();
         const buyOne = async (did: string, member: number): Promise<MemberJobResult> => {
-          if (interrupted.aborted) return { status: 'not-sent', attempts: [{ provider: did, outcome: 'not sent: Ctrl-C came first' }] };
+          if (interrupted.aborted) return { status: 'not-sent', attempts: [{ provider: did, outcome: `not sent: ${stopWord(by())} came first` }] };
           const gang = { claim: runAddr, member };
           const spec = { workload: f.workload, maxPrice: { amount: f.maxPrice, currency: f.currency }, deadlineMs, timeoutMs: Math.max(1_000, deadlineMs - 10_000), requirements: { allowlist: [did] }, input, params: citeParams(gang), ...(f.entitlement ? { entitlement: f.entitlement, gang } : {}) };
           try {
@@ -149,7 +149,8 @@ export function registerBuy(train: Command): void {
             }
           } catch (e) {
             if (interrupted.aborted) {
-              const outcome = selected.has(member) ? 'in flight at Ctrl-C with its provider selected: it runs to its end and is paid for' : 'in flight at Ctrl-C before a provider was selected: the daemon withdraws it';
+              const at = stopWord(by());
+              const outcome = selected.has(member) ? `in flight at ${at} with its provider selected: it runs to its end and is paid for` : `in flight at ${at} before a provider was selected: the daemon withdraws it`;
               return { status: 'interrupted', attempts: [{ provider: did, outcome }] };
             }
             // refused before the run started (the daemon answers a bad spec as an HTTP error): this member failed, and the
@@ -178,7 +179,7 @@ export function registerBuy(train: Command): void {
         if (stopped) {
           // of the member jobs in flight at the Ctrl-C, those whose provider was selected (a finished one was selected too)
           const committed = results.filter((r, i) => r.status === 'interrupted' && selected.has(i)).length;
-          throw gangInterrupted(report, committed, f.out ? `${f.out}.result.json` : undefined);
+          throw gangInterrupted(report, committed, f.out ? `${f.out}.result.json` : undefined, by());
         }
         if (!f.json) {
           for (const m of report.members) out(`member ${m.did}: ${m.status}${m.receipt ? `, receipt ${m.receipt}` : ''}${m.energy ? `, energy ${m.energy.uj} µJ (${m.energy.grade})` : ''}${m.weights ? `, weights ${m.weights}` : ''}${m.problem ? ` ✘ ${m.problem}` : ''}`);
@@ -190,11 +191,11 @@ export function registerBuy(train: Command): void {
 }
 
 /**
- * The line a Ctrl-C ends `train buy` with (exit 130): the member jobs done, those in flight (their streams closed:
+ * The line a Ctrl-C ends `train buy` with (exit 130; SIGTERM 143, SIGHUP 129, `by`): the member jobs done, those in flight (their streams closed:
  * `committed` of those in flight had a provider selected, so they run to their end and are paid for; the daemon withdraws the
  * rest), those not sent, the claim's release, and where the per-member report is.
  */
-export function gangInterrupted(report: GangReport & { admission?: Admission; released?: string }, committed: number, file: string | undefined): Interrupted {
+export function gangInterrupted(report: GangReport & { admission?: Admission; released?: string }, committed: number, file: string | undefined, by?: RunStopSignal): Interrupted {
   const n = report.members.length;
   const done = report.members.filter((m) => m.status === 'completed').length;
   const inFlight = report.members.filter((m) => m.status === 'interrupted').length;
@@ -202,8 +203,9 @@ export function gangInterrupted(report: GangReport & { admission?: Admission; re
   const receipts = report.members.filter((m) => m.receipt !== undefined).length;
   const flight = inFlight ? `; ${inFlight} in flight, their streams closed (${committed} with a provider already selected run to their end and are paid for; the daemon withdraws the others)` : '';
   const claim = report.admission ? `; the gang's claim was released with the ${receipts} receipt${receipts === 1 ? '' : 's'} so far (steward: ${report.released ?? 'unknown'})` : '';
-  return new Interrupted(
+  return interruptedBy(
+    by,
     'TRAIN_GANG_INTERRUPTED',
-    `gang ${report.run} interrupted with Ctrl-C: ${done} of ${n} member jobs done${flight}${notSent ? `; ${notSent} not sent` : ''}${claim}. Per member: ${file ?? 'the receipts in `c0mpute jobs`'}`,
+    `gang ${report.run} interrupted with ${stopWord(by)}: ${done} of ${n} member jobs done${flight}${notSent ? `; ${notSent} not sent` : ''}${claim}. Per member: ${file ?? 'the receipts in `c0mpute jobs`'}`,
   );
 }

@@ -48,3 +48,32 @@ test('Ctrl-C on `batch run`: streams in flight closed, summary.json written (sto
   assert.deepEqual([s.unknown, s.notPosted], [2, 2]);
   assert.deepEqual(s.perLine.filter((l) => l.status === 'unknown').map((l) => l.job !== undefined), [true, true], 'the jobs in flight named');
 });
+
+test('SIGTERM on `batch run` (kill, systemd, a CI runner) stops it as Ctrl-C does: summary.json written, so `--resume` pays no done line again; exit 143', async () => {
+  // before (QA ffGang F1) only SIGINT was handled: SIGTERM killed the command with no line and no summary.json, and a
+  // `--resume` then posted, and paid for, every line again
+  const dataDir = join(root, 'buyer-term');
+  const d = await fakeBatchDaemon(dataDir, P(952).did, { hold: true, slots: 2 });
+  try {
+    const file = join(root, 't.yaml');
+    writeFileSync(file, 'window: 10m\nworkloads: [{ workload: builtin.sha256, lines: 4, lineTime: 2s, maxPrice: "0.01 USD", params: "1000", inputText: "line {n}" }]\n');
+    const outDir = join(root, 't.out');
+    const env: NodeJS.ProcessEnv = { ...process.env, C0MPUTE_HOME: join(root, 'unused-home') };
+    delete env.NODE_TEST_CONTEXT;
+    const cli = spawn(process.execPath, [BIN, '--data-dir', dataDir, 'batch', 'run', file, '--output-dir', outDir], { stdio: ['ignore', 'pipe', 'pipe'], env });
+    let err = '';
+    cli.stderr.setEncoding('utf8').on('data', (x: string) => (err += x));
+    const exited = new Promise<number | null>((ok) => cli.once('close', (code) => ok(code)));
+    while (d.runs < 2) await new Promise((r) => setTimeout(r, 50));
+    cli.kill('SIGTERM');
+    const code = await exited;
+    assert.equal(code, 143, err);
+    assert.match(err, /^✘ SIGTERM: no more lines are posted; closing the 2 in flight$/m);
+    assert.match(err, /^error BATCH_INTERRUPTED: the batch was interrupted with SIGTERM: 0 of 4 lines done, 2 in flight/m);
+    const s = JSON.parse(readFileSync(join(outDir, 'summary.json'), 'utf8')) as { stopped: { code: string; message: string }; unknown: number; notPosted: number; perLine: Array<{ status: string; detail?: string }> };
+    assert.deepEqual([s.stopped.code, s.stopped.message, s.unknown, s.notPosted], ['BATCH_INTERRUPTED', 'interrupted with SIGTERM', 2, 2]);
+    assert.ok(s.perLine.filter((l) => l.status === 'not-posted').every((l) => l.detail === 'not posted: the run was interrupted with SIGTERM'), JSON.stringify(s.perLine));
+  } finally {
+    d.close();
+  }
+});

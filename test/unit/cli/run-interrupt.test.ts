@@ -47,3 +47,22 @@ test('watchCtrlC: the first SIGINT aborts the signal, a second exits 130 at once
   w.dispose();
   assert.equal(process.listenerCount('SIGINT'), before);
 });
+
+test('watchCtrlC takes SIGTERM and SIGHUP as Ctrl-C: `by` names the first, a second signal exits 128 + its number; the answers carry that exit', () => {
+  for (const [sig, code] of [['SIGTERM', 143], ['SIGHUP', 129]] as const) {
+    const exits: number[] = [];
+    const before = process.listenerCount(sig);
+    const w = watchCtrlC((c) => exits.push(c));
+    process.emit(sig, sig);
+    assert.ok(w.signal.aborted, sig);
+    assert.equal(w.by(), sig);
+    assert.equal(w.signal.reason, sig);
+    assert.deepEqual(exits, []);
+    process.emit(sig, sig);
+    assert.deepEqual(exits, [code]);
+    w.dispose();
+    assert.equal(process.listenerCount(sig), before);
+    assert.equal(ctrlCAnswer({ job: JOB }, 'daemon', sig).exit, code);
+  }
+  assert.equal(ctrlCAnswer({ job: JOB }).exit, EXIT.INTERRUPTED);
+});
