@@ -16,7 +16,7 @@
  * stewarded overlay").
  */
 import type { Command } from 'commander';
-import { C0Error } from '../../errors.js';
+import type { C0Error } from '../../errors.js';
 import { apiCall, apiStream } from '../../node/api-client.js';
 import type { GangReport, MarketAdvert, MemberJobResult } from '../../roles/trainer/gang-buy.js';
 import { NegativeAnswer, type Interrupted, out, outJson, readInput, UsageError, writeOutput, writingTo } from '../context.js';
@@ -129,7 +129,7 @@ export function registerBuy(train: Command): void {
           if (!f.json) process.stderr.write(`▸ gang claim ${runAddr} under ${f.entitlement}: ${admission.verdict}${admission.reason ? ` (${printable(admission.reason)})` : ''}${admission.reserved ? `, ${admission.reserved.uj} µJ reserved (${admission.reserved.grade})` : ''}\n`);
           if (admission.verdict !== 'Admit') {
             if (f.json) outJson({ run: runAddr, ok: false, admission, members: [] });
-            throw new C0Error('TRAIN_GANG_REFUSED', `the steward did not admit the gang of ${order.length}: ${admission.verdict}${admission.reason ? ` ${admission.reason}` : ''}`, { detail: { admission } });
+            throw gangRefused(admission, order.length);
           }
         }
         /** What each member job's stream said before a Ctrl-C: whether its provider was selected (the run committed). */
@@ -208,4 +208,13 @@ export function gangInterrupted(report: GangReport & { admission?: Admission; re
     'TRAIN_GANG_INTERRUPTED',
     `gang ${report.run} interrupted with ${stopWord(by)}: ${done} of ${n} member jobs done${flight}${notSent ? `; ${notSent} not sent` : ''}${claim}. Per member: ${file ?? 'the receipts in `c0mpute jobs`'}`,
   );
+}
+
+/**
+ * A gang the steward did not admit: a negative answer (exit 1, docs/training.md "A gang on a stewarded overlay"),
+ * printed as `error TRAIN_GANG_REFUSED: …` with the verdict and its reason. Before (QA ffGang F3) it was an operator
+ * error, exit 3, while the docs said 1.
+ */
+export function gangRefused(admission: Admission, members: number): NegativeAnswer {
+  return new NegativeAnswer([`error TRAIN_GANG_REFUSED: the steward did not admit the gang of ${members}: ${admission.verdict}${admission.reason ? ` ${printable(admission.reason)}` : ''}`], 'stderr');
 }
