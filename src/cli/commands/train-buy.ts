@@ -16,12 +16,13 @@
  * stewarded overlay").
  */
 import type { Command } from 'commander';
-import type { C0Error } from '../../errors.js';
+import { C0Error } from '../../errors.js';
 import { apiCall, apiStream } from '../../node/api-client.js';
 import type { GangReport, MarketAdvert, MemberJobResult } from '../../roles/trainer/gang-buy.js';
 import { NegativeAnswer, type Interrupted, out, outJson, readInput, UsageError, writeOutput, writingTo } from '../context.js';
 import { interruptedBy, stopWord, watchCtrlC, type RunStopSignal } from '../run-interrupt.js';
 import { printable } from '../../util/text.js';
+import { DAEMON_LOST_CODES } from '../../matching/batch-run.js';
 import { requireDaemon, overlayQuery as q } from '../daemon-client.js';
 import { globals } from './index.js';
 import type { Admission } from '../../roles/buyer.js';
@@ -132,6 +133,8 @@ export function registerBuy(train: Command): void {
             throw gangRefused(admission, order.length);
           }
         }
+        /** The daemon lost under a member job's stream (DAEMON_LOST_CODES): the first such error. */
+        let lost: { code: string; message: string } | undefined;
         /** What each member job's stream said before a Ctrl-C: whether its provider was selected (the run committed). */
         const selected = new Set<number>();
         const buyOne = async (did: string, member: number): Promise<MemberJobResult> => {
@@ -153,9 +156,13 @@ export function registerBuy(train: Command): void {
               const outcome = selected.has(member) ? `in flight at ${at} with its provider selected: it runs to its end and is paid for` : `in flight at ${at} before a provider was selected: the daemon withdraws it`;
               return { status: 'interrupted', attempts: [{ provider: did, outcome }] };
             }
+            // the daemon itself lost (it died, restarted, stopped answering): the buyer's side, not this member's; the
+            // command ends with the daemon's code below (gangEnd), as `run` and `batch run` do
+            const code = (e as C0Error).code;
+            if (code !== undefined && DAEMON_LOST_CODES.has(code)) lost ??= { code, message: (e as Error).message };
             // refused before the run started (the daemon answers a bad spec as an HTTP error): this member failed, and the
             // gang's claim is still released below
-            return { status: 'error', attempts: [{ provider: did, outcome: `${(e as C0Error).code ?? 'ERROR'}: ${(e as Error).message}` }] };
+            return { status: 'error', attempts: [{ provider: did, outcome: `${code ?? 'ERROR'}: ${(e as Error).message}` }] };
           }
           return { status: 'error', attempts: [{ provider: did, outcome: 'the daemon ended the run without a result' }] };
         };
@@ -185,7 +192,8 @@ export function registerBuy(train: Command): void {
           for (const m of report.members) out(`member ${m.did}: ${m.status}${m.receipt ? `, receipt ${m.receipt}` : ''}${m.energy ? `, energy ${m.energy.uj} µJ (${m.energy.grade})` : ''}${m.weights ? `, weights ${m.weights}` : ''}${m.problem ? ` ✘ ${m.problem}` : ''}`);
           if (report.ok) out(`weights ${report.weights!} (all ${report.members.length} members agree${report.reference ? ', and the single-process run reaches the same' : ''})`);
         }
-        if (!report.ok) throw new NegativeAnswer([`✘ the gang did not finish with one set of weights`], 'stderr');
+        const end = gangEnd(report, lost, f.out ? `${f.out}.result.json` : undefined);
+        if (end) throw end;
       }
     });
 }
@@ -217,4 +225,29 @@ export function gangInterrupted(report: GangReport & { admission?: Admission; re
  */
 export function gangRefused(admission: Admission, members: number): NegativeAnswer {
   return new NegativeAnswer([`error TRAIN_GANG_REFUSED: the steward did not admit the gang of ${members}: ${admission.verdict}${admission.reason ? ` ${printable(admission.reason)}` : ''}`], 'stderr');
+}
+
+/**
+ * How `train buy` ends once every member job has ended (undefined: all completed and agree, exit 0). The daemon lost
+ * under a member job's stream (`lost`: DAEMON_STREAM_LOST, …) is the daemon's error, exit 3, as `run` and `batch run`
+ * end: the member jobs may still be running there or have been broken off, `c0mpute jobs` says which. Else a negative
+ * answer (exit 1) naming each member that did not complete and why, or saying the members disagree, or that the
+ * agreed weights are not the single-process run's. Before (QA ffGang F4, F7) every case read `✘ the gang did not
+ * finish with one set of weights` (exit 1), also when its daemon had died and when the members that finished agreed
+ * but one had failed.
+ */
+export function gangEnd(report: GangReport, lost: { code: string; message: string } | undefined, file: string | undefined): C0Error | NegativeAnswer | undefined {
+  if (report.ok) return undefined;
+  const per = file ?? 'the receipts in `c0mpute jobs`';
+  if (lost) {
+    const done = report.members.filter((m) => m.status === 'completed').length;
+    return new C0Error(lost.code, `train buy lost its daemon: ${lost.message}. ${done} of ${report.members.length} member jobs completed; the others' outcome is not known here (\`c0mpute jobs\` once the daemon is back: a restarted buyer withdraws the gang's claim at its start). Per member: ${per}`);
+  }
+  const notDone = report.members.filter((m) => m.status !== 'completed' || !m.weights);
+  if (notDone.length) {
+    const said = notDone.slice(0, 8).map((m) => `${m.did} ${m.status}${m.problem ? ` (${m.problem})` : ''}`).join('; ');
+    return new NegativeAnswer([`✘ ${notDone.length} of ${report.members.length} members did not complete: ${said}${notDone.length > 8 ? `; +${notDone.length - 8} more` : ''}`], 'stderr');
+  }
+  if (report.weights === undefined) return new NegativeAnswer([`✘ the gang did not finish with one set of weights: the members disagree on the final weights`], 'stderr');
+  return new NegativeAnswer([`✘ the members agree on ${report.weights}, but the single-process run reaches ${report.reference ?? '(not computed)'}: some member's contribution was not its work`], 'stderr');
 }
