@@ -216,6 +216,10 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
       caller.removeEventListener('abort', left);
     }
   };
+  /** A route naming a stage twice goes around a loop (docs/training.md): refused before anything is asked or computed. */
+  const checkNoRepeat = (route: readonly string[]): void => {
+    if (new Set(route).size !== route.length) throw new C0Error('PIPELINE_BAD_REQUEST', 'the route names a stage twice: give each stage once, in order');
+  };
   const self: StageServes = { layers: [...o.shape.layers], from: o.range[0], to: o.range[1] };
   /**
    * A request asking what the stages of its route serve (`{ask: "serves", route}`, nothing after it): this stage's
@@ -225,10 +229,11 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
    * `end: "not-asked"`. Nothing is computed.
    */
   const describe = async (head: { route?: unknown; ask?: unknown }, frames: number, ctx: ServeContext): Promise<CborValue> => {
-    if (head.ask !== 'serves') throw new C0Error('PIPELINE_BAD_REQUEST', `ask ${JSON.stringify(head.ask)?.slice(0, 40)} is not a question this stage knows ("serves")`);
+    if (head.ask !== 'serves') throw new C0Error('PIPELINE_BAD_REQUEST', `ask ${typeof head.ask === 'string' ? JSON.stringify(head.ask.slice(0, 40)) : typeof head.ask} is not a question this stage knows ("serves")`);
     if (frames !== 1) throw new C0Error('PIPELINE_BAD_REQUEST', 'a question carries no frames after its first');
     if (!Array.isArray(head.route) || !head.route.every((d) => isDid(d))) throw new C0Error('PIPELINE_BAD_REQUEST', 'route entries must be DIDs');
     const route = head.route as string[];
+    checkNoRepeat(route);
     if (route.length === 0) return { serves: [self] } as unknown as CborValue;
     if (route.length > stagesLeft) return { serves: [self], end: 'not-asked' } as unknown as CborValue;
     let answer: CborValue[];
@@ -260,6 +265,7 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
     checkSize(head.batch * outW * 8);
     if (head.route.length > stagesLeft) throw new C0Error('PIPELINE_BAD_REQUEST', routeTooLong(head.route.length, stagesLeft, o.shape, o.range));
     if (!head.route.every((d) => isDid(d))) throw new C0Error('PIPELINE_BAD_REQUEST', 'route entries must be DIDs');
+    checkNoRepeat(head.route as string[]);
     const payload = joinBytes(reqs.slice(1));
     if (payload.length % 8 !== 0) throw new C0Error('PIPELINE_BAD_REQUEST', `activations of ${payload.length} bytes: not a whole number of 8-byte values`);
     const x = weightsFromBytes(payload);

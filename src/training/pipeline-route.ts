@@ -90,7 +90,9 @@ export function checkRoute(route: RouteStage[], layers: number[], said: RouteSer
     const wanted = k === 0 ? `the first stage must serve layer 0` : `after stage ${k - 1}, which ends with layer ${want - 1}, layer ${want} must come next`;
     const other = S.findIndex((x, j) => j !== k && x.from === want);
     if (other >= 0) throw mismatch(k, 'order', `${stageName(route, k)} serves ${serves}, but ${wanted}, and stage ${other} of --stages serves it: give the stages in order`);
-    if (s.from > want && k + 1 < route.length) throw mismatch(k, 'order', `${stageName(route, k)} serves ${serves}, but ${wanted}: give the stages in order, stage 0 first (or the stage that serves layer ${want} is missing)`);
+    // a gap with the stages from here on following one another is a stage left out (as docs/training.md says); else the order
+    const follows = S.length === route.length && S.slice(k + 1).every((x, j) => x.from === S[k + j]!.to);
+    if (s.from > want && k + 1 < route.length && !follows) throw mismatch(k, 'order', `${stageName(route, k)} serves ${serves}, but ${wanted}: give the stages in order, stage 0 first (or the stage that serves layer ${want} is missing)`);
     if (s.from > want) throw mismatch(k, 'missing', `${stageName(route, k)} serves ${serves}, but ${wanted}: a stage is missing before it (no stage of --stages serves layer${s.from - want === 1 ? '' : 's'} ${s.from - want === 1 ? want : `${want}–${s.from - 1}`})`);
     throw mismatch(k, 'order', `${stageName(route, k)} serves ${serves}, but ${wanted}: a stage given twice, or out of order`);
   }

@@ -93,10 +93,13 @@ test('train infer sends the rows through two stage processes: the output is the 
   assert.match(over.err, /PIPELINE_OUTPUT_NOT_FINITE: stage 0 \(did:key:\S+ at \S+\) answered: (stage 1 \(did:key:\S+ at \S+\) answered: )?layer \d /);
 
   // --layers not the stages' model, and the stages reversed: refused before any row is sent, naming the stage (QA qaTrn F7, F8)
-  const [shape, order] = await Promise.all([
+  const [shape, order, twice] = await Promise.all([
     c0mpute(driver.dir, ['train', 'infer', '--stages', stages, '--layers', '4,16,3', '--input', rowsFile]),
     c0mpute(driver.dir, ['train', 'infer', '--stages', `${s1.addr},${s0.addr}`, '--layers', layers.join(','), '--input', rowsFile]),
+    // one stage named twice: said as such, not as the stage failing to dial itself (review s54)
+    c0mpute(driver.dir, ['train', 'infer', '--stages', `${s0.addr},${s0.addr}`, '--layers', layers.join(','), '--input', rowsFile]),
   ]);
+  assert.match(twice.err, /PIPELINE_ROUTE_MISMATCH: --stages: stage 1 \(\S+\) is stage 0 again: give each stage once, in order/, twice.out + twice.err);
   assert.equal(shape.code, 3, shape.out + shape.err);
   assert.match(shape.err, /PIPELINE_LAYERS_MISMATCH: stage 0 \(did:key:\S+ at \S+\) serves layer 0 of 2 \(4→8\) of a 4,8,3 model; --layers says 4,16,3/);
   assert.equal(order.code, 3, order.out + order.err);

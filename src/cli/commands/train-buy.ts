@@ -22,7 +22,7 @@ import type { GangReport, MarketAdvert, MemberJobResult } from '../../roles/trai
 import { NegativeAnswer, type Interrupted, out, outJson, readInput, UsageError, writeOutput, writingTo } from '../context.js';
 import { interruptedBy, stopWord, watchCtrlC, type RunStopSignal } from '../run-interrupt.js';
 import { printable } from '../../util/text.js';
-import { DAEMON_LOST_CODES } from '../../matching/batch-run.js';
+import { DAEMON_STOPPING_CODES, daemonSideCode } from '../../matching/batch-run.js';
 import { requireDaemon, overlayQuery as q } from '../daemon-client.js';
 import { globals } from './index.js';
 import type { Admission } from '../../roles/buyer.js';
@@ -133,7 +133,7 @@ export function registerBuy(train: Command): void {
             throw gangRefused(admission, order.length);
           }
         }
-        /** The daemon lost under a member job's stream (DAEMON_LOST_CODES): the first such error. */
+        /** The daemon lost under a member job's stream, or stopping (daemonSideCode; a member job it broke off): the first such error. */
         let lost: { code: string; message: string } | undefined;
         /** What each member job's stream said before a Ctrl-C: whether its provider was selected (the run committed). */
         const selected = new Set<number>();
@@ -144,9 +144,16 @@ export function registerBuy(train: Command): void {
           try {
             for await (const ev of apiStream(client.api, client.token, `/v1/run${q(f.overlay)}`, spec, { signal: interrupted })) {
               if (ev.e === 'selection') selected.add(member);
-              if (ev.e === 'result') return ev.result as MemberJobResult;
+              if (ev.e === 'result') {
+                const r = ev.result as MemberJobResult & { error?: { code?: string; message?: string } };
+                // broken off by the daemon's own stop (JOB_INTERRUPTED) with no Ctrl-C here: the daemon's side, said as its code
+                if (r.status === 'interrupted' && !interrupted.aborted) lost ??= { code: r.error?.code ?? 'JOB_INTERRUPTED', message: r.error?.message ?? 'the daemon broke the member job off as it stopped' };
+                return r;
+              }
               if (ev.e === 'error') {
                 const err = ev.error as { code: string; message: string };
+                // the daemon refusing new runs as it stops (JOB_INTERRUPTED): its side, as a lost daemon is
+                if (DAEMON_STOPPING_CODES.has(err.code)) lost ??= { code: err.code, message: err.message };
                 return { status: 'error', attempts: [{ provider: did, outcome: `${err.code}: ${err.message}` }] };
               }
             }
@@ -159,7 +166,7 @@ export function registerBuy(train: Command): void {
             // the daemon itself lost (it died, restarted, stopped answering): the buyer's side, not this member's; the
             // command ends with the daemon's code below (gangEnd), as `run` and `batch run` do
             const code = (e as C0Error).code;
-            if (code !== undefined && DAEMON_LOST_CODES.has(code)) lost ??= { code, message: (e as Error).message };
+            if (daemonSideCode(e) !== undefined) lost ??= { code, message: (e as Error).message };
             // refused before the run started (the daemon answers a bad spec as an HTTP error): this member failed, and the
             // gang's claim is still released below
             return { status: 'error', attempts: [{ provider: did, outcome: `${code ?? 'ERROR'}: ${(e as Error).message}` }] };
@@ -241,7 +248,8 @@ export function gangEnd(report: GangReport, lost: { code: string; message: strin
   const per = file ?? 'the receipts in `c0mpute jobs`';
   if (lost) {
     const done = report.members.filter((m) => m.status === 'completed').length;
-    return new C0Error(lost.code, `train buy lost its daemon: ${lost.message}. ${done} of ${report.members.length} member jobs completed; the others' outcome is not known here (\`c0mpute jobs\` once the daemon is back: a restarted buyer withdraws the gang's claim at its start). Per member: ${per}`);
+    const what = DAEMON_STOPPING_CODES.has(lost.code) ? 'its daemon is stopping' : 'train buy lost its daemon';
+    return new C0Error(lost.code, `${what}: ${lost.message}. ${done} of ${report.members.length} member jobs completed; the others' outcome is not known here (\`c0mpute jobs\` once the daemon is back: a restarted buyer withdraws the gang's claim at its start). Per member: ${per}`);
   }
   const notDone = report.members.filter((m) => m.status !== 'completed' || !m.weights);
   if (notDone.length) {

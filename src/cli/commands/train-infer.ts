@@ -73,7 +73,13 @@ export function registerInfer(train: Command): void {
       if (addrs.length === 0) throw new UsageError('TRAIN_BAD_OPTION', '--stages: name every stage, stage 0 first', { field: 'stages' });
       if (addrs.length > layers.length - 1) throw new UsageError('PIPELINE_STAGES_INVALID', `--stages: ${addrs.length} stages; a ${opts.layers} model has at most ${layers.length - 1}`, { field: 'stages' });
       const route: string[] = [];
-      for (const [k, a] of addrs.entries()) route.push(await stageDid(a, k));
+      for (const [k, a] of addrs.entries()) {
+        const did = await stageDid(a, k);
+        // a stage named twice would be asked to forward to itself (a node does not dial itself): said as what it is
+        const first = route.indexOf(did);
+        if (first >= 0) throw new C0Error('PIPELINE_ROUTE_MISMATCH', `--stages: stage ${k} (${a.slice(0, 120)}) is stage ${first} again: give each stage once, in order`, { field: 'stages', detail: { stage: did, index: k, likely: 'extra' } });
+        route.push(did);
+      }
       const { x, rows } = parseRows(new TextDecoder().decode(readInput(opts.input)), layers[0]!, opts.input);
       const [{ loadNodeIdentity }, { createNetwork }, { remotePipeline, connectStage, describeRoute, checkRoute, DRIVER_IN_FLIGHT }, { gpipeForward, firstNonFinite }, { argmaxRows }] = await Promise.all([
         import('../signer.js'),

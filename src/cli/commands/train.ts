@@ -227,14 +227,18 @@ export function register(program: Command): void {
       out(`serving stage ${opts.stage} of ${opts.of}, ${servesText(shape, range)}, as ${id.did} at ${net.addrs()[0]}${allow ? `, to ${allow.length} allowed caller${allow.length === 1 ? '' : 's'}` : ''}`);
       // --next dialled once now, its failure said (QA qaTrn F9: accepted silently); the stage serves on, and its node
       // keeps redialling it (a next stage started later is found), so a request's forward may still reach it
-      if (opts.next !== undefined && !last) {
-        const reason = await dialNext(net, opts.next);
-        if (reason !== undefined) warn('PIPELINE_NEXT_UNREACHABLE', `--next ${opts.next.slice(0, 120)} is not reachable now (${reason}); serving anyway: a request's forward fails PIPELINE_NEXT_STAGE_FAILED until it is up (start the stages last to first)`);
-      }
-      await new Promise<void>((resolve) => {
+      // (not awaited before the stop signals are taken: a dial with no answer takes up to 10 s, and a Ctrl-C in it stops the node)
+      const stopped = new Promise<void>((resolve) => {
         process.once('SIGINT', resolve);
         process.once('SIGTERM', resolve);
       });
+      if (opts.next !== undefined && !last) {
+        const next = opts.next;
+        void dialNext(net, next).then((reason) => {
+          if (reason !== undefined) warn('PIPELINE_NEXT_UNREACHABLE', `--next ${next.slice(0, 120)} is not reachable now (${reason}); serving anyway: a request's forward fails PIPELINE_NEXT_STAGE_FAILED until it is up (start the stages last to first)`);
+        });
+      }
+      await stopped;
       await net.stop();
     });
   registerInfer(train);

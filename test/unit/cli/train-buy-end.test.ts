@@ -48,6 +48,12 @@ test('gangEnd: nothing when ok; the daemon lost is its own code, exit 3; a faile
   assert.equal(l.code, 3);
   assert.match(l.err, /^error DAEMON_STREAM_LOST: train buy lost its daemon: the connection to the daemon broke\. 0 of 2 member jobs completed; .*Per member: \/x\/g\.json\.result\.json\n$/);
 
+  // the daemon stopping under the member jobs (JOB_INTERRUPTED, review s54): its side too, exit 3, said as stopping
+  const stopping = gangEnd(lostReport, { code: 'JOB_INTERRUPTED', message: 'the run was broken off because this node is stopping' }, undefined);
+  const st = exitOf(stopping);
+  assert.equal(st.code, 3);
+  assert.match(st.err, /^error JOB_INTERRUPTED: its daemon is stopping: the run was broken off because this node is stopping\. 0 of 2/);
+
   const oneFailed: GangReport = {
     run: RUN,
     ok: false,

@@ -122,6 +122,13 @@ describe('a pipeline route checked against what its stages serve', () => {
         assert.deepEqual([(e.detail as { index: number }).index, (e.detail as { likely: string }).likely], [1, 'missing']);
       }),
     );
+    // a middle stage left out of four, the stages after the gap following one another: missing, not order (review s54)
+    const four = { layers: [4, 8, 8, 8, 3] };
+    const s4 = partition(four, 4).map(([from, to]) => ({ layers: four.layers, from, to }));
+    assert.throws(
+      () => checkRoute([at(d0, 0), at(d1, 1), at(d1, 2)], four.layers, { serves: [s4[0]!, s4[2]!, s4[3]!] }),
+      code('PIPELINE_ROUTE_MISMATCH', (e) => assert.deepEqual([(e.detail as { index: number }).index, (e.detail as { likely: string }).likely], [1, 'missing'])),
+    );
     // the last stage given twice
     assert.throws(
       () => checkRoute([at(d0, 0), at(d1, 1), at(d1, 2)], [4, 8, 8, 3], { serves: [s3[0]!, s3[1]!, s3[1]!] }),
