@@ -58,7 +58,8 @@ export interface EvidencePair {
 /**
  * The pair evidence record `e` proves against `steward`, checked again from its two entries; undefined when it is
  * about another key or does not prove anything. Used by the running steward (src/roles/steward.ts) and the offline
- * `ledger verify` of its directory (src/roles/steward-held.ts), which must agree on what counts as one pair.
+ * `ledger verify`, `show` and `export` of its directory (src/roles/steward-held.ts), which must agree on what counts as
+ * one pair.
  */
 export function evidencePairAgainst(e: EquivocationEvidence | undefined, steward: string): EvidencePair | undefined {
   if (e?.steward !== steward) return undefined;

@@ -1,12 +1,12 @@
 /**
- * What a steward's node holds against its own ledger, read offline for `c0mpute ledger verify <data-dir>/steward/
- * <overlay>/ledger` (docs/pool.md "What verifies means for a ledger"; QA qaWit F2). The ledger directory never stores
+ * What a steward's node holds against its own ledger, read offline for `c0mpute ledger verify`, `show` and `export`
+ * of `<data-dir>/steward/<overlay>/ledger` (docs/pool.md "What verifies means for a ledger"; QA qaWit F2). The ledger directory never stores
  * a receipt that contradicts it (Ledger.addReceipt refuses one), nor the equivocation evidence witnesses publish: the
  * running steward keeps both in its node's store (`<data-dir>/db`), and `steward status` warns of them, so a verify
- * of the directory alone answered `problem none` for a ledger its own node knew to be forked. This reads the same two
- * things the steward shows: the pool-evidence/1 records about its key (each pair verified again, src/ledger/attest.ts)
- * and the receipts kept in the overlay's `steward-contradicting` sublevel (each checked again against the ledger as
- * read, as `steward status` does). No record is written (opening LevelDB still notes its holder and may compact its log); the node's store is LevelDB, which one process holds at a time,
+ * of the directory alone answered `problem none` for a ledger its own node knew to be forked. This reads three things:
+ * the pool-evidence/1 records about its key (each pair verified again: evidencePairAgainst), the receipts kept in the
+ * overlay's `steward-contradicting` sublevel (each checked again against the ledger as read, as `steward status`
+ * does), and the witness receipts the node heard for the key (what the steward's start reads: QA ffLedger F3). No record is written (opening LevelDB still notes its holder and may compact its log); the node's store is LevelDB, which one process holds at a time,
  * so a store held by a running daemon (a node that runs without the steward role, a one-shot command) is not read
  * and says so (`locked`).
  */
@@ -51,9 +51,10 @@ export function stewardLedgerPlace(dir: string): { dataDir: string; overlay: str
 /**
  * What the node whose data directory holds the ledger directory `dir` keeps against steward `steward`'s ledger
  * (`length` entries, `addresses` their addresses in order). Undefined when `dir` is not a steward's ledger directory in
- * a node's data directory with a store.
+ * a node's data directory with a store. `witnesses`: whose heard receipts count (none given: every key's);
+ * `only`: the witnesses the operator named (--witness), which also narrow the receipts the steward kept as contradicting.
  */
-export async function heldAgainstLedger(dir: string, steward: string, ledger: { length: number; addresses: readonly string[] }, opts: { witnesses?: readonly string[] } = {}): Promise<HeldAgainst | undefined> {
+export async function heldAgainstLedger(dir: string, steward: string, ledger: { length: number; addresses: readonly string[] }, opts: { witnesses?: readonly string[]; only?: readonly string[] } = {}): Promise<HeldAgainst | undefined> {
   const place = stewardLedgerPlace(dir);
   if (!place) return undefined;
   const path = join(place.dataDir, 'db');
@@ -89,6 +90,8 @@ export async function heldAgainstLedger(dir: string, steward: string, ledger: { 
         continue; // unreadable: the steward drops it at its next start
       }
       if (!(receipt instanceof Uint8Array)) continue;
+      // kept by the steward for the witnesses it names or knows; the operator's --witness (`only`) narrows them too
+      if (opts.only && !opts.only.includes(witness)) continue;
       const s = await checkStoredReceipt(view, receipt);
       if (s.status === 'mismatch' && s.witness === witness) contradicting.push({ witness, code: s.code, length: s.length });
     }

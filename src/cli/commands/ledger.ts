@@ -118,7 +118,7 @@ function describe(e: LedgerEntry): string {
  * equivocation evidence and contradicting witness receipts `steward status` warns of (src/roles/steward-held.ts).
  * Undefined for any other directory. The steward is entry 0's signer, or for an empty ledger the node's own key.
  */
-async function heldAgainst(dir: string, r: ReplayResult, witnesses?: readonly string[]): Promise<HeldAgainst | undefined> {
+async function heldAgainst(dir: string, r: ReplayResult, witnesses?: readonly string[], only?: readonly string[]): Promise<HeldAgainst | undefined> {
   const { heldAgainstLedger, stewardLedgerPlace } = await import('../../roles/steward-held.js');
   const place = stewardLedgerPlace(dir);
   if (!place) return undefined;
@@ -130,7 +130,7 @@ async function heldAgainst(dir: string, r: ReplayResult, witnesses?: readonly st
       // a damaged did file: no key to look for (the ledger is empty)
     }
   }
-  return steward === undefined ? undefined : heldAgainstLedger(dir, steward, { length: r.length, addresses: r.addresses }, witnesses ? { witnesses } : {});
+  return steward === undefined ? undefined : heldAgainstLedger(dir, steward, { length: r.length, addresses: r.addresses }, { ...(witnesses ? { witnesses } : {}), ...(only?.length ? { only } : {}) });
 }
 
 /** A report that verified, made negative by what the node's store holds against the ledger: evidence first. */
@@ -161,7 +161,7 @@ async function withNodeStore(path: string, dir: boolean, rep: VerifyReport, witn
   // the receipts the node heard count from the witnesses named (--witness), else from the keys this ledger holds a
   // valid receipt from: as `steward status` warns of them (any key can sign a receipt of any length)
   const counted = witnesses?.length ? witnesses : rep.attestation.witnesses.map((w) => w.witness);
-  const held = dir && rep.ok ? await heldAgainst(path, rep.replay, counted) : undefined;
+  const held = dir && rep.ok ? await heldAgainst(path, rep.replay, counted, witnesses) : undefined;
   return held ? { rep: withHeld(rep, held), held } : { rep };
 }
 
@@ -243,6 +243,8 @@ export function register(program: Command): void {
       if (!opts.unverified) assertVerified(rep, `refusing to export ${dir} (--unverified writes it anyway, with its stored head)`);
       writingTo(file, () => writeLedgerFile(file, raw));
       out(`exported ${raw.entries.length} entries and ${raw.receipts.length} receipts to ${file}`);
+      // the node's store not read (held by a running daemon, or damaged): said, as verify says it (review s54)
+      if (held && held.store !== 'read') out(`warning: node store ${heldLine(held)}`);
       if (!rep.ok) {
         const p = rep.problem!;
         out(`warning: the ledger does not verify: ${p.index !== undefined ? `entry ${p.index}: ` : ''}${p.code}: ${p.message}`);

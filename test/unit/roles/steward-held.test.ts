@@ -12,7 +12,9 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ed25519Signer } from '../../../src/records/ed25519.js';
 import { didFromPublicKey } from '../../../src/records/did.js';
-import { closeDb, openDb } from '../../../src/store/db.js';
+import { closeDb, openDb, sub } from '../../../src/store/db.js';
+import { encodeCanonical } from '../../../src/records/cbor.js';
+import { CONTRADICTING_SUB } from '../../../src/roles/steward-contradictions.js';
 import { RecordStore } from '../../../src/store/records.js';
 import { sealEntries, Witness, writeLedgerDir } from '../../../src/ledger/index.js';
 import { heldAgainstLedger } from '../../../src/roles/steward-held.js';
@@ -44,16 +46,19 @@ describe('the witness receipts a steward’s node heard, against its ledger dire
     const store = await RecordStore.open(db, 'acme~', { stewards: [S] });
     await store.put(a.r);
     await store.put(b.r);
+    // A's receipt also kept by the steward as contradicting (its sublevel: what `steward status` shows)
+    await sub(db, `acme~${CONTRADICTING_SUB}`).put(a.did, encodeCanonical({ receipt: a.r.bytes, at: 1 }));
     await closeDb(db);
     const view = { length: 2, addresses: chain.slice(0, 2).map((e) => e.address) };
     const held = await heldAgainstLedger(ldir, S, view);
     assert.equal(held?.store, 'read');
     assert.deepEqual(held.store === 'read' ? held.contradicting : undefined, [{ witness: a.did, code: 'WITNESS_LENGTH_BEYOND', length: 4 }]);
-    // only B named: A's receipt is not counted
-    const named = await heldAgainstLedger(ldir, S, view, { witnesses: [b.did] });
+    // only B named (--witness B): A's receipt is not counted, heard or kept by the steward (review s54)
+    const named = await heldAgainstLedger(ldir, S, view, { witnesses: [b.did], only: [b.did] });
     assert.deepEqual(named?.store === 'read' ? named.contradicting : undefined, []);
+    // kept as contradicting by the steward: counted whatever the heard receipts' list, but for --witness naming others (review s54)
     const none = await heldAgainstLedger(ldir, S, view, { witnesses: [] });
-    assert.deepEqual(none?.store === 'read' ? none.contradicting : undefined, [], 'no key counted: none');
+    assert.deepEqual(none?.store === 'read' ? none.contradicting : undefined, [{ witness: a.did, code: 'WITNESS_LENGTH_BEYOND', length: 4 }], 'the steward kept it');
     // the right copy (4 entries): nothing against it
     const whole = await heldAgainstLedger(ldir, S, { length: 4, addresses: chain.map((e) => e.address) });
     assert.deepEqual(whole?.store === 'read' ? whole.contradicting : undefined, []);
