@@ -5,6 +5,7 @@
  * process) the first withdraws a job no provider was selected for yet (RUN_CANCELLED), or says that a selected one
  * runs to its end here (goesOnHere); a second stops the node, breaking the run off (RUN_BROKEN_OFF); a third exits.
  */
+import { divertErrors } from './pipe.js';
 import { EXIT, Interrupted } from './context.js';
 
 /** What the command heard of the run before the Ctrl-C: the job's address (`job` event) and a winner (`selection`). */
@@ -87,6 +88,10 @@ export function watchCtrlC(exit: (code: number) => void = (c) => process.exit(c)
       if (ac.signal.aborted) exit(RUN_SIGNAL_EXIT[sig]);
       else {
         first = sig;
+        // the terminal gone (SIGHUP), or the reader of a pipe (`| tee` gets the same Ctrl-C): what is printed from here
+        // may not be written (EIO, EPIPE), and must not end the command before its clean-up (summary.json, the gang's
+        // release) and its exit code; a write that fails is dropped (review s54)
+        for (const s of [process.stdout, process.stderr]) divertErrors(s, () => {});
         // the reason names the stop (runBatch says `interrupted with SIGTERM`)
         ac.abort(sig);
       }

@@ -61,8 +61,12 @@ export interface MarketInput {
   skewMs?: number;
   /** Whether a provider has a live presence now (the node's presence view): the hints say which providers they count are not live. */
   live?: (did: string) => boolean;
-  /** The offer this node dropped for its dates from a provider, for this job (src/net/clock-drops.ts): said where it has no offer. */
-  dropped?: (did: string) => OfferDrop | undefined;
+  /**
+   * The offers for this job this node dropped for their dates, by signer (src/net/clock-drops.ts): said for a provider
+   * with no offer held (a pool's member's, for the pool), and in the summary for those not known at all (a provider
+   * whose clock is ahead has its adverts dropped too).
+   */
+  dropped?: ReadonlyMap<string, OfferDrop>;
 }
 
 /** An offer dropped for its dates as it came: issued past the clock-skew window, or already expired, by `byMs`. */
@@ -127,8 +131,18 @@ export function explainMarket(input: MarketInput): MarketExplanation {
   const index = input.adverts instanceof AdvertIndex ? input.adverts : new AdvertIndex(input.adverts);
   const skewMs = input.skewMs ?? DEFAULT_SKEW_MS;
   const offers = new Map<string, Opened<Offer>>();
-  const verdicts = judgeAll(pj, index, input.offers, input.now, skewMs, offers, true, input.dropped);
-  const e = explainVerdicts(pj, verdicts, { index, offers, now: input.now, skewMs, ...(input.live ? { live: input.live } : {}), ...(input.dropped ? { dropped: input.dropped } : {}) });
+  // a drop stands for the provider its signer is (a pool's member: the pool, as the verdicts name it)
+  const byEntry = new Map<string, OfferDrop>();
+  for (const [signer, d] of input.dropped ?? []) byEntry.set(index.entryOf(signer), d);
+  const dropped = byEntry.size ? (did: string) => byEntry.get(index.entryOf(did)) : undefined;
+  const verdicts = judgeAll(pj, index, input.offers, input.now, skewMs, offers, true, dropped);
+  const e = explainVerdicts(pj, verdicts, { index, offers, now: input.now, skewMs, ...(input.live ? { live: input.live } : {}), ...(dropped ? { dropped } : {}) });
+  // drops from providers this node holds no advert or offer of (their adverts came dated ahead too): said all the same
+  const unknown = [...byEntry.keys()].filter((p) => !verdicts.some((v) => index.entryOf(v.provider) === p));
+  if (unknown.length) {
+    const codes = [...new Set(unknown.map((p) => byEntry.get(p)!.code))].sort().join(', ');
+    e.summary += ` ${unknown.length} ${plural(unknown.length, 'provider not known here', 'providers not known here')} sent an offer dropped for its dates (${codes}): a clock is wrong, ${plural(unknown.length, 'its', 'theirs')} or this node's.`;
+  }
   // the buyer's own advert, left out by judgeAll, is said rather than silently missing from the count
   const self = pj.opened.signer;
   const own = index.liveAt(self, input.now);

@@ -12,6 +12,7 @@
  */
 import { open } from '../records/envelope.js';
 import { T, validityWindow } from '../records/kinds.js';
+import { DEFAULT_SKEW_MS } from '../records/freshness.js';
 
 export type ClockDropCode = 'RECORD_FROM_FUTURE' | 'RECORD_EXPIRED';
 
@@ -31,6 +32,13 @@ const MAX_PER_JOB = 64;
 export class ClockDrops {
   readonly #jobs = new Map<string, Map<string, ClockDrop>>();
 
+  readonly #skewMs: number;
+
+  /** `skewMs`: the pipeline's clock-skew window (an offer issued past it is from the future). */
+  constructor(skewMs = DEFAULT_SKEW_MS) {
+    this.#skewMs = skewMs;
+  }
+
   /**
    * Note an offer (`envelope`, its signer `signer`, the stream's peer) the pipeline ignored with `code` at `now`.
    * Anything that does not read as an offer is passed over.
@@ -49,6 +57,9 @@ export class ClockDrops {
     }
     if (typeof job !== 'string' || !window) return;
     const byMs = code === 'RECORD_FROM_FUTURE' ? window[0] - now : now - window[1];
+    // the offer's own dates must be what failed: the pipeline checks every record of the message, and an offer in date
+    // carrying an expired advert (a republish race, no clock wrong) comes back with the advert's code (review s54)
+    if (code === 'RECORD_FROM_FUTURE' ? byMs <= this.#skewMs : byMs < 0) return;
     let per = this.#jobs.get(job);
     if (per) {
       this.#jobs.delete(job); // the most recent job last

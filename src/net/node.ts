@@ -100,7 +100,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
         )
       : undefined;
   if (sigPool) registerVerifyThreadMetrics(metrics.registry, verifyPoolStats);
-  const clockDrops = new ClockDrops();
+  const clockDrops = new ClockDrops(opts.skewMs);
   const pipeline = new RecordPipeline({
     clock,
     monoClock: mono,

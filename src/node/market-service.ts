@@ -398,9 +398,9 @@ export class MarketService implements BuyerMarket {
   }
 
   /** explainMarket's `dropped` for `job`, when the network noted any. */
-  #dropped(job: string): { dropped?: (did: string) => OfferDrop | undefined } {
+  #dropped(job: string): { dropped?: ReadonlyMap<string, OfferDrop> } {
     const drops = this.o.clockDropped?.(job);
-    return drops?.size ? { dropped: (did) => drops.get(did) } : {};
+    return drops?.size ? { dropped: drops } : {};
   }
 
   async decide(job: Opened<Job>, policy: PolicyName, now: number, excluded: ReadonlySet<string> = new Set()): Promise<Decision> {

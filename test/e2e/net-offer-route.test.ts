@@ -98,6 +98,12 @@ test('a peer sending invalid offers and outcomes directly pays for them: past di
   assert.deepEqual(await honest.request(buyer.peerId, OFFER_PROTOCOL, [encodeMessage(ahead.bytes, [ad.bytes])]), [{ verdict: 'ignore', reason: 'RECORD_FROM_FUTURE' }]);
   assert.equal(drop(job2)?.code, 'RECORD_FROM_FUTURE');
   assert.ok(Math.abs(drop(job2)!.byMs - 120_000) < 5_000, `dated about 120 s ahead (${drop(job2)!.byMs})`);
+  // an offer in date whose attached advert expired (a republish race): ignored with the advert's code, and no note
+  const job3 = 'sha256:' + 'ef'.repeat(32);
+  const staleAd = advert(honest.signer, { issuedAt: t - 120_000, expiresAt: t - 60_000 });
+  const inDate = offer(honest.signer, staleAd.address, { job: job3 });
+  assert.deepEqual(await honest.request(buyer.peerId, OFFER_PROTOCOL, [encodeMessage(inDate.bytes, [staleAd.bytes])]), [{ verdict: 'ignore', reason: 'RECORD_EXPIRED' }]);
+  assert.equal(drop(job3), undefined, 'the offer itself was in date');
   // another key's offer, dated ahead, is refused before any judgement (NOT_FROM_PEER): no drop is ever put on a provider by another peer
   const other = Ed25519Signer.generate();
   const framed = offer(other, advert(other).address, { job: job2, issuedAt: t + 120_000, startBy: t + 180_000, expiresAt: t + 150_000 });

@@ -77,3 +77,28 @@ test('SIGTERM on `batch run` (kill, systemd, a CI runner) stops it as Ctrl-C doe
     d.close();
   }
 });
+
+test('SIGHUP with its output gone (the terminal closed, `| tee` ended): summary.json still written, exit 129, no EPIPE end', async () => {
+  // review s54: the first line after the signal failed (EPIPE: exit 0 at once; EIO: a crash) before summary.json
+  const dataDir = join(root, 'buyer-hup');
+  const d = await fakeBatchDaemon(dataDir, P(953).did, { hold: true, slots: 2 });
+  try {
+    const file = join(root, 'h.yaml');
+    writeFileSync(file, 'window: 10m\nworkloads: [{ workload: builtin.sha256, lines: 4, lineTime: 2s, maxPrice: "0.01 USD", params: "1000", inputText: "line {n}" }]\n');
+    const outDir = join(root, 'h.out');
+    const env: NodeJS.ProcessEnv = { ...process.env, C0MPUTE_HOME: join(root, 'unused-home') };
+    delete env.NODE_TEST_CONTEXT;
+    const cli = spawn(process.execPath, [BIN, '--data-dir', dataDir, 'batch', 'run', file, '--output-dir', outDir], { stdio: ['ignore', 'pipe', 'pipe'] , env });
+    const exited = new Promise<number | null>((ok) => cli.once('close', (code) => ok(code)));
+    while (d.runs < 2) await new Promise((r) => setTimeout(r, 50));
+    // nobody reads the command's output any more
+    cli.stdout.destroy();
+    cli.stderr.destroy();
+    cli.kill('SIGHUP');
+    assert.equal(await exited, 129);
+    const s = JSON.parse(readFileSync(join(outDir, 'summary.json'), 'utf8')) as { stopped: { code: string; message: string } };
+    assert.deepEqual([s.stopped.code, s.stopped.message], ['BATCH_INTERRUPTED', 'interrupted with SIGHUP']);
+  } finally {
+    d.close();
+  }
+});
