@@ -329,26 +329,36 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
  * not read.
  */
 export async function describeRoute(net: Pick<Network, 'request'>, route: RouteStage[], o: { deadlineMs?: number } = {}): Promise<RouteServes> {
-  const ms = o.deadlineMs ?? LIMITS.deadlineMs;
+  // a stage 0 that does not know the question (a build before it) answers PIPELINE_BAD_REQUEST: unsaid, not a failure
+  const older = (e: unknown) => e instanceof C0Error && e.code === 'PIPELINE_BAD_REQUEST' && (e.detail as { remote?: unknown } | undefined)?.remote === true;
+  const answer = await requestStage0(net, route, [{ ask: 'serves', route: route.slice(1).map((r) => r.did) }], o.deadlineMs ?? LIMITS.deadlineMs, older);
+  return (answer && readServes(answer, route.length)) ?? { serves: [], end: 'unsaid' };
+}
+
+/**
+ * `frames` to stage 0 of `route` and its answer, within `ms`, retries included (withRetry); a failure names the stage
+ * (driverError), but for one `passed` lets through, answered undefined. Shared by the driver's forward and its question.
+ */
+async function requestStage0(net: Pick<Network, 'request'>, route: RouteStage[], frames: CborValue[], ms: number, passed: (e: unknown) => boolean = () => false): Promise<CborValue[] | undefined> {
   const ac = new AbortController();
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;
     ac.abort(new C0Error('NET_DEADLINE', `no answer within ${ms} ms`));
   }, ms);
+  // whether any try reached stage 0 (a stream opened): a failure after that is the stage's, not "not reachable"
   let sent = false;
   try {
-    const answer = await withRetry(async () => {
+    return await withRetry(async () => {
       try {
-        return await net.request(route[0]!.did, PIPELINE_PROTOCOL, [{ ask: 'serves', route: route.slice(1).map((r) => r.did) }], { limits: { ...LIMITS, deadlineMs: ms }, signal: ac.signal });
+        return await net.request(route[0]!.did, PIPELINE_PROTOCOL, frames, { limits: { ...LIMITS, deadlineMs: ms }, signal: ac.signal });
       } catch (e) {
         if (!(e instanceof C0Error) || (e.code !== 'NET_DIAL_FAILED' && e.code !== 'NET_PROTOCOL_UNSUPPORTED')) sent = true;
         throw e;
       }
     });
-    return readServes(answer, route.length) ?? { serves: [], end: 'unsaid' };
   } catch (e) {
-    if (e instanceof C0Error && e.code === 'PIPELINE_BAD_REQUEST' && (e.detail as { remote?: unknown } | undefined)?.remote === true) return { serves: [], end: 'unsaid' };
+    if (passed(e)) return undefined;
     throw driverError(e, route, { sent, timedOut, deadlineMs: ms });
   } finally {
     clearTimeout(timer);
@@ -408,29 +418,7 @@ export function remotePipeline(net: Pick<Network, 'request'>, route: Array<strin
   return async (x, batch, mb) => {
     checkSize(x.length * 8);
     const frames: CborValue[] = [{ batch, mb, route: dids.slice(1) }, ...splitPayload(weightsBytes(x))];
-    const ac = new AbortController();
-    let timedOut = false;
-    const timer = setTimeout(() => {
-      timedOut = true;
-      ac.abort(new C0Error('NET_DEADLINE', `no answer within ${ms} ms`));
-    }, ms);
-    // whether any try reached stage 0 (a stream opened): a failure after that is the stage's, not "not reachable"
-    let sent = false;
-    try {
-      const answer = await withRetry(async () => {
-        try {
-          return await net.request(dids[0]!, PIPELINE_PROTOCOL, frames, { limits: { ...LIMITS, deadlineMs: ms }, signal: ac.signal });
-        } catch (e) {
-          if (!(e instanceof C0Error) || (e.code !== 'NET_DIAL_FAILED' && e.code !== 'NET_PROTOCOL_UNSUPPORTED')) sent = true;
-          throw e;
-        }
-      });
-      return weightsFromBytes(joinBytes(answer));
-    } catch (e) {
-      throw driverError(e, stages, { sent, timedOut, deadlineMs: ms });
-    } finally {
-      clearTimeout(timer);
-    }
+    return weightsFromBytes(joinBytes((await requestStage0(net, stages, frames, ms))!));
   };
 }
 
