@@ -22,20 +22,15 @@ export interface RunHeard {
  * withdrew the job itself before this is said (a selected job goes on there instead: goesOnHere).
  */
 export function ctrlCAnswer(heard: RunHeard, where: 'daemon' | 'here' = 'daemon', by?: RunStopSignal): Interrupted {
-  const exit = { exit: RUN_SIGNAL_EXIT[by ?? 'SIGINT'] };
   if (where === 'here') {
-    if (heard.job === undefined) return new Interrupted('RUN_CANCELLED', 'cancelled before the job was published: nothing was sent, nothing is paid', exit);
-    return new Interrupted('RUN_CANCELLED', `job ${heard.job} cancelled: no provider was selected yet, so it was withdrawn and nothing is paid. \`c0mpute jobs\` shows how it ended`, exit);
+    if (heard.job === undefined) return interruptedBy(by, 'RUN_CANCELLED', 'cancelled before the job was published: nothing was sent, nothing is paid');
+    return interruptedBy(by, 'RUN_CANCELLED', `job ${heard.job} cancelled: no provider was selected yet, so it was withdrawn and nothing is paid. \`c0mpute jobs\` shows how it ended`);
   }
   if (heard.winner !== undefined) {
-    return new Interrupted(
-      'RUN_CONTINUES',
-      `job ${heard.job ?? '(unknown)'} goes on at ${heard.winner}: that provider was already selected, so it runs to its end and is paid for; its output is not kept (running the job again pays again). \`c0mpute jobs\` shows how it ends`,
-      exit,
-    );
+    return interruptedBy(by, 'RUN_CONTINUES', `job ${heard.job ?? '(unknown)'} goes on at ${heard.winner}: that provider was already selected, so it runs to its end and is paid for; its output is not kept (running the job again pays again). \`c0mpute jobs\` shows how it ends`);
   }
-  if (heard.job === undefined) return new Interrupted('RUN_CANCELLED', 'cancelled before the job was published: the daemon drops it, nothing is paid', exit);
-  return new Interrupted('RUN_CANCELLED', `job ${heard.job} cancelled: no provider was selected yet, so the daemon withdraws it and nothing is paid. \`c0mpute jobs\` shows how it ended`, exit);
+  if (heard.job === undefined) return interruptedBy(by, 'RUN_CANCELLED', 'cancelled before the job was published: the daemon drops it, nothing is paid');
+  return interruptedBy(by, 'RUN_CANCELLED', `job ${heard.job} cancelled: no provider was selected yet, so the daemon withdraws it and nothing is paid. \`c0mpute jobs\` shows how it ended`);
 }
 
 /**

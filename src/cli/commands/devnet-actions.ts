@@ -1,4 +1,5 @@
 /** What `c0mpute devnet` runs (devnet.ts declares it): loaded only then. */
+import { RUN_SIGNAL_EXIT, RUN_STOP_SIGNALS, type RunStopSignal } from '../run-interrupt.js';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { C0Error } from '../../errors.js';
@@ -172,12 +173,12 @@ async function trainingScenario(o: { dir?: string }): Promise<void> {
   // Ctrl-C (or SIGTERM, SIGHUP) stops the workers and removes the directory, as the other scenarios do; a failed run
   // keeps it, with each worker's output (worker<N>/worker.log), and names it
   const stop = new AbortController();
-  let signalled: StopSignal | undefined;
-  const onSignal = (sig: StopSignal) => {
+  let signalled: RunStopSignal | undefined;
+  const onSignal = (sig: RunStopSignal) => {
     signalled = sig;
     stop.abort();
   };
-  for (const sig of STOP_SIGNALS) process.once(sig, onSignal);
+  for (const sig of RUN_STOP_SIGNALS) process.once(sig, onSignal);
   let how: 'done' | 'failed' | 'interrupted' = 'failed';
   try {
     out(`c0mpute devnet --training: three training workers, then two pipeline stages, on 127.0.0.1, in ${dir}`);
@@ -188,7 +189,7 @@ async function trainingScenario(o: { dir?: string }): Promise<void> {
     if (!stop.signal.aborted) throw e;
     how = 'interrupted';
   } finally {
-    for (const sig of STOP_SIGNALS) process.removeListener(sig, onSignal);
+    for (const sig of RUN_STOP_SIGNALS) process.removeListener(sig, onSignal);
     if (how === 'interrupted') out('▸ interrupted: every worker stopped');
     let fate: DirFate = 'given';
     if (!o.dir && how === 'failed') fate = 'kept-failed';
@@ -198,19 +199,8 @@ async function trainingScenario(o: { dir?: string }): Promise<void> {
     }
     out(`▸ ${dirFateLine(fate, dir, 'worker<N>/worker.log')}`);
   }
-  if (how === 'interrupted') process.exit(SIGNAL_EXIT[signalled ?? 'SIGINT']);
+  if (how === 'interrupted') process.exit(RUN_SIGNAL_EXIT[signalled ?? 'SIGINT']);
 }
-
-/**
- * The signals a devnet stops its nodes on: Ctrl-C, and a service manager's or terminal's stop. Before, only SIGINT was
- * heard: a SIGTERM (kill, systemd, a CI runner's timeout) ended the devnet and left every node running, orphaned to
- * PID 1 (review s40).
- */
-const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
-type StopSignal = (typeof STOP_SIGNALS)[number];
-
-/** The exit code after a stop signal, as a shell reports a process the signal ended: 128 + its number. */
-const SIGNAL_EXIT: Record<StopSignal, number> = { SIGINT: 130, SIGTERM: 143, SIGHUP: 129 };
 
 /**
  * Run a devnet scenario; whatever happens (Ctrl-C, SIGTERM or SIGHUP included), stop every node it started. The end
@@ -218,10 +208,12 @@ const SIGNAL_EXIT: Record<StopSignal, number> = { SIGINT: 130, SIGTERM: 143, SIG
  * usually breaks the scenario off too (its nodes stop, its run is interrupted), and its failure reaches `finish` while
  * the signal's stop is under way: it joins that stop instead of starting its own, so the directory's fate is decided
  * once (Devnet.stop) and the line that names it is the truth. A signal removes a temporary directory, as the run's
- * normal end does (README "Set up"), unless `--keep` was given.
+ * normal end does (README "Set up"), unless `--keep` was given. The signals are a run's command's (RUN_STOP_SIGNALS:
+ * Ctrl-C, and a service manager's or terminal's stop; before, only SIGINT was heard, and a SIGTERM ended the devnet
+ * leaving every node running, orphaned to PID 1: review s40), with their exits (RUN_SIGNAL_EXIT).
  */
 async function withDevnet(net: Devnet, scenario: () => Promise<void>): Promise<void> {
-  let signalled: StopSignal | undefined;
+  let signalled: RunStopSignal | undefined;
   let finishing: Promise<void> | undefined;
   const finish = (how: 'done' | 'failed' | 'interrupted'): Promise<void> =>
     (finishing ??= (async () => {
@@ -233,11 +225,11 @@ async function withDevnet(net: Devnet, scenario: () => Promise<void>): Promise<v
       const fate = await net.stop({ failed: how === 'failed' && started });
       if (started || fate === 'kept-failed') out(`▸ ${how === 'interrupted' ? 'every node stopped; ' : 'done; '}${dirFateLine(fate, net.dir)}`);
     })());
-  const onSignal = (sig: StopSignal) => {
+  const onSignal = (sig: RunStopSignal) => {
     signalled = sig;
-    void finish('interrupted').then(() => process.exit(SIGNAL_EXIT[sig]));
+    void finish('interrupted').then(() => process.exit(RUN_SIGNAL_EXIT[sig]));
   };
-  for (const sig of STOP_SIGNALS) process.once(sig, onSignal);
+  for (const sig of RUN_STOP_SIGNALS) process.once(sig, onSignal);
   let failed = true;
   try {
     await scenario();
@@ -246,11 +238,11 @@ async function withDevnet(net: Devnet, scenario: () => Promise<void>): Promise<v
     // broken off by the signal: not a failure of its own; the signal's ending says what happened
     if (signalled) {
       await finish('interrupted');
-      process.exit(SIGNAL_EXIT[signalled]);
+      process.exit(RUN_SIGNAL_EXIT[signalled]);
     }
     throw e;
   } finally {
     await finish(signalled ? 'interrupted' : failed ? 'failed' : 'done');
-    for (const sig of STOP_SIGNALS) process.removeListener(sig, onSignal);
+    for (const sig of RUN_STOP_SIGNALS) process.removeListener(sig, onSignal);
   }
 }
