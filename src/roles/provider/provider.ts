@@ -765,10 +765,22 @@ export class Provider {
     const { job, offer, input, ctl, keepalive } = checked;
     // The offer is taken up: it holds no quoting budget from here on (the slot bounds the work).
     this.budget.release(job.address, job.signer);
-    const onGone = () => ctl.abort(new C0Error('EXEC_BUYER_GONE', 'the buyer closed the stream'));
-    signal.addEventListener('abort', onGone, { once: true });
     // this process's own freezes while the work runs (a SIGSTOP, a suspended VM): see PROVIDER_STALLED below
     const frozen = (this.#stalls ??= this.d.stalls ?? new StallWatch()).begin();
+    // How long the buyer waits for a frame: its silence limit for the keepalives it asked for, else the connection's pings.
+    const keepaliveMs = this.d.keepaliveMs ?? EXEC_KEEPALIVE_MS;
+    const waits = keepalive ? silenceLimitMs(keepaliveMs) : PROVIDER_STALL_PING_MS;
+    // The buyer closed the stream. Frozen meanwhile past what it waits (the freeze still going on counts: after a SIGCONT
+    // the stream's end can be read before the watch's next tick), it gave up on this provider: the work is stopped with
+    // that code, so what the work itself records of its end (a gang member's run status, docs/training.md) says the
+    // receipt's code, not EXEC_BUYER_GONE (QA ffGang F6).
+    const onGone = () =>
+      ctl.abort(
+        frozen.longestFreezeMs() >= waits
+          ? new C0Error(PROVIDER_STALLED, `this provider did not run for ${Math.round(frozen.longestFreezeMs() / 1000)} s and its buyer gave up on it meanwhile`)
+          : new C0Error('EXEC_BUYER_GONE', 'the buyer closed the stream'),
+      );
+    signal.addEventListener('abort', onGone, { once: true });
     const startedAt = this.d.clock();
     // Noted before it runs (a pool's work is failed from its dispatch trail after a crash, as its exec groups are).
     // A note that cannot be written (the store's write failed: a full disk) refuses the work before it runs: its
@@ -798,7 +810,6 @@ export class Provider {
     let frozeMs: number;
     // A buyer that asked for keepalives gets one every keepaliveMs while the work runs (exec-protocol.ts), so it can
     // tell a stalled link from a long silent run well inside a runner-up's offer.
-    const keepaliveMs = this.d.keepaliveMs ?? EXEC_KEEPALIVE_MS;
     let beat: ReturnType<typeof setInterval> | undefined;
     try {
       await send({ t: 'accepted', startedAt, ...(keepalive ? { keepaliveMs } : {}) });
@@ -850,8 +861,7 @@ export class Provider {
     // stream, or, having asked for keepalives, it gave up by its own rule (no frame within its silence limit), whether
     // or not this process has read the stream's end yet (after a SIGCONT the work's end can come first). An unfrozen
     // run signs what it did, as before.
-    const waits = keepalive ? silenceLimitMs(keepaliveMs) : PROVIDER_STALL_PING_MS;
-    const gaveUp = failure ? failure.code === 'EXEC_BUYER_GONE' : signal.aborted || keepalive;
+    const gaveUp = failure ? failure.code === 'EXEC_BUYER_GONE' || failure.code === PROVIDER_STALLED : signal.aborted || keepalive;
     if (gaveUp && frozeMs >= waits) {
       const finished = failure === undefined;
       failure = { code: PROVIDER_STALLED, message: `this provider did not run for ${Math.round(frozeMs / 1000)} s while the work ran, and its buyer gave up on it meanwhile (${signal.aborted ? 'the buyer closed the stream' : `no frame for longer than the ${Math.round(waits / 1000)} s it waits`})${finished ? '; the work finished, but its output was not delivered' : ''}` };

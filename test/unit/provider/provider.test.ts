@@ -633,6 +633,56 @@ describe('Provider: execution', () => {
     assert.match(r.record.failure!.message, /did not run for 40 s while the work ran/);
   });
 
+  test('the work itself is stopped with the code its receipt carries: EXEC_PROVIDER_STALLED when frozen past what the buyer waits, else EXEC_BUYER_GONE (QA ffGang F6)', async () => {
+    // a gang member's run records the reason its work was stopped (member-job.ts): it must not blame the buyer
+    for (const [frozenMs, want] of [
+      [41_000, 'EXEC_PROVIDER_STALLED'],
+      [0, 'EXEC_BUYER_GONE'],
+    ] as const) {
+      let t = 0;
+      const stalls = new StallWatch({ now: () => t, every: () => () => {} });
+      const seen: string[] = [];
+      const s = setup({
+        stalls,
+        pool: {
+          advert: (a) => a,
+          receipt: (r) => r,
+          mayQuote: () => true,
+          run: (_j, _o, c) =>
+            new Promise((_r, reject) => {
+              const stop = () => {
+                seen.push((c.signal.reason as C0Error).code);
+                reject(c.signal.reason);
+              };
+              if (c.signal.aborted) stop();
+              else c.signal.addEventListener('abort', stop, { once: true });
+            }),
+          closed: async () => {},
+          abandoned: () => {},
+        },
+      });
+      const input = utf8(`frozen ${frozenMs}`);
+      const job = makeJob({ workload: 'builtin.sleep', params: '60000', timeoutMs: 60_000 }, input);
+      const offer = await offered(s, job);
+      const gone = new AbortController();
+      await s.provider.handleExec(
+        execIO(
+          [frame(job, offer, makeSelection(job, offer), input)],
+          async (f) => {
+            if (f.t === 'accepted')
+              setImmediate(() => {
+                t += frozenMs;
+                gone.abort();
+              });
+          },
+          gone.signal,
+        ),
+      );
+      assert.deepEqual(seen, [want], `frozen ${frozenMs} ms: the work's own stop`);
+      assert.equal(s.receipts[0]!.record.failure?.code, want, `frozen ${frozenMs} ms: the receipt`);
+    }
+  });
+
   test('work that finished during such a freeze is EXEC_PROVIDER_STALLED too, its output not delivered; an unfrozen run still completes (QA qaOrd F4)', async () => {
     // (without keepalives, a buyer that closed the stream during the freeze: the test above, EXEC_BUYER_GONE turned)
     for (const [name, keepalive, frozen, want] of [
