@@ -7,6 +7,10 @@
  * peer that sent it, never put on another provider. An offer relayed by gossip is not noted: its sender is not its
  * signer, and anyone could date a copy of another provider's key's record.
  *
+ * Only offers for this node's own jobs are noted (`expect`: the jobs it published, the MAX_EXPECTED most recent): an
+ * offer for any other job is one no buyer here waits for, and noting it would let a peer with a few keys push the notes
+ * of this buyer's jobs out with offers for jobs made up (review s54).
+ *
  * Bounded: the most recent MAX_JOBS jobs, MAX_PER_JOB providers each (the first ones noted); a provider's note is
  * its latest drop for the job.
  */
@@ -28,15 +32,25 @@ export const CLOCK_DROP_CODES: ReadonlySet<string> = new Set<ClockDropCode>(['RE
 
 const MAX_JOBS = 256;
 const MAX_PER_JOB = 64;
+const MAX_EXPECTED = 1024;
 
 export class ClockDrops {
   readonly #jobs = new Map<string, Map<string, ClockDrop>>();
+  /** This node's own jobs, the most recent last: only their offers are noted. */
+  readonly #expected = new Set<string>();
 
   readonly #skewMs: number;
 
   /** `skewMs`: the pipeline's clock-skew window (an offer issued past it is from the future). */
   constructor(skewMs = DEFAULT_SKEW_MS) {
     this.#skewMs = skewMs;
+  }
+
+  /** `job` is this node's own (it published it): offers for it dropped for their dates are noted from now on. */
+  expect(job: string): void {
+    this.#expected.delete(job);
+    this.#expected.add(job);
+    if (this.#expected.size > MAX_EXPECTED) this.#expected.delete(this.#expected.values().next().value!);
   }
 
   /**
@@ -55,7 +69,7 @@ export class ClockDrops {
     } catch {
       return;
     }
-    if (typeof job !== 'string' || !window) return;
+    if (typeof job !== 'string' || !window || !this.#expected.has(job)) return;
     const byMs = code === 'RECORD_FROM_FUTURE' ? window[0] - now : now - window[1];
     // the offer's own dates must be what failed: the pipeline checks every record of the message, and an offer in date
     // carrying an expired advert (a republish race, no clock wrong) comes back with the advert's code (review s54)

@@ -270,6 +270,8 @@ export interface Network {
    * RECORD_EXPIRED), by provider DID: src/net/clock-drops.ts.
    */
   clockDropped?(job: string): ReadonlyMap<string, ClockDrop>;
+  /** `job` is this node's own (its buyer announces it, by gossip or by invitation): its offers dropped for their dates are noted from now on. */
+  expectOffers?(job: string): void;
   /** Set or clear the semantic hook for a kind. */
   setHook(kind: TopicKind, hook: SemanticHook | undefined): void;
   /** Serve a direct protocol (`opts.admit`: who may call it, decided by key before the request is read). */

@@ -538,6 +538,9 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     clockDropped(job: string) {
       return clockDrops.of(job);
     },
+    expectOffers(job: string) {
+      clockDrops.expect(job);
+    },
     advertsTurnedAway() {
       return pipeline.guard.advertsTurnedAway;
     },

@@ -146,6 +146,8 @@ export class BuyerWiring {
       adverts: (did) => this.o.records.advertOf(did),
       advertAt: (address) => this.o.market.adverts.get(address),
       publish: async (kind, env) => {
+        // this node's own job: its offers dropped for their dates are noted for its explanation (clock-drops.ts)
+        if (kind === 'job') this.o.net.expectOffers?.(env.address);
         // a job of a large market goes to some of its candidates directly, not to the whole market (#invite)
         if (kind === 'job' && this.#invite(env as Opened<Job>)) return;
         if (kind === 'job') this.#routes.inc({ route: 'gossip' });

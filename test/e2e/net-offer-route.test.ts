@@ -15,7 +15,7 @@ import type { C0Error } from '../../src/errors.js';
 import { encodeMessage } from '../../src/net/framing.js';
 import { OFFER_PROTOCOL, OUTCOME_PROTOCOL } from '../../src/net/offer-route.js';
 import { Ed25519Signer, seal, T } from '../../src/records/index.js';
-import { advert, link, offer, sleep, startNode, stopAll, waitFor } from './net-helpers.js';
+import { advert, job, link, offer, sleep, startNode, stopAll, waitFor } from './net-helpers.js';
 
 const nets: Network[] = [];
 afterEach(async () => {
@@ -88,18 +88,28 @@ test('a peer sending invalid offers and outcomes directly pays for them: past di
   const drop = (job: string) => buyer.clockDropped!(job).get(honest.did);
   assert.equal(drop(o.record.job), undefined, 'an offer taken, or ignored as a duplicate, is no drop for its dates');
   const t = Date.now();
-  const late = offer(honest.signer, ad.address, { issuedAt: t - 120_000, startBy: t - 30_000, expiresAt: t - 60_000 });
+  // the buyer's own jobs (its buyer announced them: Network.expectOffers)
+  const mine = (): string => {
+    const j = job(buyer.signer).address;
+    buyer.expectOffers!(j);
+    return j;
+  };
+  const [job1, job2, job3] = [mine(), mine(), mine()];
+  // an offer for a job this node never published is no buyer's here: not noted, however dated (a peer with made-up
+  // jobs would push the notes of the buyer's own out)
+  const notMine = offer(honest.signer, ad.address, { issuedAt: t - 120_000, startBy: t - 30_000, expiresAt: t - 60_000 });
+  assert.deepEqual(await honest.request(buyer.peerId, OFFER_PROTOCOL, [encodeMessage(notMine.bytes, [ad.bytes])]), [{ verdict: 'ignore', reason: 'RECORD_EXPIRED' }]);
+  assert.equal(drop(notMine.record.job), undefined, 'not a job of this node');
+  const late = offer(honest.signer, ad.address, { job: job1, issuedAt: t - 120_000, startBy: t - 30_000, expiresAt: t - 60_000 });
   for (let i = 0; i < 10; i++) assert.deepEqual(await honest.request(buyer.peerId, OFFER_PROTOCOL, [encodeMessage(late.bytes, [ad.bytes])]), [{ verdict: 'ignore', reason: 'RECORD_EXPIRED' }]);
   // ignored for its dates, and kept for the buyer's word on this provider (clock-drops.ts): the latest, by the job
   assert.equal(drop(late.record.job)?.code, 'RECORD_EXPIRED');
   assert.ok(Math.abs(drop(late.record.job)!.byMs - 60_000) < 5_000, `expired about 60 s before it came (${drop(late.record.job)!.byMs})`);
-  const job2 = 'sha256:' + 'cd'.repeat(32);
   const ahead = offer(honest.signer, ad.address, { job: job2, issuedAt: t + 120_000, startBy: t + 180_000, expiresAt: t + 150_000 });
   assert.deepEqual(await honest.request(buyer.peerId, OFFER_PROTOCOL, [encodeMessage(ahead.bytes, [ad.bytes])]), [{ verdict: 'ignore', reason: 'RECORD_FROM_FUTURE' }]);
   assert.equal(drop(job2)?.code, 'RECORD_FROM_FUTURE');
   assert.ok(Math.abs(drop(job2)!.byMs - 120_000) < 5_000, `dated about 120 s ahead (${drop(job2)!.byMs})`);
   // an offer in date whose attached advert expired (a republish race): ignored with the advert's code, and no note
-  const job3 = 'sha256:' + 'ef'.repeat(32);
   const staleAd = advert(honest.signer, { issuedAt: t - 120_000, expiresAt: t - 60_000 });
   const inDate = offer(honest.signer, staleAd.address, { job: job3 });
   assert.deepEqual(await honest.request(buyer.peerId, OFFER_PROTOCOL, [encodeMessage(inDate.bytes, [staleAd.bytes])]), [{ verdict: 'ignore', reason: 'RECORD_EXPIRED' }]);
