@@ -92,3 +92,63 @@ export class ClockDrops {
     return this.#jobs.get(job) ?? new Map();
   }
 }
+
+/** How long a provider's advert dated ahead is said after it came, ms (its next advert, in date, clears it sooner). */
+export const ADVERT_AHEAD_SAID_MS = 10 * 60_000;
+const MAX_AHEAD = 64;
+
+/** A provider whose advert came dated ahead of this node's clock, past the clock-skew window. */
+export interface AdvertAhead {
+  did: string;
+  /** how far its advert was issued past this node's clock when it came, ms */
+  byMs: number;
+  /** this node's clock when it came */
+  at: number;
+}
+
+/**
+ * Providers whose adverts this node dropped as from the future (RECORD_FROM_FUTURE), so its network health can say
+ * why it hears no market (docs/network.md "Health"): a provider's clock ahead, or this node's behind, hides that
+ * provider altogether. Only an advert sent by its own signer is noted (the gossip or sync peer is the advert's
+ * key: a provider connected to this node), for the reason ClockDrops gives: an advert dated ahead is dropped before
+ * its signature is checked, and anyone can date a copy of another key's record. An advert of the provider taken
+ * since clears its note (its clock was put right); a note is said for ADVERT_AHEAD_SAID_MS at most. Bounded: the
+ * MAX_AHEAD providers noted last.
+ */
+export class AdvertsAhead {
+  readonly #by = new Map<string, AdvertAhead>();
+  readonly #skewMs: number;
+
+  constructor(skewMs = DEFAULT_SKEW_MS) {
+    this.#skewMs = skewMs;
+  }
+
+  /** Note an advert (`envelope`) that `fromDid`, the peer it came from, sent, dropped as from the future at `now`. */
+  note(envelope: Uint8Array, fromDid: string, now: number): void {
+    let byMs: number;
+    try {
+      const a = open(envelope, T.advert, { trusted: true, deferKeyCheck: true });
+      if (a.signer !== fromDid) return;
+      const window = validityWindow(T.advert, a.record);
+      if (!window) return;
+      byMs = window[0] - now;
+    } catch {
+      return;
+    }
+    if (!(byMs > this.#skewMs)) return;
+    this.#by.delete(fromDid);
+    this.#by.set(fromDid, { did: fromDid, byMs, at: now });
+    if (this.#by.size > MAX_AHEAD) this.#by.delete(this.#by.keys().next().value!);
+  }
+
+  /** An advert of `did` was taken: its clock is in the window now. */
+  taken(did: string): void {
+    this.#by.delete(did);
+  }
+
+  /** The providers noted within ADVERT_AHEAD_SAID_MS before `now`, the most recent last. */
+  recent(now: number): AdvertAhead[] {
+    return [...this.#by.values()].filter((a) => now - a.at < ADVERT_AHEAD_SAID_MS);
+  }
+}
+

@@ -163,6 +163,8 @@ export interface PipelineOptions {
   floodLimits?: Partial<FloodLimitOptions>;
   /** Where signatures are checked (createNetwork: the process's worker pool, verify-pool.ts). Default: inline, on this thread. */
   verifier?: SignatureVerifier;
+  /** A message ignored for its primary record's dates or an attachment's (RECORD_FROM_FUTURE, RECORD_EXPIRED), from any source. */
+  onDateDropped?: (kind: TopicKind, data: Uint8Array, from: string, code: 'RECORD_FROM_FUTURE' | 'RECORD_EXPIRED') => void;
   metrics: NetMetrics;
   log: Logger;
 }
@@ -199,6 +201,7 @@ export class RecordPipeline {
   /** The new-advertiser limit's turn-aways, at info, summarised (#turnedAway). */
   readonly #limitLog: PeerLog;
   readonly #verifier: SignatureVerifier | undefined;
+  readonly #onDateDropped: PipelineOptions['onDateDropped'];
   #inFlight = 0;
   /** The flood limits (the network's abuse policy reads its per-peer abuse scores). */
   readonly guard: FloodGuard;
@@ -215,6 +218,7 @@ export class RecordPipeline {
     this.#log = opts.log;
     this.#limitLog = new PeerLog({ log: opts.log, level: 'info', ...(opts.monoClock ? { clock: opts.monoClock } : {}) });
     this.#verifier = opts.verifier;
+    this.#onDateDropped = opts.onDateDropped;
     for (const [k, h] of Object.entries(opts.hooks ?? {})) if (h) this.#hooks.set(k as TopicKind, h);
     this.guard = new FloodGuard(opts.floodLimits ?? {}, opts.monoClock ?? monotonicClock, opts.metrics.registry);
     opts.metrics.queueSources.set('validation', () => this.#inFlight);
@@ -291,13 +295,13 @@ export class RecordPipeline {
     this.#inFlight++;
     try {
       const out = await this.#run(kind, data, from, source, opts.history === true);
-      return this.#count(source, kind, from, out);
+      return this.#count(source, kind, from, out, undefined, data);
     } catch (e) {
       const v = verdictOf(e);
       if (v.reason === VAL_ERR.INTERNAL) this.#log.error({ err: e, kind, from }, 'validation failed internally');
       // only what the bytes earn wherever they come is remembered (a refusal the topic or route decides is not)
       if (v.verdict === 'reject' && !CONTEXT_REJECTS.has(v.reason)) this.#seen.set(hashHex(data), 'reject');
-      return this.#count(source, kind, from, { ...v, fresh: [] }, e);
+      return this.#count(source, kind, from, { ...v, fresh: [] }, e, data);
     } finally {
       this.guard.release(from);
       this.#inFlight--;
@@ -316,8 +320,9 @@ export class RecordPipeline {
     return open(bytes, type);
   }
 
-  #count(source: RecordSourceKind, kind: TopicKind, from: string, out: ValidationOutcome | { verdict: Verdict; reason: string; fresh?: never[] }, err?: unknown): ValidationOutcome {
+  #count(source: RecordSourceKind, kind: TopicKind, from: string, out: ValidationOutcome | { verdict: Verdict; reason: string; fresh?: never[] }, err?: unknown, data?: Uint8Array): ValidationOutcome {
     this.#m.records.inc({ source, kind, verdict: out.verdict, reason: out.reason });
+    if (data && out.verdict === 'ignore' && (out.reason === 'RECORD_FROM_FUTURE' || out.reason === 'RECORD_EXPIRED')) this.#onDateDropped?.(kind, data, from, out.reason);
     if (out.verdict === 'reject') this.#log.debug({ kind, from, source, reason: out.reason, msg2: err instanceof Error ? err.message : undefined }, 'record rejected');
     else if (out.verdict === 'ignore' && out.reason !== VAL_ERR.DUPLICATE) this.#log.trace({ kind, from, source, reason: out.reason }, 'record ignored');
     return { fresh: [], ...out } as ValidationOutcome;

@@ -4,7 +4,7 @@
  * `Network` the roles use) and how a peer is named to it (`PeerRef`: a PeerId,
  * its string, a DID or a multiaddr; `toPeerId`, `peerKey`).
  */
-import type { ClockDrop } from './clock-drops.js';
+import type { AdvertAhead, ClockDrop } from './clock-drops.js';
 import type { Libp2p } from 'libp2p';
 import type { GossipSub, GossipsubOpts } from '@libp2p/gossipsub';
 import type { KadDHT } from '@libp2p/kad-dht';
@@ -272,6 +272,8 @@ export interface Network {
   clockDropped?(job: string): ReadonlyMap<string, ClockDrop>;
   /** `job` is this node's own (its buyer announces it, by gossip or by invitation): its offers dropped for their dates are noted from now on. */
   expectOffers?(job: string): void;
+  /** Providers whose adverts, sent by themselves, this node dropped as dated ahead of its clock lately (src/net/clock-drops.ts AdvertsAhead). */
+  advertsAhead?(): readonly AdvertAhead[];
   /** Set or clear the semantic hook for a kind. */
   setHook(kind: TopicKind, hook: SemanticHook | undefined): void;
   /** Serve a direct protocol (`opts.admit`: who may call it, decided by key before the request is read). */

@@ -33,7 +33,7 @@ import { PeerLog } from '../util/peer-log.js';
 import { Dispatcher, type Handled } from './dispatch.js';
 import { coalesceWrites } from './write-coalesce.js';
 import { decodeMessage, encodeMessage } from './framing.js';
-import { CLOCK_DROP_CODES, ClockDrops, type ClockDropCode } from './clock-drops.js';
+import { AdvertsAhead, CLOCK_DROP_CODES, ClockDrops, type ClockDropCode } from './clock-drops.js';
 import { RecordPipeline, type ValidationOutcome } from './gossip-validation.js';
 import { regossipAfterSync } from './heal.js';
 import { createNetMetrics, registerVerifyThreadMetrics } from './metrics.js';
@@ -101,6 +101,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       : undefined;
   if (sigPool) registerVerifyThreadMetrics(metrics.registry, verifyPoolStats);
   const clockDrops = new ClockDrops(opts.skewMs);
+  const advertsAhead = new AdvertsAhead(opts.skewMs);
   const pipeline = new RecordPipeline({
     clock,
     monoClock: mono,
@@ -111,6 +112,15 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     hooks: opts.hooks,
     floodLimits: opts.floodLimits,
     ...(sigPool ? { verifier: sigPool } : {}),
+    // a provider's advert dated ahead, sent by the provider itself: kept for this node's network health (clock-drops.ts)
+    onDateDropped: (kind, data, from, code) => {
+      if (kind !== 'advert' || code !== 'RECORD_FROM_FUTURE') return;
+      try {
+        advertsAhead.note(decodeMessage(data).primary, didFromPeerId(from), clock());
+      } catch {
+        // not a message, or its sender no key: nothing to note
+      }
+    },
     metrics,
     log,
   });
@@ -215,6 +225,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     for (let i = fresh.length - 1; i >= 0; i--) {
       const f = fresh[i]!;
       source.add?.(f.kind, f.rec);
+      if (f.kind === 'advert') advertsAhead.taken(f.rec.signer);
       dispatcher.push(f.rec, { kind: f.kind, from, source: source0, attachments: i === 0 ? attachments : [] }, i === 0 ? handled : undefined);
       // after a heal: pass on what a sync brought that gossip would have (heal.ts)
       if (source0 === 'sync' && started && regossipAfterSync(f, joinedAt)) void gossipOut(recordTopics(f.kind, f.rec), f.rec.bytes).catch(() => undefined);
@@ -540,6 +551,9 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     },
     expectOffers(job: string) {
       clockDrops.expect(job);
+    },
+    advertsAhead() {
+      return advertsAhead.recent(clock());
     },
     advertsTurnedAway() {
       return pipeline.guard.advertsTurnedAway;

@@ -14,6 +14,9 @@
  * network line):
  *
  *   NET_DUPLICATE_IDENTITY  a peer's key is held by two processes at once, now or within the hour (net/peer-conns.ts)
+ *   NET_ADVERTS_FROM_FUTURE a connected provider's adverts came dated ahead of this node's clock, past the clock-skew
+ *                           window, and were dropped (RECORD_FROM_FUTURE), within ADVERT_AHEAD_SAID_MS: a clock is
+ *                           wrong, its or this node's. It also goes in NET_NO_MARKET's reason (net/clock-drops.ts)
  *   (a dial's code)         a bootstrap entry not connected, its last dial failed (NET_PEER_ID_MISMATCH, …), when the
  *                           state is ok: the other states' messages name them already (QA qaNet F5: a typo in a
  *                           bootstrap PeerId was hidden behind "ok" while remembered peers kept the node connected)
@@ -22,8 +25,11 @@ import type { ConnectivityOptions, ConnectivityStatus } from '../net/connectivit
 import { CONNECTIVITY_DEFAULTS, fileRememberStore } from '../net/connectivity.js';
 import type { NetworkOptions } from '../net/node.js';
 import type { DuplicateIdentity } from '../net/peer-conns.js';
+import type { AdvertAhead } from '../net/clock-drops.js';
+import { shortDid } from '../util/did-text.js';
 import { PROTOCOLS } from '../net/protocols.js';
 import { agoText } from '../util/ago-text.js';
+import { DEFAULT_SKEW_MS } from '../records/freshness.js';
 import type { NetworkConfig } from './config.js';
 import { didFromPeerId } from './peer-id.js';
 
@@ -78,11 +84,28 @@ export interface AssessOptions {
   gossipQuietMs?: number;
   /** Wall clock, ms (the duplicates' times). */
   now?: number;
+  /** Network.advertsAhead(): providers whose adverts came dated ahead lately (NET_ADVERTS_FROM_FUTURE). */
+  advertsAhead?: readonly AdvertAhead[];
+  /** The clock-skew window, ms (network.clockSkewMs), said with them. */
+  skewMs?: number;
+}
+
+/** Providers whose adverts came dated ahead, said in one sentence (without its code). */
+export function advertsAheadText(ahead: readonly AdvertAhead[], skewMs: number): string {
+  const most = Math.max(...ahead.map((a) => a.byMs));
+  const who = ahead.length === 1 ? `provider ${shortDid(ahead[0]!.did)}'s adverts` : `the adverts of ${ahead.length} providers (${ahead.slice(-3).map((a) => shortDid(a.did)).join(', ')}${ahead.length > 3 ? ', …' : ''})`;
+  return `${who} came dated ${ahead.length === 1 ? '' : 'up to '}${Math.round(most / 1000)} s ahead of this node's clock, past the ${Math.round(skewMs / 1000)} s clock-skew window, and were dropped (RECORD_FROM_FUTURE): a clock is wrong, theirs or this node's (NTP)`;
 }
 
 export function assessNetwork(c: ConnectivityStatus, liveAdverts: number, opts: AssessOptions = {}): NetworkAssessment {
   const a = assess(c, liveAdverts, opts);
-  const warnings = [...(a.state === 'ok' ? bootstrapWarnings(a.bootstrap) : []), ...(opts.duplicates ?? []).map((d) => duplicateWarning(d, opts.now ?? Date.now()))];
+  const ahead = opts.advertsAhead ?? [];
+  const warnings = [
+    ...(a.state === 'ok' ? bootstrapWarnings(a.bootstrap) : []),
+    ...(opts.duplicates ?? []).map((d) => duplicateWarning(d, opts.now ?? Date.now())),
+    // said in NET_NO_MARKET's reason already
+    ...(ahead.length && a.state !== 'no-market' ? [{ code: 'NET_ADVERTS_FROM_FUTURE', message: advertsAheadText(ahead, opts.skewMs ?? DEFAULT_SKEW_MS) }] : []),
+  ];
   return warnings.length ? { ...a, warnings } : a;
 }
 
@@ -117,6 +140,7 @@ function assess(c: ConnectivityStatus, liveAdverts: number, opts: AssessOptions)
     return { ...base, state: 'no-gossip', code: 'NET_NO_GOSSIP', message: `connected to ${c.peers} ${c.peers === 1 ? 'peer' : 'peers'} but gossips with none: no peer on any of this node's topics for ${s} s (it neither publishes nor hears adverts and jobs by gossip; records reach it only by sync and direct streams)${why.length ? ` (${why.join('; ')})` : ''}` };
   }
   if (liveAdverts === 0 && opts.market !== false) {
+    if (opts.advertsAhead?.length) why.push(advertsAheadText(opts.advertsAhead, opts.skewMs ?? DEFAULT_SKEW_MS));
     return { ...base, state: 'no-market', code: 'NET_NO_MARKET', message: `connected to ${c.peers} ${c.peers === 1 ? 'peer' : 'peers'} but hears no market: no live provider advert${why.length ? ` (${why.join('; ')})` : ''}` };
   }
   return { ...base, state: 'ok', message: `${c.peers} ${c.peers === 1 ? 'peer' : 'peers'}, ${liveAdverts} live ${liveAdverts === 1 ? 'advert' : 'adverts'}` };

@@ -32,5 +32,10 @@ test('a provider 45 s ahead quotes, its offer is dropped, and the run says why w
     assert.notEqual(r.code, 0, r.out);
     // its adverts are dated ahead too, so the buyer knows nothing else of it: the summary says it (docs/market.md)
     assert.match(r.out + r.err, /1 provider not known here sent an offer dropped for its dates \(RECORD_FROM_FUTURE\): a clock is wrong/);
+    // and the network's health says why this node hears no market: that provider's adverts came dated ahead too
+    const ahead4x = /hears no market: no live provider advert \(provider \S+'s adverts came dated \d+ s ahead of this node's clock, past the 30 s clock-skew window, and were dropped \(RECORD_FROM_FUTURE\)/;
+    assert.match(r.out + r.err, ahead4x);
+    const st = await c0mpute(buyer.dir, ['status']);
+    assert.match(st.out, ahead4x);
   });
 });

@@ -62,3 +62,18 @@ test('a bootstrap entry whose dials fail is a warning with its dial code when th
   assert.equal(assessNetwork({ peers: 1, remembered: 1, bootstrap }, 0).warnings, undefined, 'NET_NO_MARKET says them in its message');
   assert.match(assessNetwork({ peers: 1, remembered: 1, bootstrap }, 0).message, /another PeerId/);
 });
+
+test('adverts dated ahead: said in NET_NO_MARKET’s reason, else a NET_ADVERTS_FROM_FUTURE warning beside an ok state', () => {
+  const c = { peers: 2, remembered: 0, bootstrap: [] };
+  const one = [{ did: 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK', byMs: 45_200, at: 1 }];
+  const none = assessNetwork(c, 0, { advertsAhead: one, skewMs: 30_000 });
+  assert.equal(none.code, 'NET_NO_MARKET');
+  assert.match(none.message, /^connected to 2 peers but hears no market: no live provider advert \(provider haXgBZDv…2doK's adverts came dated 45 s ahead of this node's clock, past the 30 s clock-skew window, and were dropped \(RECORD_FROM_FUTURE\): a clock is wrong, theirs or this node's \(NTP\)\)$/);
+  assert.equal(none.warnings, undefined, 'said once: in the state');
+  const two = [...one, { did: 'did:key:z6MkpTHR8VNsBxYAAWHut2Geadd9jSwuBV8xRoAnwWsdvktH', byMs: 90_000, at: 2 }];
+  const ok = assessNetwork(c, 3, { advertsAhead: two, skewMs: 30_000 });
+  assert.equal(ok.state, 'ok');
+  assert.deepEqual(ok.warnings?.map((w) => w.code), ['NET_ADVERTS_FROM_FUTURE']);
+  assert.match(ok.warnings![0]!.message, /^the adverts of 2 providers \(haXgBZDv…2doK, pTHR8VNs…vktH\) came dated up to 90 s ahead/);
+  assert.equal(assessNetwork(c, 3, { advertsAhead: [] }).warnings, undefined);
+});
