@@ -30,19 +30,23 @@ export interface KnownHistory {
   witnesses: Array<{ witness: string; length: number }>;
   /** whether the witnesses counted were named (`network.witnesses`) or every key held */
   named: boolean;
+  /** each counted witness's receipt of its longest length, by witness (what a ledger shorter than it contradicts) */
+  receipts?: ReadonlyMap<string, Uint8Array>;
 }
 
 export async function knownHistory(records: HistoryRecords, steward: string, witnesses: readonly string[] | undefined): Promise<KnownHistory> {
   const receipts: Array<Opened<WitnessReceipt>> = (await records.witnessReceiptsFor?.(steward)) ?? [];
   const named = witnesses ? new Set(witnesses) : undefined;
-  const longest = new Map<string, number>();
+  const longest = new Map<string, Opened<WitnessReceipt>>();
   for (const r of receipts) {
     if (r.record.steward !== steward || r.signer === steward || (named && !named.has(r.signer))) continue;
-    longest.set(r.signer, Math.max(longest.get(r.signer) ?? 0, r.record.length));
+    const held = longest.get(r.signer);
+    if (!held || r.record.length > held.record.length) longest.set(r.signer, r);
   }
   return {
-    witnesses: [...longest].map(([witness, length]) => ({ witness, length })).sort((a, b) => b.length - a.length || (a.witness < b.witness ? -1 : 1)),
+    witnesses: [...longest].map(([witness, r]) => ({ witness, length: r.record.length })).sort((a, b) => b.length - a.length || (a.witness < b.witness ? -1 : 1)),
     named: named !== undefined,
+    receipts: new Map([...longest].map(([witness, r]) => [witness, r.bytes])),
   };
 }
 

@@ -91,7 +91,7 @@ import { CATCH_UP_PEERS, LEDGER_PROTOCOL, STEWARD_PROTOCOL, WITHDRAW_ASK_MS, ste
 import { ledgerFigures, notInTree, warnTreeAgainstLedger } from './steward-tree-usage.js';
 import type { TopicKind } from '../net/topics.js';
 import { setLongInterval, setLongTimeout, type LongTimer } from '../util/timers.js';
-import { evidenceHeld, knownHistory, refuseSecondLedger, shorterThanWitnessed } from './steward-history.js';
+import { evidenceHeld, knownHistory, refuseSecondLedger, shorterThanWitnessed, type KnownHistory } from './steward-history.js';
 
 export { STEWARD_PROTOCOL, LEDGER_PROTOCOL, PREEMPT_PROTOCOL, MAX_LEDGER_RANGE, REASK_GRACE_MS } from './steward-ports.js';
 export type { StewardConfig, StewardIdentity, StewardPorts } from './steward-ports.js';
@@ -215,7 +215,7 @@ export class Steward {
     }
     // an entitlement the ledger charges and the tree lacks, a guarantee below what is settled (steward-tree-usage.ts)
     warnTreeAgainstLedger(tree, ledger.book, o.log, o.name, cfg.treeFile);
-    await s.#wire();
+    await s.#wire(history);
     return s;
   }
 
@@ -223,7 +223,7 @@ export class Steward {
     return this.o.log;
   }
 
-  async #wire(): Promise<void> {
+  async #wire(history: KnownHistory): Promise<void> {
     const net = this.o.net;
     // Rebuild the open claims' bookkeeping from the ledger (usage itself is in the book); a gang's from its stored record,
     // a single job's receipts and chosen providers from the claims store (a claim whose final receipt came before the
@@ -276,6 +276,14 @@ export class Steward {
     await this.#loadEvidence();
     if (!this.cfg.witnesses) for (const w of (await this.ledger.attestation()).witnesses) this.#knownWitnesses.add(w.witness);
     await this.#contradicting.load();
+    // Receipts this node heard before it started, of witnesses that cosigned more of this key's ledger than it has now
+    // (restored from an older copy, truncated: the start warning, shorterThanWitnessed), are shown by status() at once,
+    // as such a receipt heard now would be; before, status said nothing until a witness sent its receipt again (QA
+    // ffLedger, left open).
+    for (const w of history.witnesses) {
+      const bytes = history.receipts?.get(w.witness);
+      if (w.length > this.ledger.length && bytes) await this.#contradicted(w.witness, bytes);
+    }
     net.subscribe('pool-witness', async (rec) => {
       let st: Awaited<ReturnType<Ledger['addReceipt']>>;
       try {

@@ -104,6 +104,13 @@ describe("a steward key's ledger is one chain", () => {
       await short.s.stop();
       const warned = capture();
       const restored = await stewardOnStub(dir, db, new Map(), { history: store, cfg: { witnesses: [WD] }, log: warned.log });
+      // and status() shows the witness at once, as a receipt heard now would be (before: only the start log, until the
+      // witness sent its receipt again)
+      const seen = ((await restored.s.status()) as { contradictingWitnesses?: Array<{ witness: string; code: string; length: number; ours: number }> }).contradictingWitnesses;
+      assert.deepEqual(
+        seen?.map((c) => [c.witness, c.code, c.length, c.ours]),
+        [[WD, 'WITNESS_LENGTH_BEYOND', 3, 1]],
+      );
       await restored.s.stop();
       const w = warned.lines.find((l) => l.code === 'WITNESS_LENGTH_BEYOND');
       assert.ok(w, 'a start warning for the shorter ledger');
@@ -115,6 +122,7 @@ describe("a steward key's ledger is one chain", () => {
       renameSync(join(dir, 'ledger.period1'), ledgerDir);
       const back = await stewardOnStub(dir, db, new Map(), { history: store, cfg: { witnesses: [WD] } });
       assert.equal(back.s.ledger.length, 3);
+      assert.equal((await back.s.status()).contradictingWitnesses, undefined, 'the ledger they cosigned is back: nothing contradicts it');
       await back.s.stop();
     } finally {
       await closeDb(db);
