@@ -409,6 +409,10 @@ describe('c0mpute ledger', { concurrency: 4 }, () => {
     assert.equal(exported.code, 3, exported.stdout + exported.stderr);
     assert.match(exported.stderr, /LEDGER_EQUIVOCATION_EVIDENCE: refusing to export/);
     assert.equal(existsSync(out), false, 'nothing written');
+    // and pool check derives no usage from it: refused as verify fails it (before, it answered from the ledger alone)
+    const checked = await c0('pool', 'check', '--tree', join(t.dir, 'tree.yaml'), '--claim', join(t.dir, 'fits.yaml'), '--ledger', ldir);
+    assert.equal(checked.code, 3, checked.stdout + checked.stderr);
+    assert.match(checked.stderr, /LEDGER_EQUIVOCATION_EVIDENCE/);
     const json = await c0('ledger', 'verify', '--json', ldir);
     assert.equal(json.code, 1);
     const j = JSON.parse(json.stdout) as { ok: boolean; problem: { code: string }; nodeStore: { store: string; evidence: unknown[]; contradicting: unknown[] } };

@@ -154,10 +154,10 @@ function withHeld(rep: VerifyReport, held: HeldAgainst): VerifyReport {
  * The report of a ledger directory made negative by what its node's store holds against it (heldAgainst, withHeld),
  * for every command that reads a steward's ledger directory where it lives: `verify`, `show` and `export` give the same
  * answer on it (QA ffLedger F4: `show` exited 0 and `export` wrote a file that verifies while `verify` exited 1 on a
- * ledger its node held equivocation evidence against). `held` is undefined for a file, any other directory, and a
+ * ledger its node held equivocation evidence against), and `pool check --ledger` refuses it as `verify` fails it. `held` is undefined for a file, any other directory, and a
  * report already negative.
  */
-async function withNodeStore(path: string, dir: boolean, rep: VerifyReport, witnesses?: readonly string[]): Promise<{ rep: VerifyReport; held?: HeldAgainst }> {
+export async function withNodeStore(path: string, dir: boolean, rep: VerifyReport, witnesses?: readonly string[]): Promise<{ rep: VerifyReport; held?: HeldAgainst }> {
   // the receipts the node heard count from the witnesses named (--witness), else from the keys this ledger holds a
   // valid receipt from: as `steward status` warns of them (any key can sign a receipt of any length)
   const counted = witnesses?.length ? witnesses : rep.attestation.witnesses.map((w) => w.witness);
