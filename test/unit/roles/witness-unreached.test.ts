@@ -70,10 +70,14 @@ describe('a witness that cannot reach its steward says so', () => {
     const s = stewardChain(2);
     await rig(new Map([[s.did, s.chain]]), async ({ net, start }) => {
       net.fails.set(s.did, 'unreached');
-      const role = await start({ stewards: [s.did], startCatchUpMs: [0, 30, 60] });
+      // rounds far enough apart that the first failure is seen before the next round on a loaded machine; a round that
+      // comes while the one before is still asking joins it (#schedule), so the last round's failure, not a third
+      // call, is what to wait for (a CI run under load asked twice and timed out waiting for a third)
+      const role = await start({ stewards: [s.did], startCatchUpMs: [0, 300, 600] });
       await until(async () => (await lastOf(role, s.did))?.refused === 'NET_DIAL_FAILED', 'the first failure shown');
       assert.equal(net.warns.length, 0, 'not warned while rounds are left');
-      await until(() => net.calls >= 3, 'the last round asked');
+      await until(() => net.warns.length >= 1, 'the last round failed');
+      assert.ok(net.calls >= 2 && net.calls <= 3, `asked once a round at most (${net.calls})`);
       await role.settled();
       assert.equal(net.warns.length, 1, JSON.stringify(net.warns));
       assert.equal(net.warns[0]!.steward, s.did);
