@@ -387,7 +387,8 @@ export class Reclaimer {
   /**
    * The overlay's physical capacity in devices (docs/overlays.md "Preemption"): `steward.capacity` when the operator
    * declared it; else, for each provider the steward can vouch for, its advert's GPU count, or one machine slot for a
-   * provider without GPUs, at most `steward.maxDevicesPerProvider`. A provider is vouched for while its key is allowed
+   * provider without GPUs, at most `steward.maxDevicesPerProvider`. The steward's own provider (a node with roles
+   * [steward, provider]) is always counted: it is this machine. Another provider is vouched for while its key is allowed
    * on the overlay (on `network.allowlist` when there is one) and it is connected to the steward now, or was within
    * CONNECTED_GRACE_MS (its libp2p peer id is its key's; connections are sampled here and whenever an advert
    * arrives, noteConnected): an advert names any key its signer likes, and a member can relay adverts signed by
@@ -403,9 +404,16 @@ export class Reclaimer {
     const mono = this.#mono();
     let n = 0;
     for (const a of this.d.ports.market.adverts.latest.values()) {
-      if (a.record.expiresAt <= now || a.signer === this.d.did) continue;
+      if (a.record.expiresAt <= now) continue;
       const gpus = (a.record.hardware.gpus ?? []).reduce((s, g) => s + g.count, 0);
       const declared = Math.max(1, gpus);
+      // The steward's own provider (roles [steward, provider]) is its own machine: vouched for by being this node, not
+      // by a connection to itself, which never exists (it was left out, so the overlay's capacity was short by it).
+      if (a.signer === this.d.did) {
+        if (declared > cap) this.#noteCapacity('capped', a.signer, declared, `an advert declares more devices than steward.maxDevicesPerProvider (${cap}): counted as ${cap}`);
+        n += Math.min(declared, cap);
+        continue;
+      }
       if (allowed && !allowed.has(a.signer)) {
         this.#noteCapacity('not-allowed', a.signer, declared, 'an advert from a key not on the overlay’s allowlist is not counted in the steward’s capacity');
         continue;

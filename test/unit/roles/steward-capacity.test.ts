@@ -112,6 +112,27 @@ describe('the steward’s physical capacity', () => {
     }
   });
 
+  it('the steward’s own provider (roles [steward, provider]) counts, connected to nobody, capped like any other', async () => {
+    const t = tempDir('c0-capacity-own-');
+    const r = await stewardRig(t.dir, TREE);
+    try {
+      const me = P(32);
+      const latest = new Map<string, Opened<Advert>>([[me.did, advert(me, { hardware: { gpus: undefined, cpuCores: 8, memoryMiB: 16384 } })]]);
+      const capacity = (connected: string[], cfg: Record<string, unknown> = {}) => {
+        const ports = { ...r.ports, log: pino({ level: 'silent' }), net: { peers: () => connected.map((did) => ({ peerId: '', did, addrs: [] })) }, market: { adverts: { latest } } } as unknown as StewardPorts;
+        return new Reclaimer({ ports, ledger: r.ledger, tree: r.pool.tree, pool: r.pool, cfg: cfgOf({ preempt: true, ...cfg }) as StewardConfig, did: me.did, accounts: r.accounts, stopped: () => false }).capacity();
+      };
+      assert.equal(capacity([]), 1, 'its own machine: one slot, though a node is never connected to itself');
+      latest.set(honest.did, machine());
+      assert.equal(capacity([honest.did]), 2, 'its own machine and the connected provider');
+      latest.set(me.did, advert(me, { hardware: { gpus: [{ model: 'A100', vramMiB: 81920, features: [], count: 100 }], cpuCores: 8, memoryMiB: 16384 } }));
+      assert.equal(capacity([honest.did], { maxDevicesPerProvider: 4 }), 4 + 1, 'capped by steward.maxDevicesPerProvider like any advert');
+    } finally {
+      await r.close();
+      t.cleanup();
+    }
+  });
+
   it('a provider seen connected still counts for CONNECTED_GRACE_MS after its connection drops (a redial, a steward with more members than connections)', async () => {
     const t = tempDir('c0-capacity-grace-');
     const r = await stewardRig(t.dir, TREE);
