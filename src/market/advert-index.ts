@@ -7,8 +7,8 @@
  * one entry under the pool's DID); the advert live at a decision time; and the
  * advert a (possibly republished-over) offer is resolved to. Pure.
  */
-import { T, type Advert, type Offer, type Tier } from '../records/kinds.js';
-import type { Opened } from '../records/envelope.js';
+import { T, type Advert, type Offer, type PoolRoster, type Tier } from '../records/kinds.js';
+import { open, type Opened } from '../records/envelope.js';
 import { C0Error } from '../errors.js';
 import { providerOf, rosterExpiresAt } from '../pools/chain.js';
 
@@ -79,6 +79,13 @@ export class AdvertIndex {
   /** signer → the entry its latest advert counts toward; entry → those signers */
   readonly #entryOf = new Map<string, string>();
   readonly #members = new Map<string, Set<string>>();
+  /**
+   * Per pool entry, the newest roster its members' latest adverts carry (the highest seq, then the lower address):
+   * a member it does not list was removed by it (docs/pools.md "A new roster reaches running members": "from then
+   * the removed member's adverts are stale"), so it is not counted as the pool's (membersOf, onRoster) nor shown
+   * as its entry while a listed member's advert is held.
+   */
+  readonly #newest = new Map<string, RosterFacts>();
 
   constructor(adverts: Iterable<Opened<Advert>> = []) {
     for (const a of adverts) this.add(a);
@@ -114,15 +121,35 @@ export class AdvertIndex {
     return this.#entryOf.get(signer) ?? signer;
   }
 
-  /** How many signers' latest adverts stand for the entry `provider` (a pool's member count as seen here; 1 for a plain provider). */
+  /**
+   * How many signers' latest adverts stand for the entry `provider` (a pool's member count as seen here; 1 for a plain
+   * provider). For a pool, only the members its newest roster held here lists: a member a newer roster removed, whose
+   * latest advert still carries the older roster, is not counted.
+   */
   membersOf(provider: string): number {
-    return this.#members.get(provider)?.size ?? 0;
+    let n = 0;
+    for (const s of this.#members.get(provider) ?? []) if (this.onRoster(s)) n++;
+    return n;
   }
 
-  /** The signer first in DID order among those whose latest advert stands for the entry `provider` (a pool's stand-in while none of its members quoted). */
+  /**
+   * Whether the signer counts as a member of the pool its latest advert stands for: true unless the newest roster of
+   * that pool held here (carried by another member's latest advert) does not list it. True for a plain provider.
+   */
+  onRoster(signer: string): boolean {
+    const key = this.#entryOf.get(signer);
+    const newest = key === undefined ? undefined : this.#newest.get(key);
+    return newest === undefined || newest.members.has(signer);
+  }
+
+  /** The signer first in DID order among those whose latest advert stands for the entry `provider` (a pool's stand-in while none of its members quoted); a member its pool's newest roster lists before one it does not. */
   firstMember(provider: string): string | undefined {
     let first: string | undefined;
-    for (const s of this.#members.get(provider) ?? []) if (first === undefined || s < first) first = s;
+    let firstOn = false;
+    for (const s of this.#members.get(provider) ?? []) {
+      const on = this.onRoster(s);
+      if (first === undefined || (on && !firstOn) || (on === firstOn && s < first)) [first, firstOn] = [s, on];
+    }
     return first;
   }
 
@@ -167,10 +194,21 @@ export class AdvertIndex {
   }
 
   #pick(key: string): void {
+    // the newest roster the members' latest adverts carry (a plain provider's entry has none)
+    let newest: RosterFacts | undefined;
+    for (const s of this.#members.get(key) ?? []) {
+      const r = rosterFacts(this.latest.get(s)!);
+      if (r && (!newest || r.seq > newest.seq || (r.seq === newest.seq && r.address < newest.address))) newest = r;
+    }
+    if (newest) this.#newest.set(key, newest);
+    else this.#newest.delete(key);
+    // the newest of the listed members' adverts (of every member's when none is listed)
     let best: Opened<Advert> | undefined;
+    let bestOn = false;
     for (const s of this.#members.get(key) ?? []) {
       const a = this.latest.get(s)!;
-      if (!best || newerEntry(a, best)) best = a;
+      const on = !newest || newest.members.has(s);
+      if (!best || (on && !bestOn) || (on === bestOn && newerEntry(a, best))) [best, bestOn] = [a, on];
     }
     if (best) this.entries.set(key, best);
     else this.entries.delete(key);
@@ -259,6 +297,33 @@ function entryKey(a: Opened<Advert>): string {
     return a.signer;
   }
 }
+
+/** What the market reads of the roster a pooled advert's proof carries: its seq, address and members. */
+interface RosterFacts {
+  seq: number;
+  address: string;
+  members: ReadonlySet<string>;
+}
+
+/**
+ * The roster a pooled advert carries (undefined for a plain one, or one whose roster does not decode). Its chain was
+ * verified when the advert was opened (entryKey), so the roster is read without checking its signature again; once
+ * per advert object.
+ */
+function rosterFacts(a: Opened<Advert>): RosterFacts | undefined {
+  if (!a.record.pool) return undefined;
+  if (rosterOf.has(a)) return rosterOf.get(a);
+  let f: RosterFacts | undefined;
+  try {
+    const r = open(a.record.pool.roster, T.poolRoster, { trusted: true }) as Opened<PoolRoster>;
+    f = { seq: r.record.seq, address: r.address, members: new Set(r.record.members.map((m) => m.did)) };
+  } catch {
+    f = undefined;
+  }
+  rosterOf.set(a, f);
+  return f;
+}
+const rosterOf = new WeakMap<object, RosterFacts | undefined>();
 
 /** Of two members' adverts for one pool entry: the later issuedAt, then the higher seq, then the lower address. */
 function newerEntry(a: Opened<Advert>, b: Opened<Advert>): boolean {

@@ -321,11 +321,12 @@ export function market(d: OverlayNode, limit?: number): Record<string, unknown> 
 }
 
 /** The members of each pool that are present now (by the entry their own latest advert counts toward: AdvertIndex.entryOf), and their free slots together. */
-export function poolPresence(idx: { entryOf(signer: string): string }, present: ReadonlyArray<{ did: string; freeSlots: number }>): Map<string, { present: number; freeSlots: number }> {
+export function poolPresence(idx: { entryOf(signer: string): string; onRoster?(signer: string): boolean }, present: ReadonlyArray<{ did: string; freeSlots: number }>): Map<string, { present: number; freeSlots: number }> {
   const pools = new Map<string, { present: number; freeSlots: number }>();
   for (const p of present) {
     const entry = idx.entryOf(p.did);
-    if (entry === p.did) continue;
+    // a member the pool's newest roster (held here) no longer lists is not the pool's capacity (AdvertIndex.onRoster)
+    if (entry === p.did || idx.onRoster?.(p.did) === false) continue;
     const cur = pools.get(entry) ?? { present: 0, freeSlots: 0 };
     pools.set(entry, { present: cur.present + 1, freeSlots: cur.freeSlots + p.freeSlots });
   }

@@ -137,6 +137,31 @@ test('the market listing (/v1/market, providersKnown) counts a pool once, under 
   assert.equal((market(d, 1) as { total: number; adverts: unknown[] }).adverts.length, 1);
 });
 
+test('a member a newer roster removed is not counted as the pool’s: members, presence and free slots are the listed members’, and its stale advert does not stand for the pool (QA ffPoolChurn F2)', () => {
+  // roster seq 2 drops the member first in DID order; the other two re-sign their adverts with it, the removed one
+  // keeps its advert on seq 1 (it cannot sign with a roster it is not on), later dated than theirs
+  const [gone, ...kept] = [...M].sort((a, b) => (a.did < b.did ? -1 : 1));
+  const R2 = roster({ seq: 2, members: kept.map((k) => ({ did: k.did })) });
+  const onR2 = (p: Party) => seal(T.advert, { ...pooledAdvert(proof(R2, p.signer)), seq: 2, issuedAt: NOW - 1000, workloads: ['infer.llm'] }, p.signer) as Opened<Advert>;
+  const stale = pooled(gone!, { issuedAt: NOW - 10 });
+  for (const order of [[stale, ...kept.map(onR2)], [...kept.map(onR2), stale]]) {
+    const idx = new AdvertIndex(order);
+    assert.equal(idx.membersOf(POOL), 2, 'the two members roster seq 2 lists');
+    assert.equal(idx.onRoster(gone!.did), false);
+    assert.ok(kept.every((k) => idx.onRoster(k.did)));
+    assert.notEqual(idx.entries.get(POOL)!.signer, gone!.did, 'the removed member’s advert does not stand for the pool');
+    assert.notEqual(idx.firstMember(POOL), gone!.did);
+    const present = M.map((m) => ({ did: m.did, freeSlots: 2, workloads: ['infer.llm'], liveUntil: NOW + 60_000 }));
+    const d = { clock: () => NOW, market: { adverts: idx, reputation: () => ({ scoreOf: () => 0.5 }) }, presence: { live: () => present } } as unknown as OverlayNode;
+    const m = market(d) as { presence: { live: number; freeSlots: number; pooled?: { members: number } }; adverts: Array<{ provider: string; pool?: { members: number; present?: number; freeSlots?: number } }> };
+    assert.deepEqual(m.adverts.find((a) => a.provider === POOL)!.pool, { did: POOL, members: 2, present: 2, freeSlots: 4 });
+    assert.equal(m.presence.live, 3, 'the removed member is still a live provider …');
+    assert.equal(m.presence.pooled?.members, 2, '… but not one of the pool’s members');
+  }
+  // before any member holds the newer roster, all three count (seq 1 lists them)
+  assert.equal(new AdvertIndex(M.map((p) => pooled(p))).membersOf(POOL), 3);
+});
+
 test('selection and the explanation over a plain list of offers take a pool’s members’ offers once', () => {
   const a0 = pooled(M[0]!);
   const a1 = pooled(M[1]!);
