@@ -167,6 +167,11 @@ export interface PoolMemberDeps {
   syncBeforeRuns?: boolean;
   /** The other members' `left` records kept before a restart (keepMemberLeft). */
   membersLeft?: ReadonlyArray<{ roster: Opened<PoolRoster>; membership: Opened<PoolMembership> }>;
+  /**
+   * A newer roster of the pool that does not list this member, held at its start (the config's, after a roster change
+   * removed it while it ran or was down): it starts removed by it, as a running member that heard of it is.
+   */
+  removedBy?: Opened<PoolRoster>;
   /** The roster in use changed: the provider signs its advert again with the new proof. */
   onRosterChanged?: () => void;
   /** A named failpoint (tests; docs/pools.md "Failure modes, tested"): set only by the CLI from C0MPUTE_FAILPOINT. */
@@ -224,6 +229,7 @@ export class PoolMember {
         d.log.warn({ member: x.membership.signer, err: code(e) }, 'pool: a kept `left` record of another member does not check out; ignored');
       }
     }
+    if (d.removedBy) this.#rs.heard(d.removedBy, d.clock());
     this.#figures = new TrailFigures(
       d.trail,
       {

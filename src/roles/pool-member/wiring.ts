@@ -160,6 +160,25 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
       unfit = undefined;
     }
   }
+  // The config's roster does not list this node: a newer roster removed it (the operator signed it over the file the
+  // config names, as docs/pools.md "Operating a pool" does). It starts as it ran before its restart: on the pair it
+  // kept, removed by that roster (quoting nothing, answering the members, closing the dispatches in its trail); with
+  // no pair of this pool kept, it cannot start for the pool, and the error says so.
+  let removedBy: Opened<PoolRoster> | undefined;
+  if (unfit && !roster.record.members.some((m) => m.did === d.did)) {
+    const pair = saved === undefined ? undefined : (decodeCanonical(saved) as { roster: Uint8Array; membership: Uint8Array });
+    const r = pair && open(pair.roster, T.poolRoster);
+    // (an expired config roster is not one the member can be removed by: RosterState.heard ignores it, so the node would
+    // quote on its older pair; it is refused as before)
+    if (!pair || !r || r.signer !== roster.signer || r.record.seq >= roster.record.seq || roster.record.expiresAt <= d.clock()) {
+      throw new C0Error('POOL_NOT_MEMBER', `pool: this node (${d.did}) is not on roster seq ${roster.record.seq} in ${d.config.roster} (pool.roster): the pool removed it, or it never joined it. To serve alone, drop \`pool\` from its config; to serve the pool, point pool.roster at a roster that lists it and run pool-provider join`, { field: 'pool.roster' });
+    }
+    d.log.warn({ code: 'POOL_NOT_MEMBER', roster: d.config.roster, seq: roster.record.seq, using: r.record.seq }, `pool: roster seq ${roster.record.seq} in ${d.config.roster} (pool.roster) does not list this node: the pool removed it. It starts on roster seq ${r.record.seq} kept in the database, removed: it quotes nothing for the pool and closes the dispatches in its trail. To serve alone, drop \`pool\` from its config`);
+    removedBy = roster;
+    roster = r;
+    membership = open(pair.membership, T.poolMembership);
+    unfit = undefined;
+  }
   if (unfit) throw new C0Error(unfit.code, `pool: ${d.config.membership} (pool.membership) is not this node's place on roster seq ${roster.record.seq} in ${d.config.roster} (pool.roster): ${unfit.message}`, { field: 'pool.membership' });
   // The other members' `left` records (PoolMember keeps them as they come: `left!<member>`).
   const membersLeft: Array<{ roster: Opened<PoolRoster>; membership: Opened<PoolMembership> }> = [];
@@ -197,6 +216,7 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
       await kept.batch([{ type: 'put', key: 'current', value: encodeCanonical({ roster: r.bytes, membership: m.bytes }) }], { sync: true } as never);
     },
     membersLeft,
+    ...(removedBy ? { removedBy } : {}),
     syncBeforeRuns: true,
     keepMemberLeft: async (r, m) => {
       await kept.batch([{ type: 'put', key: `${LEFT}${m.signer}`, value: encodeCanonical({ roster: r.bytes, membership: m.bytes }) }], { sync: true } as never);

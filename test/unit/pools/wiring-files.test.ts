@@ -92,3 +92,35 @@ test('with no pair kept, a membership that is not this node’s place on the ros
     }
   });
 });
+
+test('a newer roster in the config that does not list this node (the pool removed it): it starts removed on the pair it kept; with none kept, POOL_NOT_MEMBER naming the roster file (QA ffPoolChurn F3)', async () => {
+  const others = MEMBERS.filter((m) => m !== a).map((did) => ({ did }));
+  const r3 = roster({ seq: 3, members: others });
+  await withDir(async (dir, deps) => {
+    const db = await openDb(join(dir, 'db'));
+    try {
+      // no pair kept: refused, saying what is wrong and what to do
+      writeFileSync(join(dir, 'roster.cose'), r3.bytes);
+      writeFileSync(join(dir, 'membership.cose'), membership(r1, keyOf(a)).bytes);
+      await assert.rejects(startPoolMember(deps(db)), (e: unknown) => e instanceof C0Error && e.code === 'POOL_NOT_MEMBER' && e.message.includes(join(dir, 'roster.cose')) && e.message.includes('drop `pool`'));
+      // ran on seq 1, joined seq 2 while running (kept), then the operator signed seq 3 without it over roster.cose
+      writeFileSync(join(dir, 'roster.cose'), r1.bytes);
+      const first = await startPoolMember(deps(db));
+      await first.adopt(r2.bytes, membership(r2, keyOf(a)).bytes);
+      first.stop();
+      writeFileSync(join(dir, 'roster.cose'), r3.bytes);
+      writeFileSync(join(dir, 'membership.cose'), membership(r2, keyOf(a)).bytes);
+      const lines: Array<{ level: number; msg: string }> = [];
+      const again = await startPoolMember(deps(db, lines));
+      again.stop();
+      const st = await again.status();
+      assert.equal((st.roster as { seq: number }).seq, 2);
+      assert.equal(st.newestSeq, 3);
+      assert.equal(st.removed, true);
+      assert.equal(st.quoting, false);
+      assert.ok(lines.some((l) => l.level === 40 && l.msg.includes('does not list this node')), JSON.stringify(lines));
+    } finally {
+      await closeDb(db);
+    }
+  });
+});
