@@ -247,9 +247,10 @@ export interface Network {
   /**
    * Send a selection or an acceptance to the providers it concerns only (or a receipt to its buyer), over /c0mpute/outcome/1 (offer-route.ts; docs/network.md
    * §14 "A job's outcome"); the same local checks as `publish`; this node itself is skipped. Never throws for an unreachable
-   * recipient: the outcome per DID says what happened. Another kind: OUTCOME_WRONG_KIND.
+   * recipient: the outcome per DID says what happened, and `codes` why one did not take it (its `ignore` reason: a
+   * duplicate, RATE_LIMITED…; or the error's code). Another kind: OUTCOME_WRONG_KIND.
    */
-  sendOutcome(kind: TopicKind, to: readonly string[], envelope: Uint8Array): Promise<{ outcomes: Record<string, OfferSendOutcome>; address: string }>;
+  sendOutcome(kind: TopicKind, to: readonly string[], envelope: Uint8Array): Promise<{ outcomes: Record<string, OfferSendOutcome>; address: string; codes?: Record<string, string> }>;
   /**
    * Accepted records of `kind`, each once (gossip, sync, and the direct routes: offer/1, outcome/1). Returns an
    * unsubscribe function. A record that came on a direct route is answered `accept` only once every handler returned;

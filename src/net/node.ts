@@ -535,9 +535,10 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     async sendOutcome(kind, to, envelope) {
       if (!OUTCOME_DIRECT_KINDS.includes(kind)) throw new C0Error(OUTCOME_ROUTE.err.WRONG_KIND!, `${OUTCOME_ROUTE.protocol} carries ${OUTCOME_DIRECT_KINDS.join(' and ')} records, not ${kind}`, { field: 'kind' });
       const { rec, data } = prepare(kind, envelope, []);
-      const outcomes = await sendDirect(sendDeps, OUTCOME_ROUTE, kind, to.filter((d) => d !== did), data);
+      const codes: Record<string, string> = {};
+      const outcomes = await sendDirect(sendDeps, OUTCOME_ROUTE, kind, to.filter((d) => d !== did), data, codes);
       metrics.published.inc({ kind });
-      return { outcomes, address: rec.address };
+      return { outcomes, address: rec.address, codes };
     },
 
     subscribe(kind, handler, o) {

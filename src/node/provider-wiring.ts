@@ -268,7 +268,11 @@ async function openProviderState(o: OverlayNode, h: Pick<ProviderWiringHooks, 'o
   o.providerRuns = runs;
   // Receipts the exec stream could not deliver go to their buyer directly, and again when it connects (receipt-delivery.ts).
   const { delivery, deps: deliveryDeps, keepReceipt } = await receiptDeliveryOn(runs, {
-    send: async (buyer, r) => (await o.net.sendOutcome('receipt', [buyer], r.bytes)).outcomes[buyer] ?? 'unreachable',
+    send: async (buyer, r) => {
+      const sent = await o.net.sendOutcome('receipt', [buyer], r.bytes);
+      const code = sent.codes?.[buyer];
+      return { outcome: sent.outcomes[buyer] ?? 'unreachable', ...(code !== undefined ? { code } : {}) };
+    },
     clock: o.clock,
     log: o.log.child({ role: 'provider', overlay: o.name }),
     self: o.did,

@@ -48,9 +48,31 @@ export const RECEIPT_RETRY_MS = 5_000;
 /** The longest such wait (30 minutes). */
 export const RECEIPT_RETRY_MAX_MS = 30 * 60_000;
 
+/** What one send over outcome/1 came to: the outcome, and for one `ignored`, the buyer's reason (its verdict's code). */
+export interface ReceiptSendResult {
+  outcome: OfferSendOutcome;
+  code?: string;
+}
+
+/**
+ * The reasons of an `ignore` verdict that say the buyer did not take the receipt now, not that it holds it or that it
+ * is not its own: its rate limit for the sending peer (RATE_LIMITED: a provider sending many waiting receipts at once),
+ * its delivery queue or verify worker, a failing store (STORE_*), an internal error, or a receipt dated ahead of its
+ * clock (the buyer's clock may catch up). Such a receipt waits as a `not_kept` one does; before (QA ffRcpt F2) every
+ * `ignore` read as "it held it already", and a receipt past the buyer's rate limit was forgotten unsent.
+ */
+const NOT_TAKEN_NOW = new Set(['RATE_LIMITED', 'QUEUE_FULL', 'VERIFY_WORKER_FAILED', 'INTERNAL', 'RECORD_FROM_FUTURE', 'EVIDENCE_FROM_THE_FUTURE']);
+
+/** The outcome a send's result counts as here: an `ignored` with a NOT_TAKEN_NOW (or STORE_*) reason is `not_kept`. */
+export function deliveryOutcome(r: OfferSendOutcome | ReceiptSendResult): OfferSendOutcome {
+  if (typeof r === 'string') return r;
+  if (r.outcome === 'ignored' && r.code !== undefined && (NOT_TAKEN_NOW.has(r.code) || r.code.startsWith('STORE_'))) return 'not_kept';
+  return r.outcome;
+}
+
 export interface ReceiptDeliveryDeps {
-  /** Send the receipt to `buyer` over outcome/1; the outcome (never throws). */
-  send(buyer: string, receipt: Opened<Receipt>): Promise<OfferSendOutcome>;
+  /** Send the receipt to `buyer` over outcome/1; the outcome, with the buyer's reason for an `ignored` (never throws). */
+  send(buyer: string, receipt: Opened<Receipt>): Promise<OfferSendOutcome | ReceiptSendResult>;
   clock: Clock;
   log: Logger;
   /** Where waiting receipts are kept across a restart (errors are logged, never thrown to the caller). */
@@ -225,7 +247,7 @@ export class ReceiptDelivery {
     const { buyer, job } = p.receipt.record;
     let outcome: OfferSendOutcome;
     try {
-      outcome = await this.d.send(buyer, p.receipt);
+      outcome = deliveryOutcome(await this.d.send(buyer, p.receipt));
     } catch {
       outcome = 'unreachable';
     }

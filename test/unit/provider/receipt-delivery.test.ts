@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { seal, T, type Opened, type Receipt } from '../../../src/records/index.js';
-import { ReceiptDelivery } from '../../../src/roles/provider/receipt-delivery.js';
+import { ReceiptDelivery, type ReceiptSendResult } from '../../../src/roles/provider/receipt-delivery.js';
 import type { OfferSendOutcome } from '../../../src/net/offer-route.js';
 import { silentLogger } from '../../../src/util/log.js';
 import { records, provider, addr, BUYER, NOW } from '../records/fixtures.js';
@@ -180,4 +180,31 @@ test('the delivery log says the buyer’s node took the receipt (`delivery: take
   assert.deepEqual(lines.map((l) => [l.fields.delivery, l.fields.outcome]), [['taken', undefined], ['ignored', undefined]]);
   assert.match(lines[0]!.msg, /its node took it \(no verdict implied\)/);
   assert.match(lines[1]!.msg, /it held it already/);
+});
+
+test('a receipt the buyer ignored for now (RATE_LIMITED, QUEUE_FULL, a failing store…) is kept and sent again; only a copy it holds (or one not its own) is done (QA ffRcpt F2)', async () => {
+  const dropped: string[] = [];
+  const keep = { save: async () => undefined, drop: async (a: string) => void dropped.push(a) };
+  for (const code of ['RATE_LIMITED', 'QUEUE_FULL', 'STORE_WRITE_FAILED', 'VERIFY_WORKER_FAILED']) {
+    const answers: ReceiptSendResult[] = [{ outcome: 'ignored', code }, { outcome: 'accepted' }];
+    const sent: string[] = [];
+    const d = new ReceiptDelivery({ send: async (_, r) => (sent.push(r.address), answers.shift()!), clock: () => NOW, log: silentLogger(), keep, retryMs: 60_000 });
+    const r = receipt(addr('1'));
+    await d.deliver(r);
+    assert.equal(d.size, 1, `${code}: the buyer did not take it: still waiting`);
+    assert.deepEqual(dropped, [], `${code}: and still on disk`);
+    d.onConnected(BUYER);
+    await settle();
+    assert.equal(sent.length, 2, `${code}: sent again`);
+    assert.equal(d.size, 0);
+    assert.deepEqual(dropped.splice(0), [r.address]);
+    d.stop();
+  }
+  // a copy it holds, or one it says is not its own: done
+  for (const code of ['DUPLICATE', 'RECEIPT_NOT_OWN_JOB', undefined]) {
+    const d = new ReceiptDelivery({ send: async () => ({ outcome: 'ignored', ...(code ? { code } : {}) }), clock: () => NOW, log: silentLogger(), keep });
+    await d.deliver(receipt(addr('2')));
+    assert.equal(d.size, 0, `${code}: done`);
+    dropped.splice(0);
+  }
 });
