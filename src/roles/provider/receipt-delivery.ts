@@ -5,27 +5,35 @@
  * restarted, its connection broke, the provider stalled past the buyer's
  * patience) does not join the receipt topics by default, so the gossiped copy
  * never reaches it. The provider sends the receipt over `/c0mpute/outcome/1`
- * (one message up, one verdict back) to the job's buyer; one it could not reach
- * is kept here and sent again each time that buyer connects (identifies) to
- * this node, and after a wait (`retryMs`, doubling with each failed try up to
- * RECEIPT_RETRY_MAX_MS), until the buyer answers or the entry lapses. One the
- * buyer took but could not keep (`not_kept`: its delivery queue was full, or
- * storing it failed; OUTCOME_NOT_KEPT) is kept the same way. The wait is for a
- * buyer still connected, whose next connection may be far off: one that did not
- * keep it, or one not reached though connected (its handler outlasted
- * outcome/1's deadline, a stream that broke); this node does not tell those
- * from a buyer that left, which a try after the wait only dials in vain.
+ * (one message up, one verdict back) to the job's buyer.
+ *
+ * One schedule per buyer, not per receipt: the receipts waiting for a buyer
+ * are sent one after another, oldest first, in a "go"; a go ends when the
+ * buyer is not reached (`unreachable`), did not keep one (`not_kept`, or an
+ * `ignore` that says "not now": deliveryOutcome), or after RECEIPT_SEND_BATCH
+ * sends (paced below the buyer's receipt rate limit). The next go comes after a
+ * wait: not reached, `retryMs` doubling up to RECEIPT_RETRY_MAX_MS (and
+ * RECEIPT_RETRY_LONG_MS once the buyer has been out of reach for
+ * RECEIPT_RETRY_LONG_AFTER_MS); not kept, `notKeptRetryMs` doubling up to
+ * RECEIPT_NOT_KEPT_MAX_MS; paced, `retryMs`. A sign of life (the buyer
+ * connects or dials this node: libp2p identifies it, `onConnected`) starts a
+ * go at once and ends the back-off. So a buyer gone for good costs one dial per
+ * wait whatever the number of receipts waiting for it; before (QA ffRcpt F1)
+ * each receipt had its own timer: 1,000 receipts for a gone buyer were 4,000
+ * dials in the first minute, and all 1,000 were sent at once when it came back.
  *
  * Bounded: at most `maxPending` receipts (the oldest go first), each for at
- * most `keepMs`. With `keep`, each waiting receipt is also written to the
- * provider's store (store/provider-runs.ts) and `restore`d at the next start,
- * so a provider restarted before its buyer came back still sends it.
+ * most `keepMs`; one timer per buyer with a receipt waiting. With `keep`, each
+ * waiting receipt is also written to the provider's store
+ * (store/provider-runs.ts) and `restore`d at the next start, so a provider
+ * restarted before its buyer came back still sends it.
  *
  * Every receipt starts out so on disk: its `entry` is written in the same
  * batch as the receipt itself, marked untried, and leaves the keep when the
  * buyer acknowledges it on the stream (`acknowledged`) or goes to `deliver`.
  * One still untried at the next start (the provider was killed, or stopped,
- * before either) is sent at once (`resume`), not only when its buyer connects.
+ * before either) is sent at once (`resume`), not only when its buyer connects;
+ * `resume` starts a go for every buyer with a receipt restored.
  */
 import type { Opened } from '../../records/envelope.js';
 import type { Receipt } from '../../records/kinds.js';
@@ -38,15 +46,27 @@ export const RECEIPT_DELIVERY_MAX = 1024;
 /** How long a receipt waits for its buyer to come back (6 hours). */
 export const RECEIPT_DELIVERY_KEEP_MS = 6 * 60 * 60 * 1000;
 /**
- * The first wait before a receipt its buyer could not keep, or was not reached for, is sent again (5 s; doubled each
- * time, up to RECEIPT_RETRY_MAX_MS). Short, because a buyer frozen (SIGSTOP, a paused VM) while its receipt was sent
- * keeps its connection, so no new connection sends it: with 1 minute (before, QA ffGang F5) a buyer frozen 50 s got
- * it 56 s after it ran again. A buyer gone for good costs a few more failed dials in the first minutes (about 19 in
- * the 6 hours a receipt waits, against 16).
+ * The first wait before a buyer not reached is tried again (5 s; doubled each time, up to RECEIPT_RETRY_MAX_MS).
+ * Short, because a buyer frozen (SIGSTOP, a paused VM) while its receipt was sent keeps its connection, so no new
+ * connection sends it: with 1 minute (before, QA ffGang F5) a buyer frozen 50 s got it 56 s after it ran again.
  */
 export const RECEIPT_RETRY_MS = 5_000;
-/** The longest such wait (30 minutes). */
-export const RECEIPT_RETRY_MAX_MS = 30 * 60_000;
+/** The longest such wait while the buyer has been out of reach for less than RECEIPT_RETRY_LONG_AFTER_MS (1 minute). */
+export const RECEIPT_RETRY_MAX_MS = 60_000;
+/** Out of reach this long (1 hour), a buyer is tried every RECEIPT_RETRY_LONG_MS; its connection still sends at once. */
+export const RECEIPT_RETRY_LONG_AFTER_MS = 60 * 60_000;
+/** The wait between tries of a buyer out of reach for over an hour (15 minutes). */
+export const RECEIPT_RETRY_LONG_MS = 15 * 60_000;
+/** The first wait before a buyer that did not keep a receipt (OUTCOME_NOT_KEPT, a full queue) is sent it again (1 minute, doubling). */
+export const RECEIPT_NOT_KEPT_RETRY_MS = 60_000;
+/** The longest such wait (10 minutes). */
+export const RECEIPT_NOT_KEPT_MAX_MS = 10 * 60_000;
+/**
+ * Receipts sent to one buyer in one go (40); the rest go `retryMs` later: 8 a second at most, below a buyer's
+ * receipt rate limit for a peer (10 a second, burst 60: src/net/flood-limits.ts), whose excess it ignores
+ * (RATE_LIMITED) and counts against the sender.
+ */
+export const RECEIPT_SEND_BATCH = 40;
 
 /** What one send over outcome/1 came to: the outcome, and for one `ignored`, the buyer's reason (its verdict's code). */
 export interface ReceiptSendResult {
@@ -63,9 +83,13 @@ export interface ReceiptSendResult {
  */
 const NOT_TAKEN_NOW = new Set(['RATE_LIMITED', 'QUEUE_FULL', 'VERIFY_WORKER_FAILED', 'INTERNAL', 'RECORD_FROM_FUTURE', 'EVIDENCE_FROM_THE_FUTURE']);
 
-/** The outcome a send's result counts as here: an `ignored` with a NOT_TAKEN_NOW (or STORE_*) reason is `not_kept`. */
-export function deliveryOutcome(r: OfferSendOutcome | ReceiptSendResult): OfferSendOutcome {
+/**
+ * The outcome a send's result counts as here: an `ignored` for the buyer's rate limit is `busy` (the buyer is there:
+ * the go pauses, no back-off); one with another NOT_TAKEN_NOW (or STORE_*) reason is `not_kept`.
+ */
+export function deliveryOutcome(r: OfferSendOutcome | ReceiptSendResult): OfferSendOutcome | 'busy' {
   if (typeof r === 'string') return r;
+  if (r.outcome === 'ignored' && r.code === 'RATE_LIMITED') return 'busy';
   if (r.outcome === 'ignored' && r.code !== undefined && (NOT_TAKEN_NOW.has(r.code) || r.code.startsWith('STORE_'))) return 'not_kept';
   return r.outcome;
 }
@@ -81,8 +105,12 @@ export interface ReceiptDeliveryDeps {
   self?: string;
   maxPending?: number;
   keepMs?: number;
-  /** The first wait before a receipt the buyer could not keep, or was not reached for, is sent again (default RECEIPT_RETRY_MS). */
+  /** The first wait before a buyer not reached is tried again, and the pause between two goes of one buyer (default RECEIPT_RETRY_MS). */
   retryMs?: number;
+  /** The first wait before a buyer that did not keep a receipt is sent it again (default RECEIPT_NOT_KEPT_RETRY_MS). */
+  notKeptRetryMs?: number;
+  /** Receipts sent to one buyer in one go (default RECEIPT_SEND_BATCH). */
+  batch?: number;
 }
 
 export interface ReceiptKeep {
@@ -102,27 +130,44 @@ export interface ReceiptEntry {
 interface Pending {
   receipt: Opened<Receipt>;
   until: number;
-  sending: boolean;
   /** Restored untried: sent by `resume`. */
   untried: boolean;
-  /** Tries that failed (the buyer could not keep it, or was not reached): the wait before the next try doubles with each. */
-  failed: number;
-  /** The next try after a failed one. */
-  retry?: ReturnType<typeof setTimeout>;
 }
+
+/** One buyer's schedule: at most one go at a time, and one timer. */
+interface BuyerSchedule {
+  /** Goes in a row that ended unanswered (not reached, not kept): the wait before the next doubles with each. */
+  failed: number;
+  /** When this buyer was last found out of reach, the first time in a row (RECEIPT_RETRY_LONG_AFTER_MS). */
+  since?: number;
+  timer?: ReturnType<typeof setTimeout>;
+  /** The timer is a pause between goes (its receipts being sent, paced), not a back-off. */
+  paced: boolean;
+  sending: boolean;
+  /** A sign of life came during a go: another go at once after it. */
+  again: boolean;
+}
+
+type GoEnd = 'unreachable' | 'not_kept' | 'busy' | 'paced';
 
 export class ReceiptDelivery {
   /** By receipt address, oldest first. */
   readonly #pending = new Map<string, Pending>();
+  /** By buyer DID: only buyers with a receipt waiting (or a go under way). */
+  readonly #buyers = new Map<string, BuyerSchedule>();
   readonly #max: number;
   readonly #keepMs: number;
   readonly #retryMs: number;
+  readonly #notKeptMs: number;
+  readonly #batch: number;
   #stopped = false;
 
   constructor(private readonly d: ReceiptDeliveryDeps) {
     this.#max = Math.max(1, d.maxPending ?? RECEIPT_DELIVERY_MAX);
     this.#keepMs = d.keepMs ?? RECEIPT_DELIVERY_KEEP_MS;
     this.#retryMs = Math.max(0, d.retryMs ?? RECEIPT_RETRY_MS);
+    this.#notKeptMs = Math.max(0, d.notKeptRetryMs ?? RECEIPT_NOT_KEPT_RETRY_MS);
+    this.#batch = Math.max(1, d.batch ?? RECEIPT_SEND_BATCH);
   }
 
   /** Receipts waiting for their buyer now. */
@@ -133,6 +178,13 @@ export class ReceiptDelivery {
   /** The buyers with a receipt waiting (for diagnostics and tests). */
   waitingFor(): string[] {
     return [...new Set([...this.#pending.values()].map((p) => p.receipt.record.buyer))];
+  }
+
+  /** Timers armed now (one per buyer at most; for tests). */
+  get timers(): number {
+    let n = 0;
+    for (const b of this.#buyers.values()) if (b.timer) n++;
+    return n;
   }
 
   /**
@@ -155,9 +207,10 @@ export class ReceiptDelivery {
   }
 
   /**
-   * Send a receipt its exec stream did not deliver to its buyer now; kept for the buyer's next connection, and
-   * sent again after a wait, when it could not be reached or did not keep it. Resolves once this first try is over. After `stop` it is only kept (untried), so the next
-   * start sends it.
+   * Send a receipt its exec stream did not deliver to its buyer: now, with whatever else waits for that buyer, unless
+   * that buyer's schedule already runs (a go under way takes it; a wait after one sends it with the rest); kept for
+   * the buyer's next go otherwise. Resolves once a go it started is over. After `stop` it is only kept (untried), so
+   * the next start sends it.
    */
   async deliver(receipt: Opened<Receipt>): Promise<void> {
     if (receipt.record.buyer === this.d.self) return;
@@ -170,13 +223,15 @@ export class ReceiptDelivery {
     if (this.#pending.has(receipt.address)) return;
     this.#add(receipt, until);
     await this.#keepOp('save', receipt.address, () => this.d.keep!.save(receipt, until));
-    await this.#try(receipt.address);
+    const b = this.#buyers.get(receipt.record.buyer);
+    if (b && (b.sending || b.timer)) return;
+    await this.#go(receipt.record.buyer);
   }
 
   /**
-   * A receipt kept waiting before a restart: held again until `until`, and sent when its buyer connects; `untried`
-   * (never acknowledged on the stream nor sent directly) also by `resume`. One lapsed, or of this node's own job, is
-   * dropped from the keep.
+   * A receipt kept waiting before a restart: held again until `until`, and sent at `resume` or when its buyer
+   * connects; `untried` (never acknowledged on the stream nor sent directly) is also returned by `resume` to be
+   * gossiped. One lapsed, or of this node's own job, is dropped from the keep.
    */
   restore(receipt: Opened<Receipt>, until: number, untried = false): void {
     if (this.#stopped || this.#pending.has(receipt.address)) return;
@@ -188,41 +243,85 @@ export class ReceiptDelivery {
   }
 
   /**
-   * At start, once the network is up: send each receipt restored untried to its buyer now (a provider killed or
-   * stopped before its buyer acknowledged it on the stream). Returns them, for the caller to gossip as well: no one
-   * may have heard them yet. One not reached waits for its buyer's connection, and a
-   * wait, as any other.
+   * At start, once the network is up: a go for every buyer with a receipt restored (one dial each, then its
+   * schedule). Returns the receipts restored untried (a provider killed or stopped before its buyer acknowledged them
+   * on the stream), for the caller to gossip as well: no one may have heard them yet.
    */
   resume(): Array<Opened<Receipt>> {
     if (this.#stopped) return [];
     const out: Array<Opened<Receipt>> = [];
-    for (const [address, p] of this.#pending) {
+    const buyers = new Set<string>();
+    for (const p of this.#pending.values()) {
+      buyers.add(p.receipt.record.buyer);
       if (!p.untried) continue;
       p.untried = false;
       out.push(p.receipt);
-      void this.#try(address);
     }
+    for (const did of buyers) void this.#go(did);
     return out;
   }
 
-  /** A peer connected (libp2p identified it): send it each receipt waiting for it. */
+  /**
+   * A peer connected (libp2p identified it, whichever side dialled): a sign of life. Its receipts waiting go now, and
+   * its back-off starts over; a pause between goes (paced) is kept.
+   */
   onConnected(did: string): void {
     if (this.#stopped || this.#pending.size === 0) return;
     this.#prune();
-    // one restored untried waits for `resume`, which gossips it too
-    for (const [address, p] of this.#pending) if (p.receipt.record.buyer === did && !p.sending && !p.untried) void this.#try(address);
+    if (!this.#next(did)) return;
+    const b = this.#buyers.get(did);
+    if (b) {
+      b.failed = 0;
+      b.since = undefined;
+      if (b.timer && b.paced) return;
+    }
+    void this.#go(did);
+  }
+
+  stop(): void {
+    this.#stopped = true;
+    for (const b of this.#buyers.values()) clearTimeout(b.timer);
+    this.#buyers.clear();
+    this.#pending.clear();
   }
 
   #add(receipt: Opened<Receipt>, until: number, untried = false): void {
-    this.#pending.set(receipt.address, { receipt, until, sending: false, untried, failed: 0 });
+    this.#pending.set(receipt.address, { receipt, until, untried });
     while (this.#pending.size > this.#max) this.#forget(this.#pending.keys().next().value!);
   }
 
-  /** No longer wait for `address`: out of memory and out of the keep. */
+  /** No longer wait for `address`: out of memory and out of the keep; its buyer's schedule with it when it was the last. */
   #forget(address: string): void {
-    clearTimeout(this.#pending.get(address)?.retry);
+    const p = this.#pending.get(address);
     this.#pending.delete(address);
     void this.#keepOp('drop', address, () => this.d.keep!.drop(address));
+    if (!p) return;
+    const did = p.receipt.record.buyer;
+    const b = this.#buyers.get(did);
+    if (b && !b.sending && !this.#holds(did)) {
+      clearTimeout(b.timer);
+      this.#buyers.delete(did);
+    }
+  }
+
+  /** Whether a receipt for `did` waits (restored untried ones too). */
+  #holds(did: string): boolean {
+    for (const p of this.#pending.values()) if (p.receipt.record.buyer === did) return true;
+    return false;
+  }
+
+  /** The oldest receipt a go for `did` sends next (one restored untried waits for `resume`); lapsed ones are dropped. */
+  #next(did: string): [string, Pending] | undefined {
+    const now = this.d.clock();
+    for (const [a, p] of this.#pending) {
+      if (p.receipt.record.buyer !== did || p.untried) continue;
+      if (p.until <= now) {
+        this.#forget(a);
+        continue;
+      }
+      return [a, p];
+    }
+    return undefined;
   }
 
   async #keepOp(op: 'save' | 'drop', address: string, f: () => Promise<void>): Promise<void> {
@@ -234,52 +333,93 @@ export class ReceiptDelivery {
     }
   }
 
-  stop(): void {
-    this.#stopped = true;
-    for (const p of this.#pending.values()) clearTimeout(p.retry);
-    this.#pending.clear();
-  }
-
-  async #try(address: string): Promise<void> {
-    const p = this.#pending.get(address);
-    if (!p || p.sending) return;
-    p.sending = true;
-    const { buyer, job } = p.receipt.record;
-    let outcome: OfferSendOutcome;
-    try {
-      outcome = deliveryOutcome(await this.d.send(buyer, p.receipt));
-    } catch {
-      outcome = 'unreachable';
-    }
-    p.sending = false;
-    if (outcome === 'unreachable' || outcome === 'not_kept') {
-      // kept (on disk too): after stop, for the next start
-      if (this.#stopped || this.#pending.get(address) !== p) return;
-      // sent again when the buyer connects, and after a wait: a buyer that did not keep it (OUTCOME_NOT_KEPT: its
-      // delivery queue full, a failed write) is connected, and so may be one not reached (its handler outlasted the
-      // exchange's deadline, a stream that broke): its next connection may be far off
-      const waitMs = Math.min(this.#retryMs * 2 ** Math.min(p.failed++, 16), RECEIPT_RETRY_MAX_MS);
-      clearTimeout(p.retry);
-      p.retry = setTimeout(() => {
-        p.retry = undefined;
-        // lapsed meanwhile: no more tries
-        if (this.#pending.get(address) === p && p.until <= this.d.clock()) this.#forget(address);
-        else void this.#try(address);
-      }, waitMs);
-      p.retry.unref();
-      if (outcome === 'not_kept') this.d.log.info({ job, receipt: address, buyer, waitMs }, 'the buyer could not keep the receipt sent directly: it is sent again later');
-      else this.d.log.debug({ job, receipt: address, buyer, waitMs, waiting: this.#pending.size }, 'the buyer is not reachable: its receipt is sent when it connects again, or after a wait');
+  /** Send `did` its waiting receipts, oldest first, one at a time, until none is left, one is not taken, or the batch is spent. */
+  async #go(did: string): Promise<void> {
+    let b = this.#buyers.get(did);
+    if (!b) this.#buyers.set(did, (b = { failed: 0, paced: false, sending: false, again: false }));
+    if (b.sending) {
+      b.again = true;
       return;
     }
-    this.#forget(address);
-    // rejected: a buyer before this version (OUTCOME_WRONG_KIND), or one that refused it: sending again changes nothing
-    // `delivery`, not `outcome`: "accepted" here is the buyer's node taking the record, never its verdict on the work
-    // (a crash's failed receipt logged `outcome: accepted` read as the buyer accepting it; QA pass, session 48)
-    this.d.log.info({ job, receipt: address, buyer, delivery: outcome === 'accepted' ? 'taken' : outcome }, outcome === 'rejected' ? 'the buyer refused the receipt sent directly (a node before this version takes none)' : outcome === 'ignored' ? 'receipt delivered to the buyer directly: it held it already' : 'receipt delivered to the buyer directly: its node took it (no verdict implied)');
+    clearTimeout(b.timer);
+    b.timer = undefined;
+    b.again = false;
+    b.sending = true;
+    let end: GoEnd | undefined;
+    let sent = 0;
+    try {
+      for (;;) {
+        if (this.#stopped) return;
+        const next = this.#next(did);
+        if (!next) break;
+        if (sent >= this.#batch) {
+          end = 'paced';
+          break;
+        }
+        const [address, p] = next;
+        sent++;
+        let outcome: OfferSendOutcome | 'busy';
+        try {
+          outcome = deliveryOutcome(await this.d.send(did, p.receipt));
+        } catch {
+          outcome = 'unreachable';
+        }
+        if (outcome === 'unreachable' || outcome === 'not_kept' || outcome === 'busy') {
+          end = outcome;
+          if (outcome === 'not_kept') this.d.log.info({ job: p.receipt.record.job, receipt: address, buyer: did }, 'the buyer could not keep the receipt sent directly: it is sent again later');
+          break;
+        }
+        // the buyer answered: its back-off starts over
+        b.failed = 0;
+        b.since = undefined;
+        if (this.#pending.get(address) === p) this.#forget(address);
+        // rejected: a buyer before this version (OUTCOME_WRONG_KIND), or one that refused it: sending again changes nothing
+        // `delivery`, not `outcome`: "accepted" here is the buyer's node taking the record, never its verdict on the work
+        // (a crash's failed receipt logged `outcome: accepted` read as the buyer accepting it; QA pass, session 48)
+        this.d.log.info({ job: p.receipt.record.job, receipt: address, buyer: did, delivery: outcome === 'accepted' ? 'taken' : outcome }, outcome === 'rejected' ? 'the buyer refused the receipt sent directly (a node before this version takes none)' : outcome === 'ignored' ? 'receipt delivered to the buyer directly: it held it already' : 'receipt delivered to the buyer directly: its node took it (no verdict implied)');
+      }
+    } finally {
+      b.sending = false;
+    }
+    if (this.#stopped || this.#buyers.get(did) !== b) return;
+    if (!this.#next(did)) {
+      // all sent (or only receipts restored untried left, which `resume` sends)
+      this.#buyers.delete(did);
+      return;
+    }
+    if (end !== 'paced' && end !== 'busy' && b.again) {
+      // a sign of life while the go ran: go again at once
+      b.failed = 0;
+      b.since = undefined;
+      void this.#go(did);
+      return;
+    }
+    const now = this.d.clock();
+    let waitMs: number;
+    if (end === 'paced' || end === 'busy') {
+      waitMs = this.#retryMs;
+      if (end === 'busy') {
+        b.failed = 0;
+        b.since = undefined;
+      }
+    } else if (end === 'not_kept') {
+      waitMs = Math.min(this.#notKeptMs * 2 ** Math.min(b.failed++, 16), RECEIPT_NOT_KEPT_MAX_MS);
+    } else {
+      b.since ??= now;
+      const cap = now - b.since >= RECEIPT_RETRY_LONG_AFTER_MS ? RECEIPT_RETRY_LONG_MS : RECEIPT_RETRY_MAX_MS;
+      waitMs = Math.min(this.#retryMs * 2 ** Math.min(b.failed++, 16), cap);
+      this.d.log.debug({ buyer: did, waitMs, waiting: this.#pending.size }, 'the buyer is not reachable: its receipts are sent when it connects again, or after a wait');
+    }
+    b.paced = end === 'paced' || end === 'busy';
+    b.timer = setTimeout(() => {
+      b.timer = undefined;
+      if (this.#buyers.get(did) === b) void this.#go(did);
+    }, waitMs);
+    b.timer.unref();
   }
 
   #prune(): void {
     const now = this.d.clock();
-    for (const [a, p] of this.#pending) if (p.until <= now && !p.sending) this.#forget(a);
+    for (const [a, p] of this.#pending) if (p.until <= now) this.#forget(a);
   }
 }

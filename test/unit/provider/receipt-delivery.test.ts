@@ -72,6 +72,7 @@ test('a buyer that took the receipt but could not keep it (not_kept: OUTCOME_NOT
     log: silentLogger(),
     keep,
     retryMs: 1,
+    notKeptRetryMs: 1,
   });
   const r = receipt(addr('1'));
   const third = new Promise<void>((res) => (wake = () => sent.length === 3 && res()));
@@ -116,14 +117,16 @@ test('bounded: past maxPending the oldest goes; past keepMs a receipt is dropped
   const { d, sent, advance } = setup([], { maxPending: 2, keepMs: 60_000 });
   for (const c of ['1', '2', '3']) await d.deliver(receipt(addr(c)));
   assert.equal(d.size, 2);
+  assert.equal(sent.length, 1, 'one try for the buyer: the later receipts wait in its schedule');
   d.onConnected(BUYER);
   await settle();
-  assert.deepEqual(sent.slice(3).map((s) => s.job), [addr('2'), addr('3')], 'the oldest was dropped');
+  assert.deepEqual(sent.slice(1).map((s) => s.job), [addr('2')], 'the oldest was dropped; the go ends at the first not reached');
   advance(60_001);
   d.onConnected(BUYER);
   await settle();
   assert.equal(d.size, 0, 'lapsed');
-  assert.equal(sent.length, 5, 'nothing sent after the entries lapsed');
+  assert.equal(sent.length, 2, 'nothing sent after the entries lapsed');
+  assert.equal(d.timers, 0, 'and no timer left');
 });
 
 test('a receipt of this node’s own job is not sent; after stop nothing is', async () => {
@@ -188,12 +191,12 @@ test('a receipt the buyer ignored for now (RATE_LIMITED, QUEUE_FULL, a failing s
   for (const code of ['RATE_LIMITED', 'QUEUE_FULL', 'STORE_WRITE_FAILED', 'VERIFY_WORKER_FAILED']) {
     const answers: ReceiptSendResult[] = [{ outcome: 'ignored', code }, { outcome: 'accepted' }];
     const sent: string[] = [];
-    const d = new ReceiptDelivery({ send: async (_, r) => (sent.push(r.address), answers.shift()!), clock: () => NOW, log: silentLogger(), keep, retryMs: 60_000 });
+    const d = new ReceiptDelivery({ send: async (_, r) => (sent.push(r.address), answers.shift()!), clock: () => NOW, log: silentLogger(), keep, retryMs: 1, notKeptRetryMs: 1 });
     const r = receipt(addr('1'));
     await d.deliver(r);
     assert.equal(d.size, 1, `${code}: the buyer did not take it: still waiting`);
     assert.deepEqual(dropped, [], `${code}: and still on disk`);
-    d.onConnected(BUYER);
+    for (let i = 0; i < 200 && sent.length < 2; i++) await new Promise((res) => setTimeout(res, 5));
     await settle();
     assert.equal(sent.length, 2, `${code}: sent again`);
     assert.equal(d.size, 0);
