@@ -43,8 +43,12 @@ import type { Logger } from '../../util/log.js';
 
 /** Receipts waiting for their buyer at most (the oldest are dropped past it). */
 export const RECEIPT_DELIVERY_MAX = 1024;
-/** How long a receipt waits for its buyer to come back (6 hours). */
-export const RECEIPT_DELIVERY_KEEP_MS = 6 * 60 * 60 * 1000;
+/**
+ * How long a receipt waits for its buyer to come back (7 days): a buyer's machine off over a long weekend still gets
+ * the receipts of the jobs it left (before, QA ffRcpt F3, 6 hours; the outcome catch-up reaches back 1 hour only).
+ * With one schedule per buyer, a buyer gone for good costs 4 dials an hour after its first hour away.
+ */
+export const RECEIPT_DELIVERY_KEEP_MS = 7 * 24 * 60 * 60 * 1000;
 /**
  * The first wait before a buyer not reached is tried again (5 s; doubled each time, up to RECEIPT_RETRY_MAX_MS).
  * Short, because a buyer frozen (SIGSTOP, a paused VM) while its receipt was sent keeps its connection, so no new

@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { seal, T, type Opened, type Receipt } from '../../../src/records/index.js';
-import { ReceiptDelivery, type ReceiptSendResult } from '../../../src/roles/provider/receipt-delivery.js';
+import { RECEIPT_DELIVERY_KEEP_MS, ReceiptDelivery, type ReceiptSendResult } from '../../../src/roles/provider/receipt-delivery.js';
 import type { OfferSendOutcome } from '../../../src/net/offer-route.js';
 import { silentLogger } from '../../../src/util/log.js';
 import { records, provider, addr, BUYER, NOW } from '../records/fixtures.js';
@@ -210,4 +210,24 @@ test('a receipt the buyer ignored for now (RATE_LIMITED, QUEUE_FULL, a failing s
     assert.equal(d.size, 0, `${code}: done`);
     dropped.splice(0);
   }
+});
+
+test('a buyer back after days (3 days away) still gets its receipt when it connects; past 7 days it lapses (QA ffRcpt F3)', async () => {
+  const { d, sent, advance } = setup(['unreachable', 'accepted']);
+  await d.deliver(receipt(addr('1')));
+  advance(3 * 24 * 60 * 60_000);
+  d.onConnected(BUYER);
+  await settle();
+  assert.equal(sent.length, 2, 'sent when the buyer came back');
+  assert.equal(d.size, 0, 'and delivered');
+  const e = setup([]);
+  await e.d.deliver(receipt(addr('2')));
+  e.advance(RECEIPT_DELIVERY_KEEP_MS + 1);
+  e.d.onConnected(BUYER);
+  await settle();
+  assert.equal(e.sent.length, 1, 'not sent once lapsed');
+  assert.equal(e.d.size, 0);
+  assert.equal(RECEIPT_DELIVERY_KEEP_MS, 7 * 24 * 60 * 60_000);
+  e.d.stop();
+  d.stop();
 });
