@@ -299,6 +299,26 @@ function exportLines(x: ExportCheck): string[] {
   return lines.map((l) => printable(l));
 }
 
+/** A command-line word as a POSIX shell reads it back: as is when plain, else single-quoted. */
+function shellWord(w: string): string {
+  return /^[A-Za-z0-9_./:@%+=,-]+$/.test(w) ? w : `'${w.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The `market select` that shows the audited selection's ranking and why: its job, these records, its policy, its
+ * decision time and the trust options this audit was given. Before (QA ffRcpt F4) the hint was `market select --at T`
+ * alone, which ranks under `balanced` (and without the buyer's trust sources): for a `cheapest` selection it showed
+ * another ranking than the one decided.
+ */
+function rankingCommand(job: string, opts: AuditOpts, policy: string, decidedAt: number): string {
+  const words = ['market', 'select', '--job', job, '--records', opts.records, '--policy', policy, '--at', String(decidedAt)];
+  if (opts.trustedBuyers !== undefined && opts.trustedBuyers.trim() !== '') words.push('--trusted-buyers', opts.trustedBuyers);
+  if (opts.secondHandWeight !== undefined) words.push('--second-hand-weight', opts.secondHandWeight);
+  if (opts.dealtWith) words.push('--dealt-with');
+  if (opts.skewMs !== undefined) words.push('--skew-ms', opts.skewMs);
+  return words.map(shellWord).join(' ');
+}
+
 /** `market audit` */
 export function auditAction(opts: AuditOpts): void {
   // the buyer's trust sources: its decision counted their evidence, so its recomputation must (docs/market.md §7)
@@ -325,7 +345,7 @@ export function auditAction(opts: AuditOpts): void {
   // each winner with its provider, and when it was decided: `market select --at` that time shows the ranking and why
   const providerOf = (offer: string) => sel.record.considered.find((c) => c.offer === offer)?.provider ?? records.getTyped<Offer>(offer, T.offer)?.signer;
   const winner = (offer: string | undefined) => (offer === undefined ? '(none)' : `${offer}${providerOf(offer) ? ` (${shortDid(providerOf(offer)!)})` : ''}`);
-  lines.push(`decided   ${new Date(a.decidedAt).toISOString()} (market select --at ${a.decidedAt} shows the ranking)`);
+  lines.push(`decided   ${new Date(a.decidedAt).toISOString()} (${rankingCommand(a.job, opts, a.policy, a.decidedAt)} shows the ranking)`);
   lines.push(`winner    claimed ${winner(a.claimedWinner)}`, `          recomputed ${winner(a.recomputedWinner)}`);
   for (const n of a.notes) lines.push(`note      ${n}`);
   lines.push(...exportLines(x));

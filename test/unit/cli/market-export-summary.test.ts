@@ -77,7 +77,9 @@ interface AuditJson {
 /** The real command in a child (not blocking this process, whose fake daemon answers it): exit code and output. */
 function c0mpute(args: string[]): Promise<{ code: number | null; out: string; err: string }> {
   return new Promise((ok) => {
-    execFile(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 60_000, env: { ...process.env, C0MPUTE_HOME: join(root, 'unused-home') } }, (e, out, err) => ok({ code: e ? (typeof e.code === 'number' ? e.code : null) : 0, out, err }));
+    // the child is a command, not a test: without NODE_TEST_CONTEXT (node:test would take its output as test reports)
+    const { NODE_TEST_CONTEXT: _t, ...env } = process.env;
+    execFile(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 60_000, env: { ...env, C0MPUTE_HOME: join(root, 'unused-home') } }, (e, out, err) => ok({ code: e ? (typeof e.code === 'number' ? e.code : null) : 0, out, err }));
   });
 }
 
@@ -185,7 +187,7 @@ describe('market export: export.json', () => {
     const provider = (o: string) => shortDid([oA, oB].find((x) => x.address === o)!.signer);
     assert.ok(okLines.includes(`winner    claimed ${SEL.record.winner} (${provider(SEL.record.winner)})`), ok.out);
     assert.ok(okLines.includes(`          recomputed ${SEL.record.winner} (${provider(SEL.record.winner)})`), ok.out);
-    assert.ok(okLines.includes(`decided   ${new Date(NOW).toISOString()} (market select --at ${NOW} shows the ranking)`), ok.out);
+    assert.ok(okLines.includes(`decided   ${new Date(NOW).toISOString()} (market select --job ${J.address} --records ${out} --policy balanced --at ${NOW} ${TRUST().join(' ')} shows the ranking)`), ok.out);
 
     rmSync(join(out, `job-${J.address.slice('sha256:'.length)}.cbor`));
     const bad = await c0mpute(['market', 'audit', '--selection', SEL.address, '--records', out, ...TRUST()]);
@@ -195,6 +197,24 @@ describe('market export: export.json', () => {
     const differs = lines.filter((l) => l.startsWith('differs'));
     assert.ok(differs.some((l) => l.includes('AUDIT_EXPORT_RECORD_ABSENT')) && differs.some((l) => l.includes('AUDIT_MISSING_RECORD')), bad.out);
     assert.equal(lines.findIndex((l) => l.startsWith('result')), lines.length - 1, 'nothing after the result');
+  });
+
+  it('the audit’s `market select` hint, run as printed, ranks under the selection’s policy and trust options and names its winner (QA ffRcpt F4)', async () => {
+    // before, the hint was `market select --at T` alone: a `cheapest` selection's ranking was shown under `balanced`
+    const cheapest = select({ job: J, adverts: [adA, adB], offers: [oA, oB], policy: 'cheapest', reputation: deriveReputation({ receipts: [], acceptances: [], offers: [oA, oB], nondeliveries: [] }, { self: ME.did, asOf: NOW }), now: NOW });
+    const sel = seal(T.selection, { job: J.address, buyer: ME.did, policy: 'cheapest', winner: (cheapest as { winner: { offer: string } }).winner.offer, considered, decidedAt: NOW }, ME.signer) as Opened<Selection>;
+    const dir = join(root, 'hint-records');
+    const { mkdirSync } = await import('node:fs');
+    mkdirSync(dir);
+    for (const x of [J, sel, oA, oB, adA, adB] as Opened[]) writeFileSync(join(dir, `${x.address.slice(7)}.cbor`), x.bytes);
+    const a = await c0mpute(['market', 'audit', '--selection', sel.address, '--records', dir, ...TRUST()]);
+    assert.equal(a.code, 0, a.out + a.err);
+    const hint = /^decided {3}\S+ \((market select .*) shows the ranking\)$/m.exec(a.out)?.[1];
+    assert.ok(hint, a.out);
+    const ranked = await c0mpute(hint.split(' '));
+    assert.equal(ranked.code, 0, ranked.out + ranked.err);
+    assert.match(ranked.out, /^policy {3}cheapest$/m, ranked.out);
+    assert.match(ranked.out, new RegExp(`^winner {3}${sel.record.winner} `, 'm'), ranked.out);
   });
 
   it('--job takes a file holding the job record; another record is RECORD_WRONG_TYPE naming its job; a damaged one is invalid, exit 1', async () => {
