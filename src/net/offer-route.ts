@@ -182,6 +182,21 @@ function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
  */
 export type OfferSendOutcome = 'accepted' | 'ignored' | 'rejected' | 'not_kept' | 'unreachable';
 
+/**
+ * The reasons of an `ignore` verdict that say the recipient did not take the record now, not that it holds it or that
+ * it is not for it: its rate limit for the sending peer (RATE_LIMITED), its delivery queue or verify worker, a failing
+ * store (STORE_*), an internal error, or a record dated ahead of its clock (its clock may catch up). A sender that
+ * must get the record there (a receipt to its buyer, an acceptance to its provider) sends it again, as after
+ * `not_kept` (QA ffRcpt F2: every `ignore` read as "it held it already", and a receipt past the buyer's rate limit
+ * was forgotten unsent).
+ */
+const NOT_TAKEN_NOW = new Set(['RATE_LIMITED', 'QUEUE_FULL', 'VERIFY_WORKER_FAILED', 'INTERNAL', 'RECORD_FROM_FUTURE', 'EVIDENCE_FROM_THE_FUTURE']);
+
+/** Whether an `ignored` send's `code` (the recipient's reason) means it did not take the record now (NOT_TAKEN_NOW). */
+export function notTakenNow(code: string | undefined): boolean {
+  return code !== undefined && (NOT_TAKEN_NOW.has(code) || code.startsWith('STORE_'));
+}
+
 export interface OfferSendDeps {
   call(peer: PeerId, protocol: string, frames: CborValue[], opts?: CallOptions): Promise<CborValue[]>;
   registry: Registry;

@@ -37,7 +37,7 @@
  */
 import type { Opened } from '../../records/envelope.js';
 import type { Receipt } from '../../records/kinds.js';
-import type { OfferSendOutcome } from '../../net/offer-route.js';
+import { notTakenNow, type OfferSendOutcome } from '../../net/offer-route.js';
 import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/log.js';
 
@@ -79,22 +79,13 @@ export interface ReceiptSendResult {
 }
 
 /**
- * The reasons of an `ignore` verdict that say the buyer did not take the receipt now, not that it holds it or that it
- * is not its own: its rate limit for the sending peer (RATE_LIMITED: a provider sending many waiting receipts at once),
- * its delivery queue or verify worker, a failing store (STORE_*), an internal error, or a receipt dated ahead of its
- * clock (the buyer's clock may catch up). Such a receipt waits as a `not_kept` one does; before (QA ffRcpt F2) every
- * `ignore` read as "it held it already", and a receipt past the buyer's rate limit was forgotten unsent.
- */
-const NOT_TAKEN_NOW = new Set(['RATE_LIMITED', 'QUEUE_FULL', 'VERIFY_WORKER_FAILED', 'INTERNAL', 'RECORD_FROM_FUTURE', 'EVIDENCE_FROM_THE_FUTURE']);
-
-/**
  * The outcome a send's result counts as here: an `ignored` for the buyer's rate limit is `busy` (the buyer is there:
- * the go pauses, no back-off); one with another NOT_TAKEN_NOW (or STORE_*) reason is `not_kept`.
+ * the go pauses, no back-off); one with another reason it was not taken now (offer-route.ts notTakenNow) is `not_kept`.
  */
 export function deliveryOutcome(r: OfferSendOutcome | ReceiptSendResult): OfferSendOutcome | 'busy' {
   if (typeof r === 'string') return r;
   if (r.outcome === 'ignored' && r.code === 'RATE_LIMITED') return 'busy';
-  if (r.outcome === 'ignored' && r.code !== undefined && (NOT_TAKEN_NOW.has(r.code) || r.code.startsWith('STORE_'))) return 'not_kept';
+  if (r.outcome === 'ignored' && notTakenNow(r.code)) return 'not_kept';
   return r.outcome;
 }
 

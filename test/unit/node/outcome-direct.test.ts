@@ -42,7 +42,7 @@ const selectionOf = (j: Opened<Job>, named: Array<Opened<Offer>>, policy: Select
     buyerKey,
   );
 
-function setup(o: { steward?: string; jobs: Array<Opened<Job>>; held: Array<Opened<Offer>>; receipts?: Array<Opened<Receipt>>; unreachable?: string[] }) {
+function setup(o: { steward?: string; jobs: Array<Opened<Job>>; held: Array<Opened<Offer>>; receipts?: Array<Opened<Receipt>>; unreachable?: string[]; ignored?: Record<string, string> }) {
   const direct: Array<{ kind: string; to: string[] }> = [];
   const gossip: string[] = [];
   const overlay = {
@@ -63,7 +63,7 @@ function setup(o: { steward?: string; jobs: Array<Opened<Job>>; held: Array<Open
     net: {
       sendOutcome: async (kind: string, to: string[]) => {
         direct.push({ kind, to: [...to].sort() });
-        return { outcomes: Object.fromEntries(to.map((d) => [d, o.unreachable?.includes(d) ? 'unreachable' : 'accepted'])), address: '' };
+        return { outcomes: Object.fromEntries(to.map((d) => [d, o.unreachable?.includes(d) ? 'unreachable' : o.ignored?.[d] ? 'ignored' : 'accepted'])), address: '', codes: { ...o.ignored } };
       },
       publish: async (kind: string) => {
         gossip.push(kind);
@@ -172,3 +172,24 @@ test('an acceptance its provider could not take is tried once more 5 s later and
   await settle();
   assert.equal(st.direct.length, 2);
 });
+
+test('an acceptance its provider ignored for now (its rate limit for this node, a full queue) is tried again as one not kept; one it held already is not (QA ffRcpt F2)', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  const settle = () => new Promise((r) => setImmediate(r));
+  const j = job();
+  const o = offerOf(j, 1);
+  const receipt = seal(T.receipt, { job: j.address, offer: o.address, buyer, provider: b, workload: 'builtin.sha256', status: 'completed', startedAt: now, completedAt: now + 10, inputHash: j.record.input.hash, outputHash: hashHex(randomBytes(4)), price: o.record.price, energy: { uj: 1, grade: 'Estimator' } }, providers[1]!) as Opened<Receipt>;
+  for (const [code, tries] of [
+    ['RATE_LIMITED', 2],
+    ['QUEUE_FULL', 2],
+    ['DUPLICATE', 1],
+  ] as const) {
+    const s = setup({ jobs: [j], held: [o], receipts: [receipt], ignored: { [b]: code } });
+    await s.publish('acceptance', seal(T.acceptance, { receipt: receipt.address, verdict: 'accepted', signedAt: now + 20 }, buyerKey));
+    await settle();
+    t.mock.timers.tick(5_000);
+    await settle();
+    assert.equal(s.direct.length, tries, `ignored ${code}`);
+  }
+});
+
