@@ -174,6 +174,9 @@ export function recordHooks(l: RecordLookups, options: Partial<RecordHookOptions
       const advert = await l.advert(offer.record.advert);
       if (!advert) throw ignoreError(HOOK_ERR.OFFER_UNKNOWN_ADVERT, 'the offer cites an advert this node does not hold and did not attach it', 'advert');
       if (advert.signer !== offer.signer) throw rejectError(HOOK_ERR.OFFER_FOREIGN_ADVERT, 'the offer cites another provider’s advert', 'advert');
+      // the held advert is checked against the pool's newest roster as an attached one is: a member a newer roster
+      // removed does not quote as the pool on the advert it signed before (review s55)
+      currentRoster(advert, ctx.now);
     },
     receipt: notFromTheFuture(async (rec) => {
       const r = (rec as Opened<Receipt>).record;

@@ -151,9 +151,9 @@ test('receipt: a pooled receipt names the pool of the offer’s advert (accepted
   assert.equal(await reason(p, 'receipt', claimsPool.bytes), `reject:${HOOK_ERR.RECEIPT_OFFER_MISMATCH}`);
 });
 
-test('advert: a pooled advert proved by an older roster than one seen for its pool is ignored (POOL_ROSTER_STALE), also attached to an offer', async () => {
+test('advert: a pooled advert proved by an older roster than one seen for its pool is ignored (POOL_ROSTER_STALE), also attached to an offer, or held and cited by one', async () => {
   const { proof, pooledAdvert, roster, keyOf, MEMBERS } = await import('../pools/helpers.js');
-  const { p } = setup();
+  const { p, hold } = setup();
   const r1 = roster({ seq: 1 });
   const r2 = roster({ seq: 2, members: MEMBERS.slice(0, 2).map((did) => ({ did })) });
   const dropped = keyOf(MEMBERS[2]!);
@@ -166,6 +166,15 @@ test('advert: a pooled advert proved by an older roster than one seen for its po
   assert.equal(await reason2(p, 'advert', a1b.bytes), 'ignore:POOL_ROSTER_STALE');
   const offer = seal(T.offer, { ...records.offer(), advert: a1b.address }, dropped);
   assert.equal(await reason(p, 'offer', encodeMessage(offer.bytes, [a1b.bytes])), 'ignore:POOL_ROSTER_STALE');
+  // its advert from before the new roster, held here, cited by an offer without attachment: the same (review s55: a
+  // removed member's offer stood for the pool)
+  hold(a1);
+  const bare = seal(T.offer, { ...records.offer(), advert: a1.address }, dropped);
+  assert.equal(await reason(p, 'offer', bare.bytes), 'ignore:POOL_ROSTER_STALE');
+  // a listed member's held advert passes
+  const a2 = seal(T.advert, { ...pooledAdvert(proof(r2, kept)), seq: 3 }, kept);
+  hold(a2);
+  assert.equal(await reason(p, 'offer', seal(T.offer, { ...records.offer(), advert: a2.address }, kept).bytes), 'accept:ok');
 });
 
 const reason2 = async (p: RecordPipeline, kind: 'advert', data: Uint8Array) => {
