@@ -7,12 +7,13 @@
  * peer that sent it, never put on another provider. An offer relayed by gossip is not noted: its sender is not its
  * signer, and anyone could date a copy of another provider's key's record.
  *
- * Only offers for this node's own jobs are noted (`expect`: the jobs it published, the MAX_EXPECTED most recent): an
- * offer for any other job is one no buyer here waits for, and noting it would let a peer with a few keys push the notes
- * of this buyer's jobs out with offers for jobs made up (review s54).
+ * Only offers for this node's own jobs are noted (`expect`: the MAX_JOBS it announced last, kept in that order): an
+ * offer for any other job is one no buyer here waits for, and a note never moves a job, so a peer sending dated offers
+ * for jobs made up, or for the buyer's older jobs, cannot push out the notes of the jobs it waits for now (reviews
+ * s54, s55).
  *
- * Bounded: the most recent MAX_JOBS jobs, MAX_PER_JOB providers each (the first ones noted); a provider's note is
- * its latest drop for the job.
+ * Bounded: MAX_JOBS jobs, MAX_PER_JOB providers each (the first ones noted); a provider's note is its latest drop for
+ * the job.
  */
 import { open } from '../records/envelope.js';
 import { T, validityWindow } from '../records/kinds.js';
@@ -28,16 +29,33 @@ export interface ClockDrop {
   at: number;
 }
 
-export const CLOCK_DROP_CODES: ReadonlySet<string> = new Set<ClockDropCode>(['RECORD_FROM_FUTURE', 'RECORD_EXPIRED']);
-
 const MAX_JOBS = 256;
 const MAX_PER_JOB = 64;
-const MAX_EXPECTED = 1024;
+
+/**
+ * How far past its validity window a record in `envelope` of `type` was at `now` (`code`: ahead of it, or since its
+ * end), when `fromDid`, the peer that sent it, signed it; undefined for anything else. Not verified: a record dated
+ * outside its window is dropped before its signature is checked, so only its sender's own are taken (anyone can date
+ * a copy of another key's record).
+ */
+function datedBy(envelope: Uint8Array, type: typeof T.offer | typeof T.advert, fromDid: string, code: ClockDropCode, now: number): { record: unknown; byMs: number } | undefined {
+  try {
+    const r = open(envelope, type, { trusted: true, deferKeyCheck: true });
+    if (r.signer !== fromDid) return undefined;
+    const window = validityWindow(type, r.record);
+    if (!window) return undefined;
+    return { record: r.record, byMs: code === 'RECORD_FROM_FUTURE' ? window[0] - now : now - window[1] };
+  } catch {
+    return undefined;
+  }
+}
 
 export class ClockDrops {
+  /**
+   * This node's own jobs, in the order it announced them (the most recent last; the MAX_JOBS last), each with the
+   * drops noted for it: a note never moves a job, so no peer can push out the notes of the jobs waited for now.
+   */
   readonly #jobs = new Map<string, Map<string, ClockDrop>>();
-  /** This node's own jobs, the most recent last: only their offers are noted. */
-  readonly #expected = new Set<string>();
 
   readonly #skewMs: number;
 
@@ -46,45 +64,27 @@ export class ClockDrops {
     this.#skewMs = skewMs;
   }
 
-  /** `job` is this node's own (it published it): offers for it dropped for their dates are noted from now on. */
+  /** `job` is this node's own (it announced it): offers for it dropped for their dates are noted from now on. */
   expect(job: string): void {
-    this.#expected.delete(job);
-    this.#expected.add(job);
-    if (this.#expected.size > MAX_EXPECTED) this.#expected.delete(this.#expected.values().next().value!);
+    if (this.#jobs.has(job)) return;
+    this.#jobs.set(job, new Map());
+    if (this.#jobs.size > MAX_JOBS) this.#jobs.delete(this.#jobs.keys().next().value!);
   }
 
   /**
-   * Note an offer (`envelope`, its signer `signer`, the stream's peer) the pipeline ignored with `code` at `now`.
-   * Anything that does not read as an offer is passed over.
+   * Note an offer (`envelope`) sent directly by `signer` (the stream's peer), which the pipeline ignored with `code` at
+   * `now`. Anything that does not read as that peer's offer for a job expected is passed over.
    */
   note(envelope: Uint8Array, signer: string, code: ClockDropCode, now: number): void {
-    let job: string;
-    let window: [number, number] | undefined;
-    try {
-      // not verified: dated outside its window, its signature was never checked; its signer is the peer that sent it
-      const o = open(envelope, T.offer, { trusted: true, deferKeyCheck: true });
-      if (o.signer !== signer) return;
-      job = o.record.job;
-      window = validityWindow(T.offer, o.record);
-    } catch {
-      return;
-    }
-    if (typeof job !== 'string' || !window || !this.#expected.has(job)) return;
-    const byMs = code === 'RECORD_FROM_FUTURE' ? window[0] - now : now - window[1];
+    const d = datedBy(envelope, T.offer, signer, code, now);
+    const job = (d?.record as { job?: unknown } | undefined)?.job;
+    const per = typeof job === 'string' ? this.#jobs.get(job) : undefined;
+    if (!d || !per) return;
     // the offer's own dates must be what failed: the pipeline checks every record of the message, and an offer in date
     // carrying an expired advert (a republish race, no clock wrong) comes back with the advert's code (review s54)
-    if (code === 'RECORD_FROM_FUTURE' ? byMs <= this.#skewMs : byMs < 0) return;
-    let per = this.#jobs.get(job);
-    if (per) {
-      this.#jobs.delete(job); // the most recent job last
-      this.#jobs.set(job, per);
-    } else {
-      per = new Map();
-      this.#jobs.set(job, per);
-      if (this.#jobs.size > MAX_JOBS) this.#jobs.delete(this.#jobs.keys().next().value!);
-    }
+    if (code === 'RECORD_FROM_FUTURE' ? d.byMs <= this.#skewMs : d.byMs < 0) return;
     if (!per.has(signer) && per.size >= MAX_PER_JOB) return;
-    per.set(signer, { code, byMs: Math.max(0, byMs), at: now });
+    per.set(signer, { code, byMs: Math.max(0, d.byMs), at: now });
   }
 
   /** The drops noted for `job`, by provider DID. */
@@ -125,19 +125,10 @@ export class AdvertsAhead {
 
   /** Note an advert (`envelope`) that `fromDid`, the peer it came from, sent, dropped as from the future at `now`. */
   note(envelope: Uint8Array, fromDid: string, now: number): void {
-    let byMs: number;
-    try {
-      const a = open(envelope, T.advert, { trusted: true, deferKeyCheck: true });
-      if (a.signer !== fromDid) return;
-      const window = validityWindow(T.advert, a.record);
-      if (!window) return;
-      byMs = window[0] - now;
-    } catch {
-      return;
-    }
-    if (!(byMs > this.#skewMs)) return;
+    const d = datedBy(envelope, T.advert, fromDid, 'RECORD_FROM_FUTURE', now);
+    if (!d || !(d.byMs > this.#skewMs)) return;
     this.#by.delete(fromDid);
-    this.#by.set(fromDid, { did: fromDid, byMs, at: now });
+    this.#by.set(fromDid, { did: fromDid, byMs: d.byMs, at: now });
     if (this.#by.size > MAX_AHEAD) this.#by.delete(this.#by.keys().next().value!);
   }
 

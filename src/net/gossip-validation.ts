@@ -163,8 +163,11 @@ export interface PipelineOptions {
   floodLimits?: Partial<FloodLimitOptions>;
   /** Where signatures are checked (createNetwork: the process's worker pool, verify-pool.ts). Default: inline, on this thread. */
   verifier?: SignatureVerifier;
-  /** A message ignored for its primary record's dates or an attachment's (RECORD_FROM_FUTURE, RECORD_EXPIRED), from any source. */
-  onDateDropped?: (kind: TopicKind, data: Uint8Array, from: string, code: 'RECORD_FROM_FUTURE' | 'RECORD_EXPIRED') => void;
+  /**
+   * A message ignored for its primary record's dates or an attachment's (RECORD_FROM_FUTURE, RECORD_EXPIRED), from any
+   * source (`from`: the peer it came from). Called on the validation path: it must be cheap; what it throws is logged.
+   */
+  onDateDropped?: (kind: TopicKind, data: Uint8Array, from: string, code: 'RECORD_FROM_FUTURE' | 'RECORD_EXPIRED', source: RecordSourceKind) => void;
   metrics: NetMetrics;
   log: Logger;
 }
@@ -322,7 +325,13 @@ export class RecordPipeline {
 
   #count(source: RecordSourceKind, kind: TopicKind, from: string, out: ValidationOutcome | { verdict: Verdict; reason: string; fresh?: never[] }, err?: unknown, data?: Uint8Array): ValidationOutcome {
     this.#m.records.inc({ source, kind, verdict: out.verdict, reason: out.reason });
-    if (data && out.verdict === 'ignore' && (out.reason === 'RECORD_FROM_FUTURE' || out.reason === 'RECORD_EXPIRED')) this.#onDateDropped?.(kind, data, from, out.reason);
+    if (data && this.#onDateDropped && out.verdict === 'ignore' && (out.reason === 'RECORD_FROM_FUTURE' || out.reason === 'RECORD_EXPIRED')) {
+      try {
+        this.#onDateDropped(kind, data, from, out.reason, source);
+      } catch (e) {
+        this.#log.warn({ kind, from, err: (e as Error).message }, 'a record dropped for its dates could not be noted');
+      }
+    }
     if (out.verdict === 'reject') this.#log.debug({ kind, from, source, reason: out.reason, msg2: err instanceof Error ? err.message : undefined }, 'record rejected');
     else if (out.verdict === 'ignore' && out.reason !== VAL_ERR.DUPLICATE) this.#log.trace({ kind, from, source, reason: out.reason }, 'record ignored');
     return { fresh: [], ...out } as ValidationOutcome;

@@ -33,7 +33,7 @@ import { PeerLog } from '../util/peer-log.js';
 import { Dispatcher, type Handled } from './dispatch.js';
 import { coalesceWrites } from './write-coalesce.js';
 import { decodeMessage, encodeMessage } from './framing.js';
-import { AdvertsAhead, CLOCK_DROP_CODES, ClockDrops, type ClockDropCode } from './clock-drops.js';
+import { AdvertsAhead, ClockDrops } from './clock-drops.js';
 import { RecordPipeline, type ValidationOutcome } from './gossip-validation.js';
 import { regossipAfterSync } from './heal.js';
 import { createNetMetrics, registerVerifyThreadMetrics } from './metrics.js';
@@ -112,14 +112,21 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     hooks: opts.hooks,
     floodLimits: opts.floodLimits,
     ...(sigPool ? { verifier: sigPool } : {}),
-    // a provider's advert dated ahead, sent by the provider itself: kept for this node's network health (clock-drops.ts)
-    onDateDropped: (kind, data, from, code) => {
-      if (kind !== 'advert' || code !== 'RECORD_FROM_FUTURE') return;
+    // Records dropped for their dates, sent by their own signer (clock-drops.ts): an offer that came directly, for the
+    // buyer's word on that provider; a provider's advert dated ahead, for this node's network health.
+    onDateDropped: (kind, data, from, code, source) => {
+      const offer = kind === 'offer' && source === 'direct';
+      if (!offer && (kind !== 'advert' || code !== 'RECORD_FROM_FUTURE')) return;
+      let primary: Uint8Array;
+      let fromDid: string;
       try {
-        advertsAhead.note(decodeMessage(data).primary, didFromPeerId(from), clock());
+        primary = decodeMessage(data).primary;
+        fromDid = didFromPeerId(from);
       } catch {
-        // not a message, or its sender no key: nothing to note
+        return; // not a message, or its sender no Ed25519 key: nothing to note
       }
+      if (offer) clockDrops.note(primary, fromDid, code, clock());
+      else advertsAhead.note(primary, fromDid, clock());
     },
     metrics,
     log,
@@ -389,12 +396,10 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
       await records.serve(source, clock, opts.recordsServe, mono);
       const directDeps = {
         // a receipt comes directly only to its buyer (outcome/1); a network that has not even the receipt topics (a tool's, a trainer's) takes none
-        validate: async (kind: TopicKind, data: Uint8Array, from: string, signer: string): Promise<ValidationOutcome> => {
+        validate: async (kind: TopicKind, data: Uint8Array, from: string): Promise<ValidationOutcome> => {
           if (kind === 'receipt' && !joined.includes(kind)) return { verdict: 'ignore', reason: 'NET_TOPIC_NOT_JOINED', fresh: [] };
-          const out = await pipeline.validate(kind, data, from, 'direct');
-          // an offer its own signer sent, dropped for its dates: kept for the buyer's word on that provider (clock-drops.ts)
-          if (kind === 'offer' && out.verdict === 'ignore' && CLOCK_DROP_CODES.has(out.reason)) clockDrops.note(decodeMessage(data).primary, signer, out.reason as ClockDropCode, clock());
-          return out;
+          // (an offer its own signer sent, dropped for its dates, is noted by the pipeline's onDateDropped)
+          return pipeline.validate(kind, data, from, 'direct');
         },
         // resolves once the subscribers handled the record (the route answers only then); one not kept is forgotten as
         // seen, so a copy sent again is taken (the sender's *_NOT_KEPT: try later), not ignored as a duplicate

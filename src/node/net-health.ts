@@ -103,8 +103,8 @@ export function assessNetwork(c: ConnectivityStatus, liveAdverts: number, opts: 
   const warnings = [
     ...(a.state === 'ok' ? bootstrapWarnings(a.bootstrap) : []),
     ...(opts.duplicates ?? []).map((d) => duplicateWarning(d, opts.now ?? Date.now())),
-    // said in NET_NO_MARKET's reason already
-    ...(ahead.length && a.state !== 'no-market' ? [{ code: 'NET_ADVERTS_FROM_FUTURE', message: advertsAheadText(ahead, opts.skewMs ?? DEFAULT_SKEW_MS) }] : []),
+    // beside an ok state, on a node in the market (NET_NO_MARKET says it in its reason; the other states come first)
+    ...(ahead.length && a.state === 'ok' && opts.market !== false ? [{ code: 'NET_ADVERTS_FROM_FUTURE', message: advertsAheadText(ahead, opts.skewMs ?? DEFAULT_SKEW_MS) }] : []),
   ];
   return warnings.length ? { ...a, warnings } : a;
 }

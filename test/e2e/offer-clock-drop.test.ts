@@ -23,7 +23,10 @@ test('a provider 45 s ahead quotes, its offer is dropped, and the run says why w
   await withLogs(c, async () => {
     const skew = join(c.root, 'skew.mjs');
     writeFileSync(skew, `const off = ${SKEW}; const R = Date; const now = R.now.bind(R);\nclass D extends R { constructor(...a) { if (a.length === 0) super(now() + off); else super(...a); } static now() { return now() + off; } }\nglobalThis.Date = D;\n`);
-    const buyer = await c.start('buyer', buyerConfig({ collectWindowMs: 2500 }));
+    // no periodic re-sync: 15 s after it was issued the provider's first advert would come into the window from one
+    // (the provider is the buyer's only peer), and the buyer would hear a market on a slow run
+    const base = buyerConfig({ collectWindowMs: 2500 }) as { network: Record<string, unknown> };
+    const buyer = await c.start('buyer', { ...base, network: { ...base.network, resyncMs: 0 } });
     const ahead = await c.start('ahead', providerConfig({ bootstrap: [bootstrapAddr(buyer)] }), { NODE_OPTIONS: `--import ${skew}` });
     await waitFor('the provider to be connected to the buyer', async () => (await get<{ peers: Array<{ did?: string }> }>(buyer, '/v1/peers')).peers.some((p) => p.did === ahead.did));
     const f = join(c.root, 'job.yaml');

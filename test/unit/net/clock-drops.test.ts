@@ -8,24 +8,39 @@ import assert from 'node:assert/strict';
 import { ADVERT_AHEAD_SAID_MS, AdvertsAhead, ClockDrops } from '../../../src/net/clock-drops.js';
 import { NOW, P, advert, job, offer } from '../market/fixtures.js';
 
-test('offers dropped for their dates are noted only for the jobs this node expects (its own), however many others come', () => {
+test('offers dropped for their dates are noted only for the jobs this node announced; no flood of notes pushes one out, only its 256 later jobs do', () => {
   const drops = new ClockDrops(30_000);
   const buyer = P(1);
+  // the buyer's 1,000 earlier jobs (their addresses are public: gossiped), then the one it waits for now
+  const earlier = Array.from({ length: 1000 }, (_, i) => job(buyer, { announcedAt: NOW - 10_000 - i }).address);
+  for (const j of earlier) drops.expect(j);
   const mine = job(buyer);
   const provider = P(2);
   const ad = advert(provider);
-  const ahead = offer(provider, mine, ad, { issuedAt: NOW + 60_000, startBy: NOW + 120_000, expiresAt: NOW + 90_000 });
+  const dated = { issuedAt: NOW + 60_000, startBy: NOW + 120_000, expiresAt: NOW + 90_000 };
+  const ahead = offer(provider, mine, ad, dated);
   drops.note(ahead.bytes, provider.did, 'RECORD_FROM_FUTURE', NOW);
-  assert.equal(drops.of(mine.address).size, 0, 'not expected yet: not noted');
+  assert.equal(drops.of(mine.address).size, 0, 'not announced yet: not noted');
   drops.expect(mine.address);
-  // a peer floods offers for 1,000 jobs it made up, each dated ahead
+  drops.note(ahead.bytes, P(3).did, 'RECORD_FROM_FUTURE', NOW);
+  assert.equal(drops.of(mine.address).size, 0, 'sent by another peer than its signer: not noted');
+  drops.note(ahead.bytes, provider.did, 'RECORD_FROM_FUTURE', NOW);
+  const noted = { code: 'RECORD_FROM_FUTURE', byMs: 60_000, at: NOW };
+  assert.deepEqual(drops.of(mine.address).get(provider.did), noted);
+  // a peer's dated offers for each earlier job and for 1,000 jobs it made up
+  const flooder = P(4);
+  const fad = advert(flooder);
+  for (const j of earlier) drops.note(offer(flooder, j, fad, dated).bytes, flooder.did, 'RECORD_FROM_FUTURE', NOW);
   for (let i = 0; i < 1000; i++) {
     const made = 'sha256:' + i.toString(16).padStart(64, '0');
-    drops.note(offer(P(3), made, advert(P(3)), { issuedAt: NOW + 60_000, startBy: NOW + 120_000, expiresAt: NOW + 90_000 }).bytes, P(3).did, 'RECORD_FROM_FUTURE', NOW);
+    drops.note(offer(flooder, made, fad, dated).bytes, flooder.did, 'RECORD_FROM_FUTURE', NOW);
     assert.equal(drops.of(made).size, 0);
   }
-  drops.note(ahead.bytes, provider.did, 'RECORD_FROM_FUTURE', NOW);
-  assert.deepEqual(drops.of(mine.address).get(provider.did), { code: 'RECORD_FROM_FUTURE', byMs: 60_000, at: NOW });
+  assert.deepEqual(drops.of(mine.address).get(provider.did), noted, 'still noted after the flood');
+  assert.equal(drops.of(earlier.at(-1)!).size, 1, 'an earlier job still kept has its drop noted');
+  // 256 jobs announced after it: it goes, as the oldest
+  for (let i = 0; i < 256; i++) drops.expect(job(buyer, { announcedAt: NOW - 500 + i }).address);
+  assert.equal(drops.of(mine.address).size, 0);
 });
 
 test('a provider’s advert dated ahead is noted when the provider sent it, cleared by one of its adverts taken, said ten minutes at most', () => {

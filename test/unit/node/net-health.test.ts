@@ -76,4 +76,6 @@ test('adverts dated ahead: said in NET_NO_MARKET’s reason, else a NET_ADVERTS_
   assert.deepEqual(ok.warnings?.map((w) => w.code), ['NET_ADVERTS_FROM_FUTURE']);
   assert.match(ok.warnings![0]!.message, /^the adverts of 2 providers \(haXgBZDv…2doK, pTHR8VNs…vktH\) came dated up to 90 s ahead/);
   assert.equal(assessNetwork(c, 3, { advertsAhead: [] }).warnings, undefined);
+  assert.equal(assessNetwork(c, 3, { advertsAhead: two, market: false }).warnings, undefined, 'a witness or steward alone needs no advert');
+  assert.equal(assessNetwork({ peers: 0, remembered: 0, bootstrap: [] }, 3, { advertsAhead: two }).warnings, undefined, 'no peers is said first');
 });
