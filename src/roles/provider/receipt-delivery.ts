@@ -67,8 +67,9 @@ export const RECEIPT_NOT_KEPT_RETRY_MS = 60_000;
 export const RECEIPT_NOT_KEPT_MAX_MS = 10 * 60_000;
 /**
  * Receipts sent to one buyer in one go (40); the rest go `retryMs` later: 8 a second at most, below a buyer's
- * receipt rate limit for a peer (10 a second, burst 60: src/net/flood-limits.ts), whose excess it ignores
- * (RATE_LIMITED) and counts against the sender.
+ * receipt rate limit for a signer, this provider's key (10 a second, burst 60: src/net/flood-limits.ts), whose excess
+ * it ignores (RATE_LIMITED) and counts against the sender. The same bucket takes this provider's receipts that reach
+ * the buyer by gossip, so the pace keeps under it, it does not guarantee it.
  */
 export const RECEIPT_SEND_BATCH = 40;
 
@@ -141,6 +142,10 @@ interface BuyerSchedule {
   sending: boolean;
   /** A sign of life came during a go: another go at once after it. */
   again: boolean;
+  /** How the last go ended (a back-off doubles over goes that ended the same way). */
+  end?: GoEnd;
+  /** A sign of life started a go since the last timer's go or answer: the next one waits for those (onConnected). */
+  woken: boolean;
 }
 
 type GoEnd = 'unreachable' | 'not_kept' | 'busy' | 'paced';
@@ -150,6 +155,8 @@ export class ReceiptDelivery {
   readonly #pending = new Map<string, Pending>();
   /** By buyer DID: only buyers with a receipt waiting (or a go under way). */
   readonly #buyers = new Map<string, BuyerSchedule>();
+  /** Receipts waiting per buyer DID (a peer's connection is judged on it at once, without a scan). */
+  readonly #count = new Map<string, number>();
   readonly #max: number;
   readonly #keepMs: number;
   readonly #retryMs: number;
@@ -257,19 +264,23 @@ export class ReceiptDelivery {
   }
 
   /**
-   * A peer connected (libp2p identified it, whichever side dialled): a sign of life. Its receipts waiting go now, and
-   * its back-off starts over; a pause between goes (paced) is kept.
+   * A peer connected (libp2p identified it, whichever side dialled): a sign of life. A buyer with receipts waiting has
+   * them sent now; a pause between goes (paced) is kept, and so is its back-off, which starts over only when the
+   * buyer answers. A go's own dial is identified too, while the go runs (nothing then) or a moment after it ended:
+   * had that reset the back-off, or started a go each time, a buyer whose node connects and never answers would be
+   * dialled again and again without a wait (review s55). So one sign of life is taken per wait: the next is taken once
+   * a go the wait's timer started has run, or the buyer answered; such an identify costs one more try per wait.
    */
   onConnected(did: string): void {
     if (this.#stopped || this.#pending.size === 0) return;
+    // lapsed receipts of any buyer go (one pass over at most RECEIPT_DELIVERY_MAX, each O(1)): one restored and never
+    // sent has no timer to find it lapsed
     this.#prune();
-    if (!this.#next(did)) return;
+    if (!this.#count.get(did)) return;
     const b = this.#buyers.get(did);
-    if (b) {
-      b.failed = 0;
-      b.since = undefined;
-      if (b.timer && b.paced) return;
-    }
+    // (#next drops the buyer's lapsed receipts, and its schedule with the last one, whether or not a go follows)
+    if (!this.#next(did) || (b && (b.sending || (b.timer && b.paced) || b.woken))) return;
+    if (b) b.woken = true;
     void this.#go(did);
   }
 
@@ -278,10 +289,13 @@ export class ReceiptDelivery {
     for (const b of this.#buyers.values()) clearTimeout(b.timer);
     this.#buyers.clear();
     this.#pending.clear();
+    this.#count.clear();
   }
 
   #add(receipt: Opened<Receipt>, until: number, untried = false): void {
     this.#pending.set(receipt.address, { receipt, until, untried });
+    const did = receipt.record.buyer;
+    this.#count.set(did, (this.#count.get(did) ?? 0) + 1);
     while (this.#pending.size > this.#max) this.#forget(this.#pending.keys().next().value!);
   }
 
@@ -292,6 +306,9 @@ export class ReceiptDelivery {
     void this.#keepOp('drop', address, () => this.d.keep!.drop(address));
     if (!p) return;
     const did = p.receipt.record.buyer;
+    const left = (this.#count.get(did) ?? 1) - 1;
+    if (left > 0) this.#count.set(did, left);
+    else this.#count.delete(did);
     const b = this.#buyers.get(did);
     if (b && !b.sending && !this.#holds(did)) {
       clearTimeout(b.timer);
@@ -301,8 +318,7 @@ export class ReceiptDelivery {
 
   /** Whether a receipt for `did` waits (restored untried ones too). */
   #holds(did: string): boolean {
-    for (const p of this.#pending.values()) if (p.receipt.record.buyer === did) return true;
-    return false;
+    return (this.#count.get(did) ?? 0) > 0;
   }
 
   /** The oldest receipt a go for `did` sends next (one restored untried waits for `resume`); lapsed ones are dropped. */
@@ -331,7 +347,7 @@ export class ReceiptDelivery {
   /** Send `did` its waiting receipts, oldest first, one at a time, until none is left, one is not taken, or the batch is spent. */
   async #go(did: string): Promise<void> {
     let b = this.#buyers.get(did);
-    if (!b) this.#buyers.set(did, (b = { failed: 0, paced: false, sending: false, again: false }));
+    if (!b) this.#buyers.set(did, (b = { failed: 0, paced: false, sending: false, again: false, woken: false }));
     if (b.sending) {
       b.again = true;
       return;
@@ -366,6 +382,7 @@ export class ReceiptDelivery {
         }
         // the buyer answered: its back-off starts over
         b.failed = 0;
+        b.woken = false;
         b.since = undefined;
         if (this.#pending.get(address) === p) this.#forget(address);
         // rejected: a buyer before this version (OUTCOME_WRONG_KIND), or one that refused it: sending again changes nothing
@@ -390,6 +407,10 @@ export class ReceiptDelivery {
       return;
     }
     const now = this.d.clock();
+    // a back-off doubles over goes that ended the same way: a buyer not reached, then reached but not keeping, starts
+    // the second back-off at its first wait (review s55: 6 unanswered goes made the first not_kept wait 10 minutes)
+    if (end !== b.end) b.failed = 0;
+    b.end = end;
     let waitMs: number;
     if (end === 'paced' || end === 'busy') {
       waitMs = this.#retryMs;
@@ -408,6 +429,7 @@ export class ReceiptDelivery {
     b.paced = end === 'paced' || end === 'busy';
     b.timer = setTimeout(() => {
       b.timer = undefined;
+      b.woken = false;
       if (this.#buyers.get(did) === b) void this.#go(did);
     }, waitMs);
     b.timer.unref();

@@ -150,3 +150,48 @@ test('a buyer that answers RATE_LIMITED: the go pauses and goes on, nothing is l
     assert.equal(d.size, 0);
   });
 });
+
+test('the connection a go dials itself is no sign of life: a buyer whose node connects and never answers is backed off, not dialled again at once (review s55)', async () => {
+  for (const when of ['during the send', 'just after it'] as const) {
+    await withFakeTime(async (tick, now) => {
+      let sends = 0;
+      // each send dials the buyer, libp2p identifies the connection (onConnected) while the send is under way or a moment
+      // after it, and the buyer's handler does not answer in time
+      const d: ReceiptDelivery = new ReceiptDelivery({
+        send: async (buyer) => {
+          sends++;
+          if (when === 'during the send') d.onConnected(buyer);
+          else setImmediate(() => d.onConnected(buyer));
+          return 'unreachable';
+        },
+        clock: now,
+        log: silentLogger(),
+      });
+      await d.deliver(receipt(1));
+      await tick(60 * 60_000, 5_000);
+      // during the send: ignored (tries at 0, 5, 15, 35, 75 s, then a minute); just after: one more try per wait, the
+      // waits still doubling to a minute (before: a try every 5 s, 720 in the hour)
+      assert.ok(sends <= (when === 'during the send' ? 64 : 128), `identified ${when}: ${sends} tries in the hour`);
+      d.stop();
+    });
+  }
+});
+
+test('a back-off starts at its own first wait when the kind of failure changes: not reached five times, then not kept, waits a minute (review s55)', async () => {
+  await withFakeTime(async (tick, now) => {
+    let answer: OfferSendOutcome = 'unreachable';
+    const at: number[] = [];
+    const d = new ReceiptDelivery({ send: async () => (at.push(now()), answer), clock: now, log: silentLogger() });
+    await d.deliver(receipt(1));
+    await tick(155_000);
+    // 0, 5, 15, 35, 75, 135 s
+    assert.equal(at.length, 6);
+    answer = 'not_kept';
+    // the next try, at 195 s, is not kept: the one after comes a minute later, at 255 s, not 10 minutes later
+    await tick(40_000);
+    assert.equal(at.length, 7);
+    await tick(60_000);
+    assert.equal(at.length, 8, 'once more a minute after the first not_kept');
+    d.stop();
+  });
+});
