@@ -203,6 +203,36 @@ test("the market asks for the eligibility of its page's providers only", { skip 
   await ctx.close();
 });
 
+test('the market scrolls sideways as one, header and rows: on a phone every column is reached under its header, and the Eligible? column is not cut off (QA ffConsole F1)', { skip }, async () => {
+  const ctx = await browser.createBrowserContext();
+  const p = await loggedIn(ctx);
+  await p.evaluate(() => (window.location.hash = '#/market'));
+  await shows(p, 'Market');
+  await p.evaluate((job) => {
+    const s = [...document.querySelectorAll('.filters select')].at(-1) as HTMLSelectElement;
+    s.value = job;
+    s.dispatchEvent(new Event('change', { bubbles: true }));
+  }, h.job);
+  await p.waitForFunction(() => document.querySelectorAll('.scroller .c-elig .st').length === 3, { timeout: 30_000 });
+  for (const width of [390, 1280]) {
+    await p.setViewport({ width, height: 800 });
+    // scrolled to the far right, as a reader does to see the last column
+    const r = await p.evaluate(() => {
+      const wrap = document.querySelector('.grid-wrap') as HTMLElement;
+      wrap.scrollLeft = wrap.scrollWidth;
+      const box = wrap.getBoundingClientRect();
+      const head = [...document.querySelectorAll('.grid .row.head > *')].map((e) => (e as HTMLElement).getBoundingClientRect());
+      const cells = [...document.querySelector('.grid .scroller .row')!.children].map((e) => (e as HTMLElement).getBoundingClientRect());
+      return { page: document.documentElement.scrollWidth, boxRight: box.right, head: head.map((b) => [Math.round(b.left), Math.round(b.right)]), cells: cells.map((b) => [Math.round(b.left), Math.round(b.right)]) };
+    });
+    assert.ok(r.page <= width, `the page is ${r.page}px wide in a ${width}px window`);
+    assert.deepEqual(r.cells, r.head, `at ${width}px the rows' columns sit under their headers`);
+    const last = r.head.at(-1)!;
+    assert.ok(last[1]! <= r.boxRight + 1, `at ${width}px the Eligible? column ends at ${last[1]}, past the box's ${r.boxRight}: it cannot be scrolled to`);
+  }
+  await ctx.close();
+});
+
 test("a provider's 1 KiB word widens no page past a 1280-pixel window; its bidirectional controls show escaped", { skip }, async () => {
   const ctx = await browser.createBrowserContext();
   const p = await loggedIn(ctx);

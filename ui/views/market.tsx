@@ -279,7 +279,7 @@ export function Market() {
                     {a.reputation.toFixed(2)}
                   </span>
                   {job ? (
-                    <span role="cell" class="c-elig">
+                    <span role="cell" class="c-elig" title={verdict && !verdict.eligible ? verdict.failures.map((f) => f.code).join(', ') : undefined}>
                       {verdict ? <Status s={verdict.eligible ? 'eligible' : 'ineligible'} /> : '—'}
                       {verdict && !verdict.eligible ? <small> {verdict.failures.map((f) => f.code).join(', ')}</small> : null}
                     </span>
