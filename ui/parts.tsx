@@ -84,6 +84,20 @@ export function ErrorBox({ error }: { error: ApiError | undefined }) {
   );
 }
 
+/**
+ * A table in a box of its own that scrolls sideways when its columns do not fit (a phone), focusable so a keyboard
+ * scrolls it too. Its cells break lines between words only (style.css): before, a phone's tables were squeezed to the
+ * window, letter by letter ("Atte / mpts", "com / ple / ted", a score "0. / 97 / 1"), and the steward's tree made the
+ * Overlays page wider than the window (QA ffConsole F2).
+ */
+export function TableBox({ label, children }: { label: string; children: ComponentChildren }) {
+  return (
+    <div class="scroll-x" tabIndex={0} role="region" aria-label={label}>
+      {children}
+    </div>
+  );
+}
+
 export function Section({ title, children, id }: { title: string; children: ComponentChildren; id?: string }) {
   return (
     <section aria-labelledby={id ?? slug(title)}>

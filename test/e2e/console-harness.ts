@@ -74,7 +74,12 @@ const steward = {
   steward: BUYER,
   overlay: 'public',
   ledger: { length: 6, head: `sha256:${'e'.repeat(64)}` },
-  teams: [],
+  // a tree as the organisation devnet's (docs/overlays.md): its table made a phone's Overlays page wider than the window (QA ffConsole F2)
+  teams: [
+    { id: 'acme', priority: 0, guarantee_uj: 2_000_000_000, guarantee_devices: 2, spent_uj: 0, reserved_uj: 0, borrowed_uj: 0, held_devices: 0, open_claims: 0, used_uj: 0 },
+    { id: 'team-a', parent: 'acme', priority: 2, guarantee_uj: 600_000_000, guarantee_devices: 1, spent_uj: 53_400_000, reserved_uj: 40_000_000, borrowed_uj: 0, held_devices: 1, open_claims: 1, used_uj: 93_400_000 },
+    { id: 'team-b', parent: 'acme', priority: 1, guarantee_uj: 300_000_000, guarantee_devices: 1, spent_uj: 0, reserved_uj: 0, borrowed_uj: 0, held_devices: 0, open_claims: 0, used_uj: 0 },
+  ],
   queued: [],
   attestation: { grade: 'witnessed', witnessedLength: 4, witnesses: [{ witness: PROVIDERS[2], length: 4 }] },
   contradictingWitnesses: [{ witness: PROVIDERS[2], code: 'WITNESS_LENGTH_BEYOND', length: 6, ours: 5 }],

@@ -9,7 +9,7 @@ import { ago, fmtDuration, fmtJoules, money, overlayQuery, peer, useFeed, useJso
 import { RUN_LOG_EVENTS } from '../../src/util/run-log.js';
 import { narrate, runningPhrase } from '../narrate.js';
 import { plural, tookText, whenText } from '../format.js';
-import { AddrLink, Did, ErrorBox, Loading, Section, Status, Verdict } from '../parts.js';
+import { AddrLink, Did, ErrorBox, Loading, Section, Status, TableBox, Verdict } from '../parts.js';
 import { decisionView, emptyStepNote, executionNote, jobState, lateText, outcomeView, type DecisionView, type Explanation, type IneligibleLines, type RunOutcome } from '../job-walk.js';
 
 interface JobsData {
@@ -54,6 +54,7 @@ export function Jobs() {
         </Section>
       ) : null}
       <Section title="As buyer">
+        <TableBox label="Jobs as buyer (scrolls sideways on a narrow window)">
         <table>
           <caption>Jobs this node announced, newest first ({d.buyerMore ? `the newest ${d.buyer.length}; \`c0mpute jobs --all\` lists the rest` : d.buyer.length})</caption>
           <thead>
@@ -108,9 +109,11 @@ export function Jobs() {
             )}
           </tbody>
         </table>
+        </TableBox>
       </Section>
       <Section title="As provider">
         <p>Running now: {d.providerRunning}</p>
+        <TableBox label="Receipts as provider (scrolls sideways on a narrow window)">
         <table>
           <caption>Receipts this node signed ({d.providerTotal !== undefined && d.providerTotal > d.provider.length ? `the newest ${d.provider.length} of ${d.providerTotal}` : d.provider.length})</caption>
           <thead>
@@ -154,6 +157,7 @@ export function Jobs() {
             )}
           </tbody>
         </table>
+        </TableBox>
       </Section>
     </>
   );
@@ -379,6 +383,7 @@ function Decision({ d }: { d: DecisionView }) {
   return (
     <>
       {d.why ? <p class="why">Why the winner won: {peer(d.why)}</p> : null}
+      <TableBox label="Eligible offers ranked (scrolls sideways on a narrow window)">
       <table>
         <caption>Eligible offers ranked by the policy</caption>
         <thead>
@@ -408,6 +413,7 @@ function Decision({ d }: { d: DecisionView }) {
           ))}
         </tbody>
       </table>
+      </TableBox>
       <Ineligible x={d.ineligible} />
     </>
   );

@@ -10,7 +10,7 @@
  * steward, with a steward whose ledger went back flagged.
  */
 import { fmtJoules, overlayQuery, shortDid, useJson, useLiveVersion, useNow } from '../lib.js';
-import { Bar, Did, ErrorBox, Loading, Refused, Section, Status } from '../parts.js';
+import { Bar, Did, ErrorBox, Loading, Refused, Section, Status, TableBox } from '../parts.js';
 import { inTreeOrder, teamTotals, type TeamRow } from '../../src/util/team-tree.js';
 import { coverageStatus, coverageText, rolledBackWarning, stewardWarnings, witnessStewardLine, witnessSummary, type StewardTrust, type WitnessView } from '../trust.js';
 
@@ -124,6 +124,7 @@ function StewardPanel({ overlay, version, connected }: { overlay: string | undef
       <p class="legend" aria-hidden="true">
         <span class="seg-key spent" /> spent <span class="seg-key reserved" /> reserved <span class="seg-key borrowed" /> borrowed <span class="mark-key" /> guarantee
       </p>
+      <TableBox label="Entitlement tree (scrolls sideways on a narrow window)">
       <table class="teams">
         <caption>Each team's energy against its guarantee (bars to one scale; figures in joules)</caption>
         <thead>
@@ -201,10 +202,12 @@ function StewardPanel({ overlay, version, connected }: { overlay: string | undef
             : null}
         </tbody>
       </table>
+      </TableBox>
       <h3>Queue</h3>
       {d.queued.length === 0 ? (
         <p>No claims are queued.</p>
       ) : (
+        <TableBox label="Queued claims (scrolls sideways on a narrow window)">
         <table>
           <caption>Queued claims, in the order they will be admitted</caption>
           <thead>
@@ -229,6 +232,7 @@ function StewardPanel({ overlay, version, connected }: { overlay: string | undef
             ))}
           </tbody>
         </table>
+        </TableBox>
       )}
       <h3>Ledger</h3>
       <dl class="kv">

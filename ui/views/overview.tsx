@@ -1,7 +1,7 @@
 /** Overview: identity, roles, overlays, peers, and health charts (event-loop lag, queues, records per kind and verdict). */
 import { useState } from 'preact/hooks';
 import { fmtDuration, useFeed, useJson, useLiveVersion, type HealthSample } from '../lib.js';
-import { Did, ErrorBox, Loading, Refused, Section, Spark, Status } from '../parts.js';
+import { Did, ErrorBox, Loading, Refused, Section, Spark, Status, TableBox } from '../parts.js';
 
 interface OverviewData {
   did: string;
@@ -81,6 +81,7 @@ export function Overview() {
               <Refused refused={o.refused} handshakes={o.handshakes} />
             </dd>
           </dl>
+          <TableBox label="Peers (scrolls sideways on a narrow window)">
           <table>
             <caption>Peers ({o.peers.length})</caption>
             <thead>
@@ -110,6 +111,7 @@ export function Overview() {
               ))}
             </tbody>
           </table>
+          </TableBox>
           <Health samples={samples} overlay={o.name} />
         </Section>
       ))}
@@ -143,6 +145,7 @@ function Health({ samples, overlay }: { samples: HealthSample[]; overlay: string
           </figure>
         ))}
       </div>
+      <TableBox label="Records per kind (scrolls sideways on a narrow window)">
       <table>
         <caption>Records per kind, summed over the samples shown</caption>
         <thead>
@@ -177,6 +180,7 @@ function Health({ samples, overlay }: { samples: HealthSample[]; overlay: string
           )}
         </tbody>
       </table>
+      </TableBox>
     </>
   );
 }

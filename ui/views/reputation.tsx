@@ -5,7 +5,7 @@
  */
 import { useState } from 'preact/hooks';
 import { plural, useDebounced, useJson, useLiveVersion } from '../lib.js';
-import { AddrLink, Did, ErrorBox, Loading, Pager, Status, Verdict } from '../parts.js';
+import { AddrLink, Did, ErrorBox, Loading, Pager, Status, TableBox, Verdict } from '../parts.js';
 
 interface Figures {
   did: string;
@@ -96,7 +96,7 @@ export function Reputation() {
           </select>
         </label>
       </div>
-      <div class="scroll-x" tabIndex={0} role="region" aria-label="Providers by evidence and score">
+      <TableBox label="Providers by evidence and score (scrolls sideways on a narrow window)">
         <table>
           <caption>Providers ({first0 + 1}–{first0 + rows.length} of {r.data.matched})</caption>
           <thead>
@@ -139,7 +139,7 @@ export function Reputation() {
             ))}
           </tbody>
         </table>
-      </div>
+      </TableBox>
       <Pager label="Reputation pages" size={REPUTATION_PAGE} afters={afters} next={r.data.next} go={(a) => setTrail({ view, afters: a })} />
       {who ? (
         <section aria-labelledby="evidence">
