@@ -47,7 +47,7 @@ import type { ConsoleSessions} from './console-session.js';
 import { cookieValues } from './console-session.js';
 import type { ConsoleHub } from './console-hub.js';
 import { parseJobFileText } from './jobfile.js';
-import { historyOf, jobHistory, newest, outcomeNow, providedReceipts, type HistoryJob } from './job-history.js';
+import { historyOf, jobHistory, newest, outcomeNow, parseJobsPage, providedReceipts, type HistoryJob } from './job-history.js';
 
 /** The console's Jobs page shows the newest this many of each list; a provider's evidence page, the newest receipts and non-deliveries up to the second. */
 const CONSOLE_JOBS = 50;
@@ -430,12 +430,16 @@ export function consoleRoutes(d: Daemon, sessions: ConsoleSessions, hub: Console
       path: '/v1/console/jobs',
       handler: async ({ query }) => {
         const o = ov(d, query);
-        // the newest of each (a busy node holds tens of thousands): a page, found through indexes
-        const mine = await jobHistory(o.records, o.market.evidence, d.did, { limit: CONSOLE_JOBS });
+        // the newest of each (a busy node holds tens of thousands): a page, found through indexes; `before` (the
+        // `buyerNext` of the page before, as GET /v1/jobs pages) walks the buyer's older jobs (QA ffConsole F3)
+        const before = query.get('before');
+        const page = parseJobsPage(new URLSearchParams(before !== null ? { before } : {}));
+        const mine = await jobHistory(o.records, o.market.evidence, d.did, { ...page, limit: CONSOLE_JOBS });
         const provided = providedReceipts(o.market.evidence, d.did, CONSOLE_JOBS);
         return {
           buyer: mine.jobs.map((h) => consoleBuyerRow(h, o.clock(), runContext(o, hub, h.job.address))),
           buyerMore: mine.next !== undefined,
+          ...(mine.next !== undefined ? { buyerNext: mine.next } : {}),
           provider: provided.receipts.map(({ receipt: r, acceptance: a }) => ({ address: r.address, job: r.record.job, buyer: r.record.buyer, workload: r.record.workload, status: r.record.status, ...(r.record.failure ? { failure: r.record.failure.code } : {}), startedAt: r.record.startedAt, completedAt: r.record.completedAt, verdict: a?.record.verdict })),
           providerTotal: provided.total,
           running: hub.runs.filter((r) => !r.done && r.overlay === o.name).map((r) => ({ run: r.run, job: r.job, startedAt: r.startedAt, events: r.events.slice(-5) })),

@@ -268,6 +268,26 @@ test("a phone's tables keep their words whole and scroll in their own box: no pa
   await ctx.close();
 });
 
+test("the Jobs view pages the buyer's jobs past the newest 50: Next shows the older page, Previous the newest again (QA ffConsole F3)", { skip }, async () => {
+  const ctx = await browser.createBrowserContext();
+  const p = await loggedIn(ctx);
+  await p.evaluate(() => (window.location.hash = '#/jobs'));
+  await shows(p, 'Jobs');
+  const jobs = () => p.$$eval('main table a[title^="sha256:"]', (as) => as.map((a) => a.getAttribute('title')));
+  await p.waitForSelector('main table a[title^="sha256:"]', { timeout: 30_000 });
+  assert.deepEqual(await jobs(), [h.job]);
+  const pager = (i: number) => p.click(`nav[aria-label="Pages of jobs as buyer"] button:nth-of-type(${i})`);
+  await pager(2);
+  // the older page's job, not the moment between pages when the view is loading and holds no table
+  const older = `sha256:${'9'.repeat(64)}`;
+  await p.waitForFunction((j) => document.querySelector('main table a[title^="sha256:"]')?.getAttribute('title') === j, { timeout: 30_000 }, older);
+  assert.deepEqual(await jobs(), [older]);
+  assert.match(await p.$eval('main table caption', (c) => c.textContent ?? ''), /older ones, page 2/);
+  await pager(1);
+  await p.waitForFunction((j) => document.querySelector('main table a[title^="sha256:"]')?.getAttribute('title') === j, { timeout: 30_000 }, h.job);
+  await ctx.close();
+});
+
 test("a provider's 1 KiB word widens no page past a 1280-pixel window; its bidirectional controls show escaped", { skip }, async () => {
   const ctx = await browser.createBrowserContext();
   const p = await loggedIn(ctx);

@@ -24,6 +24,9 @@ import { P } from '../unit/market/fixtures.js';
 const HARNESS_PING_MS = 1000;
 const JOB = `sha256:${'a'.repeat(64)}`;
 const RECEIPT = `sha256:${'b'.repeat(64)}`;
+/** A job on the buyer's second (older) page of jobs, and that page's cursor. */
+const OLDER_JOB = `sha256:${'9'.repeat(64)}`;
+const OLDER_CURSOR = `${'0'.repeat(15)}1!${OLDER_JOB}`;
 /** A provider's word of 1 KiB with no break in it. */
 const LONG_WORD = 'W'.repeat(1024);
 /** Text that reads "verified" once a right-to-left override has reversed it (a decoded receipt's message has it after `did:key:`: text, not a DID). */
@@ -116,8 +119,11 @@ const routes: Route[] = [
   {
     method: 'GET',
     path: '/v1/console/jobs',
-    handler: async () => ({
-      buyer: [{ address: JOB, workload: 'evil.echo', announcedAt: now, attempts: 1, status: 'failed', provider: PROVIDERS[0] }],
+    // two pages of the buyer's jobs: the first with the cursor of the older one (QA ffConsole F3)
+    handler: async ({ query }) => ({
+      ...(query.get('before') === OLDER_CURSOR
+        ? { buyer: [{ address: OLDER_JOB, workload: 'builtin.sha256', announcedAt: now - 3_600_000, attempts: 1, status: 'completed', provider: PROVIDERS[1] }], buyerMore: false }
+        : { buyer: [{ address: JOB, workload: 'evil.echo', announcedAt: now, attempts: 1, status: 'failed', provider: PROVIDERS[0] }], buyerMore: true, buyerNext: OLDER_CURSOR }),
       provider: [],
       running: runs ? [{ run: runs, startedAt: now, events: [{ e: 'progress' }] }] : [],
       providerRunning: 0,

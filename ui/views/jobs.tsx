@@ -9,14 +9,20 @@ import { ago, fmtDuration, fmtJoules, money, overlayQuery, peer, useFeed, useJso
 import { RUN_LOG_EVENTS } from '../../src/util/run-log.js';
 import { narrate, runningPhrase } from '../narrate.js';
 import { plural, tookText, whenText } from '../format.js';
-import { AddrLink, Did, ErrorBox, Loading, Section, Status, TableBox, Verdict } from '../parts.js';
+import { AddrLink, Did, ErrorBox, Loading, Pager, Section, Status, TableBox, Verdict } from '../parts.js';
+import { useState } from 'preact/hooks';
 import { decisionView, emptyStepNote, executionNote, jobState, lateText, outcomeView, type DecisionView, type Explanation, type IneligibleLines, type RunOutcome } from '../job-walk.js';
+
+/** The buyer's jobs a page at a time: the daemon's page (console-routes.ts CONSOLE_JOBS). */
+const JOBS_PAGE = 50;
 
 interface JobsData {
   /** `status`: how this node's run ended (never a late receipt's); `verdict`: accepted, disputed or non-delivery; `late`: a receipt that came after the run ended (its note and status). */
   buyer: Array<{ address: string; workload: string; announcedAt: number; attempts: number; status?: string; code?: string; note?: string; provider?: string; verdict?: string; late?: string; lateStatus?: string }>;
   /** Older jobs exist than the newest shown (`c0mpute jobs --all` lists them). */
   buyerMore?: boolean;
+  /** the cursor of the buyer's next (older) page: GET /v1/console/jobs?before=… */
+  buyerNext?: string;
   provider: Array<{ address: string; job: string; buyer: string; workload: string; status: string; failure?: string; startedAt: number; completedAt: number; verdict?: string }>;
   /** Receipts this node signed, all held (the list shows the newest). */
   providerTotal?: number;
@@ -26,7 +32,10 @@ interface JobsData {
 
 export function Jobs() {
   const v = useLiveVersion((e) => e.type === 'job' || (e.type === 'records' && (e.counts.receipt !== undefined || e.counts.acceptance !== undefined)) || (e.type === 'health' && Object.values(e.sample.overlays).some((o) => o.running > 0)));
-  const r = useJson<JobsData>('/v1/console/jobs', v);
+  // the buyer's jobs a page of 50 at a time, older pages by the daemon's cursor (QA ffConsole F3: the newest 50 were all)
+  const [afters, setAfters] = useState<string[]>([]);
+  const before = afters.at(-1);
+  const r = useJson<JobsData>(`/v1/console/jobs${before !== undefined ? `?before=${encodeURIComponent(before)}` : ''}`, v);
   // the node's roles: a node that is no buyer is not offered to run a job (QA qaCon F9)
   const ovs = useJson<{ overlays: Array<{ roles: string[] }> }>('/v1/console/overview');
   const buyer = !ovs.data || ovs.data.overlays.some((o) => o.roles.includes('buyer'));
@@ -56,7 +65,9 @@ export function Jobs() {
       <Section title="As buyer">
         <TableBox label="Jobs as buyer (scrolls sideways on a narrow window)">
         <table>
-          <caption>Jobs this node announced, newest first ({d.buyerMore ? `the newest ${d.buyer.length}; \`c0mpute jobs --all\` lists the rest` : d.buyer.length})</caption>
+          <caption>
+            Jobs this node announced, newest first ({afters.length === 0 ? (d.buyerMore ? `the newest ${d.buyer.length}; Next ${JOBS_PAGE} for older ones` : d.buyer.length) : `${d.buyer.length} older ones, page ${afters.length + 1}`})
+          </caption>
           <thead>
             <tr>
               <th scope="col">Job</th>
@@ -110,6 +121,7 @@ export function Jobs() {
           </tbody>
         </table>
         </TableBox>
+        {afters.length > 0 || d.buyerNext !== undefined ? <Pager label="Pages of jobs as buyer" size={JOBS_PAGE} afters={afters} next={d.buyerNext} go={setAfters} /> : null}
       </Section>
       <Section title="As provider">
         <p>Running now: {d.providerRunning}</p>
