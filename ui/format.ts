@@ -1,6 +1,7 @@
 /** Small formatting helpers the views and the pure modules share (ui/lib.ts re-exports them). Free of the DOM. */
 import { ApiError } from './api.js';
 export { plural } from '../src/util/text.js';
+import { printable } from '../src/util/text.js';
 
 export function ago(t: number | undefined, now = Date.now()): string {
   if (!t) return '—';
@@ -101,4 +102,13 @@ export function tookText(r: { startedAt: number; completedAt: number; failure?: 
 export function endedSummary(summary: string, ended: { at: number } | undefined, now = Date.now()): string {
   if (!ended) return summary;
   return summary.replace(new Date(ended.at).toISOString(), whenText(ended.at, now));
+}
+
+/**
+ * An error's message as the CLI prints it (`error CODE: …`, src/cli/program.ts): its line breaks kept, every other
+ * control and bidirectional character escaped as a peer's text is. QA ffConsole F5: the console escaped the breaks
+ * too, and a job file that is not YAML read `… at line 2, column 1:\u000a\u000aworkload: [\u000a\u000a^`.
+ */
+export function errorText(message: string): string {
+  return printable(message, true);
 }

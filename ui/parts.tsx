@@ -3,7 +3,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { peer, shortAddr, shortDid, overlayQuery, useFeedState, type ApiError } from './lib.js';
 import { verdictWord } from '../src/util/acceptance-text.js';
-import { refusedPhrases } from './format.js';
+import { errorText, refusedPhrases } from './format.js';
 
 const GOOD = new Set(['complete', 'completed', 'accepted', 'ok', 'live', 'eligible', 'Admit', 'connected']);
 const BAD = new Set(['failed', 'disputed', 'no-offers', 'no-eligible-provider', 'denied', 'queue-expired', 'preempted', 'interrupted', 'expired', 'error', 'refused', 'ineligible', 'self-attested', 'contradicted', 'non-delivery', 'unclaimed', 'no provider selected']);
@@ -79,7 +79,7 @@ export function ErrorBox({ error }: { error: ApiError | undefined }) {
   if (!error) return null;
   return (
     <div class="error" role="alert">
-      <strong>{error.code}</strong>: {peer(error.message)}
+      <strong>{error.code}</strong>: <span class="msg">{errorText(error.message)}</span>
     </div>
   );
 }

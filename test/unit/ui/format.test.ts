@@ -4,7 +4,7 @@
  */
 import { describe, it, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { dateTime, endedSummary, energyUj, isTimeField, tookText, whenText } from '../../../ui/format.js';
+import { dateTime, endedSummary, energyUj, errorText, isTimeField, tookText, whenText } from '../../../ui/format.js';
 
 describe('console times', () => {
   it('a date and a time, ISO-like', () => {
@@ -45,4 +45,10 @@ test("an ended job's summary shows its time in the console's one format, not ISO
   const said = `This job has ended: its deadline passed at ${new Date(at).toISOString()} with no provider selected.`;
   assert.equal(endedSummary(said, { at }, at + 4 * 60_000), 'This job has ended: its deadline passed at 2026-12-07 10:29:13 (4 min ago) with no provider selected.');
   assert.equal(endedSummary('no end', undefined), 'no end');
+});
+
+test("an error's message keeps its line breaks, as the CLI prints it; other controls are escaped (QA ffConsole F5)", () => {
+  const yaml = 'the job is not valid YAML: Flow sequence … at line 2, column 1:\n\nworkload: [\n\n^\n';
+  assert.equal(errorText(yaml), yaml);
+  assert.equal(errorText('a\u202edeifirev\rb'), 'a\\u202edeifirev\\u000db');
 });
