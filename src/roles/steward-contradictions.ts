@@ -125,6 +125,11 @@ export class Contradictions {
     return this.#kept.size;
   }
 
+  /** Whether a contradicting receipt of `witness` is kept. */
+  has(witness: string): boolean {
+    return this.#kept.has(witness);
+  }
+
   /**
    * The contradictions as they stand against the ledger now: each kept receipt checked again (one entry read at its
    * length), its code and this ledger's length as they are now. One that no longer contradicts the ledger (it covers

@@ -38,15 +38,19 @@ export async function knownHistory(records: HistoryRecords, steward: string, wit
   const receipts: Array<Opened<WitnessReceipt>> = (await records.witnessReceiptsFor?.(steward)) ?? [];
   const named = witnesses ? new Set(witnesses) : undefined;
   const longest = new Map<string, Opened<WitnessReceipt>>();
+  const latest = new Map<string, number>();
   for (const r of receipts) {
     if (r.record.steward !== steward || r.signer === steward || (named && !named.has(r.signer))) continue;
     const held = longest.get(r.signer);
     if (!held || r.record.length > held.record.length) longest.set(r.signer, r);
+    latest.set(r.signer, Math.max(latest.get(r.signer) ?? 0, r.record.witnessedAt ?? 0));
   }
   return {
     witnesses: [...longest].map(([witness, r]) => ({ witness, length: r.record.length })).sort((a, b) => b.length - a.length || (a.witness < b.witness ? -1 : 1)),
     named: named !== undefined,
-    receipts: new Map([...longest].map(([witness, r]) => [witness, r.bytes])),
+    // a witness that cosigned again after its longest (its own state went back) no longer holds that length: as a
+    // receipt heard now would be cleared (steward.ts #resolved), it is not shown (review s55)
+    receipts: new Map([...longest].filter(([witness, r]) => (r.record.witnessedAt ?? 0) >= (latest.get(witness) ?? 0)).map(([witness, r]) => [witness, r.bytes])),
   };
 }
 

@@ -282,7 +282,8 @@ export class Steward {
     // ffLedger, left open).
     for (const w of history.witnesses) {
       const bytes = history.receipts?.get(w.witness);
-      if (w.length > this.ledger.length && bytes) await this.#contradicted(w.witness, bytes);
+      // (one kept already, by a run before, stays as it was: noted again it would be re-dated at each start)
+      if (w.length > this.ledger.length && bytes && !this.#contradicting.has(w.witness)) await this.#contradicted(w.witness, bytes);
     }
     net.subscribe('pool-witness', async (rec) => {
       let st: Awaited<ReturnType<Ledger['addReceipt']>>;

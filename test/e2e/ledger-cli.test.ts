@@ -426,6 +426,9 @@ describe('c0mpute ledger', { concurrency: 4 }, () => {
       const locked = await c0('ledger', 'verify', ldir);
       assert.equal(locked.code, 0, locked.stdout + locked.stderr);
       assert.match(locked.stdout, /node store\s+.*db not read \(STORE_LOCKED: held by pid \d+\)/);
+      // pool check says it too (review s55: it answered as if the ledger were clean)
+      const pc = await c0('pool', 'check', '--tree', join(t.dir, 'tree.yaml'), '--claim', join(t.dir, 'fits.yaml'), '--ledger', ldir);
+      assert.match(pc.stdout, /warning: node store .*db not read \(STORE_LOCKED/);
     } finally {
       await closeDb(db);
     }

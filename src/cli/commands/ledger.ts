@@ -165,7 +165,7 @@ export async function withNodeStore(path: string, dir: boolean, rep: VerifyRepor
   return held ? { rep: withHeld(rep, held), held } : { rep };
 }
 
-function heldLine(held: HeldAgainst): string {
+export function heldLine(held: HeldAgainst): string {
   if (held.store === 'unreadable') return `${held.path} not read (${held.code}: ${held.message}): evidence the node may hold against this steward is not checked`;
   if (held.store === 'locked') return `${held.path} not read (STORE_LOCKED: held by ${held.holder ? `pid ${held.holder.pid}` : 'another process'}): evidence the node may hold against this steward is not checked; stop that process, or see c0mpute steward status`;
   const parts = [

@@ -5,7 +5,7 @@ import { C0Error } from '../../errors.js';
 import type { Claim } from '../../pool/index.js';
 import { statSync } from 'node:fs';
 import { NegativeAnswer, out, outJson, readInput } from '../context.js';
-import { collectWitness, loadWitnessCheck, verifyOptions, withNodeStore, WITNESS_HELP } from './ledger.js';
+import { collectWitness, heldLine, loadWitnessCheck, verifyOptions, withNodeStore, WITNESS_HELP } from './ledger.js';
 
 export function register(program: Command): void {
   const pool = program.command('pool').description('pool/1 entitlements and admission');
@@ -32,8 +32,10 @@ export function register(program: Command): void {
         // the whole report, witness receipts included: a ledger its own receipts contradict is refused, and a steward's
         // ledger directory where it lives as `ledger verify` fails it on what its node's store holds against it
         const { assertVerified, verifyLedger } = await import('../../ledger/verify.js');
-        const { rep } = await withNodeStore(opts.ledger, dir, verifyLedger(raw, verifyOptions(opts)), opts.witness);
+        const { rep, held } = await withNodeStore(opts.ledger, dir, verifyLedger(raw, verifyOptions(opts)), opts.witness);
         assertVerified(rep, `--ledger ${opts.ledger}`);
+        // the node's store not read (held by a running daemon, or damaged): said, as verify, show and export say it
+        if (held && held.store !== 'read' && !opts.json) out(`warning: node store ${heldLine(held)}`);
         book = rep.replay.book!;
         length = rep.replay.length;
         const a = rep.attestation;

@@ -170,8 +170,10 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
     const r = pair && open(pair.roster, T.poolRoster);
     // (an expired config roster is not one the member can be removed by: RosterState.heard ignores it, so the node would
     // quote on its older pair; it is refused as before)
-    if (!pair || !r || r.signer !== roster.signer || r.record.seq >= roster.record.seq || roster.record.expiresAt <= d.clock()) {
-      throw new C0Error('POOL_NOT_MEMBER', `pool: this node (${d.did}) is not on roster seq ${roster.record.seq} in ${d.config.roster} (pool.roster): the pool removed it, or it never joined it. To serve alone, drop \`pool\` from its config; to serve the pool, point pool.roster at a roster that lists it and run pool-provider join`, { field: 'pool.roster' });
+    // (a kept pair of a seq at least the config's was taken above: only an older one, or none, comes here)
+    if (!pair || !r || r.signer !== roster.signer || roster.record.expiresAt <= d.clock()) {
+      const why = roster.record.expiresAt <= d.clock() ? `; and that roster expired at ${new Date(roster.record.expiresAt).toISOString()} (POOL_ROSTER_EXPIRED)` : ': the pool removed it, or it never joined it';
+      throw new C0Error('POOL_NOT_MEMBER', `pool: this node (${d.did}) is not on roster seq ${roster.record.seq} in ${d.config.roster} (pool.roster)${why}. To serve alone, drop \`pool\` from its config; to serve the pool, point pool.roster at a roster that lists it and run pool-provider join`, { field: 'pool.roster' });
     }
     d.log.warn({ code: 'POOL_NOT_MEMBER', roster: d.config.roster, seq: roster.record.seq, using: r.record.seq }, `pool: roster seq ${roster.record.seq} in ${d.config.roster} (pool.roster) does not list this node: the pool removed it. It starts on roster seq ${r.record.seq} kept in the database, removed: it quotes nothing for the pool and closes the dispatches in its trail. To serve alone, drop \`pool\` from its config`);
     removedBy = roster;

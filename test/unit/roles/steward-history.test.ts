@@ -32,8 +32,8 @@ const W = Ed25519Signer.generate();
 const WD = didFromPublicKey(W.publicKey);
 const refused = (e: unknown) => e instanceof C0Error && e.code === 'STEWARD_KEY_HAS_LEDGER';
 
-function receipt(length: number, head: string, by = W): Opened<WitnessReceipt> {
-  return seal(WITNESS_TYPE, { steward: S, length, head, witnessedAt: NOW } satisfies WitnessReceipt, by) as Opened<WitnessReceipt>;
+function receipt(length: number, head: string, by = W, witnessedAt = NOW): Opened<WitnessReceipt> {
+  return seal(WITNESS_TYPE, { steward: S, length, head, witnessedAt } satisfies WitnessReceipt, by) as Opened<WitnessReceipt>;
 }
 
 function evidence(): Opened<EquivocationEvidence> {
@@ -102,8 +102,14 @@ describe("a steward key's ledger is one chain", () => {
       const short = await stewardOnStub(dir, db, new Map(), { cfg: { witnesses: [WD] } });
       await short.s.ledger.append(admitted('c1', 'ml'));
       await short.s.stop();
+      // a second witness cosigned length 3 too, then cosigned again later at length 1 (its own state went back): it no
+      // longer holds 3, and is not shown (review s55)
+      const W2 = Ed25519Signer.generate();
+      const W2D = didFromPublicKey(W2.publicKey);
+      assert.equal(await store.put(receipt(3, head, W2)), true);
+      assert.equal(await store.put(receipt(1, short.s.ledger.head().head, W2, NOW + 1_000)), true);
       const warned = capture();
-      const restored = await stewardOnStub(dir, db, new Map(), { history: store, cfg: { witnesses: [WD] }, log: warned.log });
+      const restored = await stewardOnStub(dir, db, new Map(), { history: store, cfg: { witnesses: [WD, W2D] }, log: warned.log });
       // and status() shows the witness at once, as a receipt heard now would be (before: only the start log, until the
       // witness sent its receipt again)
       const seen = ((await restored.s.status()) as { contradictingWitnesses?: Array<{ witness: string; code: string; length: number; ours: number }> }).contradictingWitnesses;
@@ -115,12 +121,12 @@ describe("a steward key's ledger is one chain", () => {
       const w = warned.lines.find((l) => l.code === 'WITNESS_LENGTH_BEYOND');
       assert.ok(w, 'a start warning for the shorter ledger');
       assert.equal(w.length, 1);
-      assert.deepEqual(w.witnesses, [{ witness: WD, length: 3 }]);
+      assert.deepEqual(w.witnesses, [WD, W2D].sort().map((witness) => ({ witness, length: 3 })));
 
       // the period's ledger put back: it starts on it
       rmSync(ledgerDir, { recursive: true });
       renameSync(join(dir, 'ledger.period1'), ledgerDir);
-      const back = await stewardOnStub(dir, db, new Map(), { history: store, cfg: { witnesses: [WD] } });
+      const back = await stewardOnStub(dir, db, new Map(), { history: store, cfg: { witnesses: [WD, W2D] } });
       assert.equal(back.s.ledger.length, 3);
       assert.equal((await back.s.status()).contradictingWitnesses, undefined, 'the ledger they cosigned is back: nothing contradicts it');
       await back.s.stop();
