@@ -10,7 +10,7 @@
 import { C0Error } from '../errors.js';
 import { open, type Opened } from '../records/envelope.js';
 import type { CborValue } from '../records/cbor.js';
-import { T, type Energy, type Selection } from '../records/kinds.js';
+import { T, type Advert, type Energy, type PoolRoster, type Selection } from '../records/kinds.js';
 import { admittedEvent, type Claim, type PoolState, type Verdict } from '../pool/admission.js';
 import type { Tree } from '../pool/tree.js';
 import { isGrade, worseGrade } from '../pool/grades.js';
@@ -288,6 +288,25 @@ export interface ReclaimDeps {
   line?: { waiting(): ReadonlySet<string>; retry(): void };
 }
 
+/**
+ * The devices an advert stands for: its GPUs, or one machine slot without any. A pool member's advert declares the
+ * pool's hardware (its largest member's: docs/pools.md "One entry in the market"), so its own, from its entry on the
+ * roster the advert carries, is counted instead (review s55: each member counted another machine's GPUs). The roster
+ * was verified when the advert was taken; here it is only read.
+ */
+export function devicesOf(a: Opened<Advert>): number {
+  let hw = a.record.hardware;
+  if (a.record.pool) {
+    try {
+      const roster = open(a.record.pool.roster, T.poolRoster, { trusted: true }) as Opened<PoolRoster>;
+      hw = roster.record.members.find((m) => m.did === a.signer)?.hardware ?? hw;
+    } catch {
+      // not readable: the advert's own figure
+    }
+  }
+  return Math.max(1, (hw.gpus ?? []).reduce((n, g) => n + g.count, 0));
+}
+
 export class Reclaimer {
   #samples = new Map<string, AttemptSamples>();
   /** The latest usage figures of each running claim's attempt (for §5.2). */
@@ -405,8 +424,7 @@ export class Reclaimer {
     let n = 0;
     for (const a of this.d.ports.market.adverts.latest.values()) {
       if (a.record.expiresAt <= now) continue;
-      const gpus = (a.record.hardware.gpus ?? []).reduce((s, g) => s + g.count, 0);
-      const declared = Math.max(1, gpus);
+      const declared = devicesOf(a);
       // The steward's own provider (roles [steward, provider]) is its own machine: vouched for by being this node, not
       // by a connection to itself, which never exists (it was left out, so the overlay's capacity was short by it).
       if (a.signer === this.d.did) {

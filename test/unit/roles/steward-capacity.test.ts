@@ -133,6 +133,28 @@ describe('the steward’s physical capacity', () => {
     }
   });
 
+  it('a pool member counts its own devices, from its roster entry, not the pool’s hardware its advert declares (review s55)', async () => {
+    const { proof, pooledAdvert, roster, keyOf, MEMBERS } = await import('../pools/helpers.js');
+    const t = tempDir('c0-capacity-pool-');
+    const r = await stewardRig(t.dir, TREE);
+    try {
+      // the roster's members have no GPU; their adverts declare the pool's 8
+      const ros = roster();
+      const pooled = (key: ReturnType<typeof keyOf>) => seal(T.advert, pooledAdvert(proof(ros, key), { gpus: [{ model: 'A100', vramMiB: 81920, features: [], count: 8 }], cpuCores: 12, memoryMiB: 24576 } as never), key) as Opened<Advert>;
+      const [m1, m2] = [keyOf(MEMBERS[0]!), keyOf(MEMBERS[1]!)];
+      const latest = new Map<string, Opened<Advert>>([
+        [MEMBERS[0]!, pooled(m1)],
+        [MEMBERS[1]!, pooled(m2)],
+      ]);
+      const ports = { ...r.ports, log: pino({ level: 'silent' }), net: { peers: () => [MEMBERS[0]!, MEMBERS[1]!].map((did) => ({ peerId: '', did, addrs: [] })) }, market: { adverts: { latest } } } as unknown as StewardPorts;
+      const cap = new Reclaimer({ ports, ledger: r.ledger, tree: r.pool.tree, pool: r.pool, cfg: cfgOf({ preempt: true }) as StewardConfig, did: P(33).did, accounts: r.accounts, stopped: () => false }).capacity();
+      assert.equal(cap, 2, 'two machines of one slot each, not 16 GPUs');
+    } finally {
+      await r.close();
+      t.cleanup();
+    }
+  });
+
   it('a provider seen connected still counts for CONNECTED_GRACE_MS after its connection drops (a redial, a steward with more members than connections)', async () => {
     const t = tempDir('c0-capacity-grace-');
     const r = await stewardRig(t.dir, TREE);
