@@ -7,10 +7,10 @@
  * one entry under the pool's DID); the advert live at a decision time; and the
  * advert a (possibly republished-over) offer is resolved to. Pure.
  */
-import { T, type Advert, type Offer, type PoolRoster, type Tier } from '../records/kinds.js';
-import { open, type Opened } from '../records/envelope.js';
+import { T, type Advert, type Offer, type Tier } from '../records/kinds.js';
+import type { Opened } from '../records/envelope.js';
 import { C0Error } from '../errors.js';
-import { providerOf, rosterExpiresAt } from '../pools/chain.js';
+import { chainOf, providerOf, rosterExpiresAt } from '../pools/chain.js';
 
 /**
  * What the gates read of an advert, flattened into one object when the advert
@@ -148,7 +148,7 @@ export class AdvertIndex {
     let firstOn = false;
     for (const s of this.#members.get(provider) ?? []) {
       const on = this.onRoster(s);
-      if (first === undefined || (on && !firstOn) || (on === firstOn && s < first)) [first, firstOn] = [s, on];
+      if (first === undefined || listedFirst(on, firstOn, s < first)) [first, firstOn] = [s, on];
     }
     return first;
   }
@@ -208,7 +208,7 @@ export class AdvertIndex {
     for (const s of this.#members.get(key) ?? []) {
       const a = this.latest.get(s)!;
       const on = !newest || newest.members.has(s);
-      if (!best || (on && !bestOn) || (on === bestOn && newerEntry(a, best))) [best, bestOn] = [a, on];
+      if (!best || listedFirst(on, bestOn, newerEntry(a, best))) [best, bestOn] = [a, on];
     }
     if (best) this.entries.set(key, best);
     else this.entries.delete(key);
@@ -305,25 +305,21 @@ interface RosterFacts {
   members: ReadonlySet<string>;
 }
 
-/**
- * The roster a pooled advert carries (undefined for a plain one, or one whose roster does not decode). Its chain was
- * verified when the advert was opened (entryKey), so the roster is read without checking its signature again; once
- * per advert object.
- */
+/** The roster a pooled advert carries (undefined for a plain one, or one whose chain does not verify: chainOf), once per advert object. */
 function rosterFacts(a: Opened<Advert>): RosterFacts | undefined {
   if (!a.record.pool) return undefined;
   if (rosterOf.has(a)) return rosterOf.get(a);
-  let f: RosterFacts | undefined;
-  try {
-    const r = open(a.record.pool.roster, T.poolRoster, { trusted: true }) as Opened<PoolRoster>;
-    f = { seq: r.record.seq, address: r.address, members: new Set(r.record.members.map((m) => m.did)) };
-  } catch {
-    f = undefined;
-  }
+  const r = chainOf(a)?.roster;
+  const f = r && { seq: r.record.seq, address: r.address, members: new Set(r.record.members.map((m) => m.did)) };
   rosterOf.set(a, f);
   return f;
 }
 const rosterOf = new WeakMap<object, RosterFacts | undefined>();
+
+/** Whether a candidate goes before the one chosen so far: a member the pool's newest roster lists first (`on`), then `before`. */
+function listedFirst(on: boolean, chosenOn: boolean, before: boolean): boolean {
+  return (on && !chosenOn) || (on === chosenOn && before);
+}
 
 /** Of two members' adverts for one pool entry: the later issuedAt, then the higher seq, then the lower address. */
 function newerEntry(a: Opened<Advert>, b: Opened<Advert>): boolean {

@@ -193,8 +193,13 @@ export type OfferSendOutcome = 'accepted' | 'ignored' | 'rejected' | 'not_kept' 
 const NOT_TAKEN_NOW = new Set(['RATE_LIMITED', 'QUEUE_FULL', 'VERIFY_WORKER_FAILED', 'INTERNAL', 'RECORD_FROM_FUTURE', 'EVIDENCE_FROM_THE_FUTURE']);
 
 /** Whether an `ignored` send's `code` (the recipient's reason) means it did not take the record now (NOT_TAKEN_NOW). */
-export function notTakenNow(code: string | undefined): boolean {
+function notTakenNow(code: string | undefined): boolean {
   return code !== undefined && (NOT_TAKEN_NOW.has(code) || code.startsWith('STORE_'));
+}
+
+/** A send's outcome as its sender counts it: `ignored` for a reason that says "not now" (`code`: notTakenNow) is `not_kept`. */
+export function takenOutcome(outcome: OfferSendOutcome, code: string | undefined): OfferSendOutcome {
+  return outcome === 'ignored' && notTakenNow(code) ? 'not_kept' : outcome;
 }
 
 export interface OfferSendDeps {

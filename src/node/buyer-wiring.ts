@@ -11,7 +11,7 @@ import { Counter } from 'prom-client';
 import { C0Error } from '../errors.js';
 import { T, type Acceptance, type Job, type Offer, type PolicyName, type Selection } from '../records/kinds.js';
 import type { PublishOptions } from '../net/network-api.js';
-import { notTakenNow } from '../net/offer-route.js';
+import { takenOutcome } from '../net/offer-route.js';
 import { open, type Opened } from '../records/envelope.js';
 import { Buyer, NO_ADDRESS, RECLAIMED_ASK_MS, type Admission, type JobSpec, type OffersCollected, type ReclaimAnswer, type WindowEnd } from '../roles/buyer.js';
 import { STEWARD_PROTOCOL } from '../roles/steward.js';
@@ -561,7 +561,7 @@ export class BuyerWiring {
   /**
    * Send a selection or an acceptance over outcome/1 (not awaited), noting each recipient in `sent`. An acceptance
    * the provider could not be reached for, or did not keep (not_kept, or ignored for now: its rate limit for this
-   * node, a full queue, offer-route.ts notTakenNow), is tried once more OUTCOME_RETRY_MS later, at
+   * node, a full queue: offer-route.ts takenOutcome), is tried once more OUTCOME_RETRY_MS later, at
    * once when the node is stopping (it is that provider's own evidence, and it is on no topic the provider joined);
    * what still did not arrive is logged. Each send is kept until answered: the stop waits for them (stop).
    */
@@ -571,8 +571,8 @@ export class BuyerWiring {
     for (const d of fresh) sent.add(d);
     const sending: Promise<void> = this.o.net.sendOutcome(kind, fresh, env.bytes).then(
       (r) => {
-        // ignored for now (the provider's rate limit, a full queue: notTakenNow) is not kept, not held already
-        const outcomes = Object.entries(r.outcomes).map(([d, o]): [string, string] => [d, o === 'ignored' && notTakenNow(r.codes?.[d]) ? 'not_kept' : o]);
+        // ignored for now (the provider's rate limit, a full queue: takenOutcome) is not kept, not held already
+        const outcomes = Object.entries(r.outcomes).map(([d, o]): [string, string] => [d, takenOutcome(o, r.codes?.[d])]);
         let missed = outcomes.filter(([, o]) => o !== 'accepted' && o !== 'ignored');
         // not reached, or reached but not kept there (not_kept: its store or queue refused it): worth another copy
         const again = (o: string) => o === 'unreachable' || o === 'not_kept';

@@ -69,23 +69,31 @@ export function providerOf(rec: Opened<{ pool?: PoolProof }>): string {
 const poolOf = new WeakMap<object, string>();
 
 /**
- * When the roster a pooled record's chain carries expires (its chain verified once per object); Infinity for a record
- * that is not pooled, -Infinity for one whose chain does not verify (no live roster can be shown for it).
+ * The chain of a pooled record, verified once per object (its roster, its signer's membership and roster entry);
+ * undefined for a record that is not pooled, or one whose chain does not verify.
+ */
+export function chainOf(rec: Opened<{ pool?: PoolProof }>): VerifiedChain | undefined {
+  if (!rec.record.pool) return undefined;
+  if (chains.has(rec)) return chains.get(rec);
+  let c: VerifiedChain | undefined;
+  try {
+    c = verifyPoolProof(rec.record.pool, rec.signer);
+  } catch {
+    c = undefined;
+  }
+  chains.set(rec, c);
+  return c;
+}
+const chains = new WeakMap<object, VerifiedChain | undefined>();
+
+/**
+ * When the roster a pooled record's chain carries expires (chainOf); Infinity for a record that is not pooled,
+ * -Infinity for one whose chain does not verify (no live roster can be shown for it).
  */
 export function rosterExpiresAt(rec: Opened<{ pool?: PoolProof }>): number {
   if (!rec.record.pool) return Infinity;
-  let t = expiryOf.get(rec);
-  if (t === undefined) {
-    try {
-      t = verifyPoolProof(rec.record.pool, rec.signer).roster.record.expiresAt;
-    } catch {
-      t = -Infinity;
-    }
-    expiryOf.set(rec, t);
-  }
-  return t;
+  return chainOf(rec)?.roster.record.expiresAt ?? -Infinity;
 }
-const expiryOf = new WeakMap<object, number>();
 
 /**
  * The `provider` a receipt from the signer of `advert` must name: the pool's DID

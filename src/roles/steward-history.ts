@@ -43,14 +43,14 @@ export async function knownHistory(records: HistoryRecords, steward: string, wit
     if (r.record.steward !== steward || r.signer === steward || (named && !named.has(r.signer))) continue;
     const held = longest.get(r.signer);
     if (!held || r.record.length > held.record.length) longest.set(r.signer, r);
-    latest.set(r.signer, Math.max(latest.get(r.signer) ?? 0, r.record.witnessedAt ?? 0));
+    latest.set(r.signer, Math.max(latest.get(r.signer) ?? 0, r.record.witnessedAt));
   }
   return {
     witnesses: [...longest].map(([witness, r]) => ({ witness, length: r.record.length })).sort((a, b) => b.length - a.length || (a.witness < b.witness ? -1 : 1)),
     named: named !== undefined,
     // a witness that cosigned again after its longest (its own state went back) no longer holds that length: as a
     // receipt heard now would be cleared (steward.ts #resolved), it is not shown (review s55)
-    receipts: new Map([...longest].filter(([witness, r]) => (r.record.witnessedAt ?? 0) >= (latest.get(witness) ?? 0)).map(([witness, r]) => [witness, r.bytes])),
+    receipts: new Map([...longest].filter(([witness, r]) => r.record.witnessedAt >= latest.get(witness)!).map(([witness, r]) => [witness, r.bytes])),
   };
 }
 

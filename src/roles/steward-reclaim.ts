@@ -10,7 +10,8 @@
 import { C0Error } from '../errors.js';
 import { open, type Opened } from '../records/envelope.js';
 import type { CborValue } from '../records/cbor.js';
-import { T, type Advert, type Energy, type PoolRoster, type Selection } from '../records/kinds.js';
+import { T, type Advert, type Energy, type Selection } from '../records/kinds.js';
+import { chainOf } from '../pools/chain.js';
 import { admittedEvent, type Claim, type PoolState, type Verdict } from '../pool/admission.js';
 import type { Tree } from '../pool/tree.js';
 import { isGrade, worseGrade } from '../pool/grades.js';
@@ -291,19 +292,11 @@ export interface ReclaimDeps {
 /**
  * The devices an advert stands for: its GPUs, or one machine slot without any. A pool member's advert declares the
  * pool's hardware (its largest member's: docs/pools.md "One entry in the market"), so its own, from its entry on the
- * roster the advert carries, is counted instead (review s55: each member counted another machine's GPUs). The roster
- * was verified when the advert was taken; here it is only read.
+ * roster the advert carries (chainOf: verified once per advert), is counted instead (review s55: each member counted
+ * another machine's GPUs).
  */
 export function devicesOf(a: Opened<Advert>): number {
-  let hw = a.record.hardware;
-  if (a.record.pool) {
-    try {
-      const roster = open(a.record.pool.roster, T.poolRoster, { trusted: true }) as Opened<PoolRoster>;
-      hw = roster.record.members.find((m) => m.did === a.signer)?.hardware ?? hw;
-    } catch {
-      // not readable: the advert's own figure
-    }
-  }
+  const hw = chainOf(a)?.member.hardware ?? a.record.hardware;
   return Math.max(1, (hw.gpus ?? []).reduce((n, g) => n + g.count, 0));
 }
 
@@ -427,19 +420,16 @@ export class Reclaimer {
       const declared = devicesOf(a);
       // The steward's own provider (roles [steward, provider]) is its own machine: vouched for by being this node, not
       // by a connection to itself, which never exists (it was left out, so the overlay's capacity was short by it).
-      if (a.signer === this.d.did) {
-        if (declared > cap) this.#noteCapacity('capped', a.signer, declared, `an advert declares more devices than steward.maxDevicesPerProvider (${cap}): counted as ${cap}`);
-        n += Math.min(declared, cap);
-        continue;
-      }
-      if (allowed && !allowed.has(a.signer)) {
-        this.#noteCapacity('not-allowed', a.signer, declared, 'an advert from a key not on the overlay’s allowlist is not counted in the steward’s capacity');
-        continue;
-      }
-      const seen = this.#seenConnected.get(a.signer);
-      if (seen === undefined || mono - seen > CONNECTED_GRACE_MS) {
-        this.#noteCapacity('not-connected', a.signer, declared, 'an advert from a provider not connected to the steward is not counted in its capacity (until it connects)');
-        continue;
+      if (a.signer !== this.d.did) {
+        if (allowed && !allowed.has(a.signer)) {
+          this.#noteCapacity('not-allowed', a.signer, declared, 'an advert from a key not on the overlay’s allowlist is not counted in the steward’s capacity');
+          continue;
+        }
+        const seen = this.#seenConnected.get(a.signer);
+        if (seen === undefined || mono - seen > CONNECTED_GRACE_MS) {
+          this.#noteCapacity('not-connected', a.signer, declared, 'an advert from a provider not connected to the steward is not counted in its capacity (until it connects)');
+          continue;
+        }
       }
       if (declared > cap) this.#noteCapacity('capped', a.signer, declared, `an advert declares more devices than steward.maxDevicesPerProvider (${cap}): counted as ${cap}`);
       n += Math.min(declared, cap);

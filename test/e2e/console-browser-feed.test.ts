@@ -79,6 +79,14 @@ async function loggedIn(ctx: BrowserContext): Promise<Page> {
   return p;
 }
 
+/** A page logged in on `ctx`, on the view at `hash` once its heading `heading` shows. */
+async function openView(ctx: BrowserContext, hash: string, heading: string): Promise<Page> {
+  const p = await loggedIn(ctx);
+  await p.evaluate((x) => (window.location.hash = x), hash);
+  await shows(p, heading);
+  return p;
+}
+
 
 /**
  * Press "Run the job" once it can be pressed: the button is disabled until the node's overlays have loaded, and a
@@ -186,9 +194,7 @@ test('without Web Locks (no secure context), each tab reads its own stream, and 
 
 test("the market asks for the eligibility of its page's providers only", { skip }, async () => {
   const ctx = await browser.createBrowserContext();
-  const p = await loggedIn(ctx);
-  await p.evaluate(() => (window.location.hash = '#/market'));
-  await shows(p, 'Market');
+  const p = await openView(ctx, '#/market', 'Market');
   await p.waitForSelector(`.scroller [title="${h.providers[2]}"]`, { timeout: 30_000 });
   // choose the job under "Eligibility for job" (the filters' last choice)
   await p.evaluate((job) => {
@@ -205,9 +211,9 @@ test("the market asks for the eligibility of its page's providers only", { skip 
 
 test('the market scrolls sideways as one, header and rows: on a phone every column is reached under its header, and the Eligible? column is not cut off (QA ffConsole F1)', { skip }, async () => {
   const ctx = await browser.createBrowserContext();
-  const p = await loggedIn(ctx);
-  await p.evaluate(() => (window.location.hash = '#/market'));
-  await shows(p, 'Market');
+  const p = await openView(ctx, '#/market', 'Market');
+  // the job's choice comes with the view's data: set before it is there, the choice is lost (a loaded run timed out)
+  await p.waitForFunction((job) => [...([...document.querySelectorAll('.filters select')].at(-1) as HTMLSelectElement).options].some((o) => o.value === job), { timeout: 30_000, polling: 100 }, h.job);
   await p.evaluate((job) => {
     const s = [...document.querySelectorAll('.filters select')].at(-1) as HTMLSelectElement;
     s.value = job;
@@ -270,9 +276,7 @@ test("a phone's tables keep their words whole and scroll in their own box: no pa
 
 test("the Jobs view pages the buyer's jobs past the newest 50: Next shows the older page, Previous the newest again (QA ffConsole F3)", { skip }, async () => {
   const ctx = await browser.createBrowserContext();
-  const p = await loggedIn(ctx);
-  await p.evaluate(() => (window.location.hash = '#/jobs'));
-  await shows(p, 'Jobs');
+  const p = await openView(ctx, '#/jobs', 'Jobs');
   const jobs = () => p.$$eval('main table a[title^="sha256:"]', (as) => as.map((a) => a.getAttribute('title')));
   await p.waitForSelector('main table a[title^="sha256:"]', { timeout: 30_000 });
   assert.deepEqual(await jobs(), [h.job]);

@@ -10,7 +10,7 @@ import type { VerifyReport } from '../../ledger/verify.js';
 import type { HeldAgainst } from '../../roles/steward-held.js';
 import { NegativeAnswer, out, outJson, UsageError, writingTo } from '../context.js';
 
-function isDir(p: string): boolean {
+export function isDir(p: string): boolean {
   try {
     return statSync(p).isDirectory();
   } catch {
@@ -19,7 +19,7 @@ function isDir(p: string): boolean {
 }
 
 /** A ledger directory (LevelDB, loaded only then) or an exported file. */
-async function readAny(p: string): Promise<RawLedger> {
+export async function readAny(p: string): Promise<RawLedger> {
   return isDir(p) ? readDir(p) : (await import('../../ledger/file.js')).readLedgerFile(p);
 }
 

@@ -3,9 +3,8 @@ import { existsSync } from 'node:fs';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import type { Claim } from '../../pool/index.js';
-import { statSync } from 'node:fs';
 import { NegativeAnswer, out, outJson, readInput } from '../context.js';
-import { collectWitness, heldLine, loadWitnessCheck, verifyOptions, withNodeStore, WITNESS_HELP } from './ledger.js';
+import { collectWitness, heldLine, isDir, loadWitnessCheck, readAny, verifyOptions, withNodeStore, WITNESS_HELP } from './ledger.js';
 
 export function register(program: Command): void {
   const pool = program.command('pool').description('pool/1 entitlements and admission');
@@ -27,8 +26,8 @@ export function register(program: Command): void {
       let ledgerLine: string | undefined;
       if (opts.ledger !== undefined) {
         if (!existsSync(opts.ledger)) throw new C0Error('INPUT_UNREADABLE', `--ledger ${opts.ledger}: no such file or directory`, { field: 'ledger' });
-        const dir = statSync(opts.ledger).isDirectory();
-        const raw = dir ? await (await import('../../ledger/store.js')).readLedgerDir(opts.ledger) : (await import('../../ledger/file.js')).readLedgerFile(opts.ledger);
+        const dir = isDir(opts.ledger);
+        const raw = await readAny(opts.ledger);
         // the whole report, witness receipts included: a ledger its own receipts contradict is refused, and a steward's
         // ledger directory where it lives as `ledger verify` fails it on what its node's store holds against it
         const { assertVerified, verifyLedger } = await import('../../ledger/verify.js');

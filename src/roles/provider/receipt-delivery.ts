@@ -37,7 +37,7 @@
  */
 import type { Opened } from '../../records/envelope.js';
 import type { Receipt } from '../../records/kinds.js';
-import { notTakenNow, type OfferSendOutcome } from '../../net/offer-route.js';
+import { takenOutcome, type OfferSendOutcome } from '../../net/offer-route.js';
 import type { Clock } from '../../util/clock.js';
 import type { Logger } from '../../util/log.js';
 
@@ -81,13 +81,12 @@ export interface ReceiptSendResult {
 
 /**
  * The outcome a send's result counts as here: an `ignored` for the buyer's rate limit is `busy` (the buyer is there:
- * the go pauses, no back-off); one with another reason it was not taken now (offer-route.ts notTakenNow) is `not_kept`.
+ * the go pauses, no back-off); one with another reason it was not taken now is `not_kept` (offer-route.ts takenOutcome).
  */
 export function deliveryOutcome(r: OfferSendOutcome | ReceiptSendResult): OfferSendOutcome | 'busy' {
   if (typeof r === 'string') return r;
   if (r.outcome === 'ignored' && r.code === 'RATE_LIMITED') return 'busy';
-  if (r.outcome === 'ignored' && notTakenNow(r.code)) return 'not_kept';
-  return r.outcome;
+  return takenOutcome(r.outcome, r.code);
 }
 
 export interface ReceiptDeliveryDeps {
@@ -140,8 +139,6 @@ interface BuyerSchedule {
   /** The timer is a pause between goes (its receipts being sent, paced), not a back-off. */
   paced: boolean;
   sending: boolean;
-  /** A sign of life came during a go: another go at once after it. */
-  again: boolean;
   /** How the last go ended (a back-off doubles over goes that ended the same way). */
   end?: GoEnd;
   /** A sign of life started a go since the last timer's go or answer: the next one waits for those (onConnected). */
@@ -347,14 +344,11 @@ export class ReceiptDelivery {
   /** Send `did` its waiting receipts, oldest first, one at a time, until none is left, one is not taken, or the batch is spent. */
   async #go(did: string): Promise<void> {
     let b = this.#buyers.get(did);
-    if (!b) this.#buyers.set(did, (b = { failed: 0, paced: false, sending: false, again: false, woken: false }));
-    if (b.sending) {
-      b.again = true;
-      return;
-    }
+    if (!b) this.#buyers.set(did, (b = { failed: 0, paced: false, sending: false, woken: false }));
+    // a go under way sends whatever waits for the buyer when its turn comes (#next): one at a time
+    if (b.sending) return;
     clearTimeout(b.timer);
     b.timer = undefined;
-    b.again = false;
     b.sending = true;
     let end: GoEnd | undefined;
     let sent = 0;
@@ -399,25 +393,16 @@ export class ReceiptDelivery {
       this.#buyers.delete(did);
       return;
     }
-    if (end !== 'paced' && end !== 'busy' && b.again) {
-      // a sign of life while the go ran: go again at once
-      b.failed = 0;
-      b.since = undefined;
-      void this.#go(did);
-      return;
-    }
     const now = this.d.clock();
     // a back-off doubles over goes that ended the same way: a buyer not reached, then reached but not keeping, starts
     // the second back-off at its first wait (review s55: 6 unanswered goes made the first not_kept wait 10 minutes)
     if (end !== b.end) b.failed = 0;
     b.end = end;
+    // its rate limit answered: it is there, out of reach only from the next unanswered go on
+    if (end === 'busy') b.since = undefined;
     let waitMs: number;
     if (end === 'paced' || end === 'busy') {
       waitMs = this.#retryMs;
-      if (end === 'busy') {
-        b.failed = 0;
-        b.since = undefined;
-      }
     } else if (end === 'not_kept') {
       waitMs = Math.min(this.#notKeptMs * 2 ** Math.min(b.failed++, 16), RECEIPT_NOT_KEPT_MAX_MS);
     } else {

@@ -42,6 +42,10 @@ const selectionOf = (j: Opened<Job>, named: Array<Opened<Offer>>, policy: Select
     buyerKey,
   );
 
+/** Provider b's completed receipt for job `j` on its offer `o`. */
+const receiptOf = (j: Opened<Job>, o: Opened<Offer>): Opened<Receipt> =>
+  seal(T.receipt, { job: j.address, offer: o.address, buyer, provider: b, workload: 'builtin.sha256', status: 'completed', startedAt: now, completedAt: now + 10, inputHash: j.record.input.hash, outputHash: hashHex(randomBytes(4)), price: o.record.price, energy: { uj: 1, grade: 'Estimator' } }, providers[1]!) as Opened<Receipt>;
+
 function setup(o: { steward?: string; jobs: Array<Opened<Job>>; held: Array<Opened<Offer>>; receipts?: Array<Opened<Receipt>>; unreachable?: string[]; ignored?: Record<string, string> }) {
   const direct: Array<{ kind: string; to: string[] }> = [];
   const gossip: string[] = [];
@@ -128,7 +132,7 @@ test('an open order’s selection, a first-claim one, and any on an overlay with
 test('an acceptance goes to the provider that signed its receipt, and on gossip', async () => {
   const j = job();
   const o = offerOf(j, 1);
-  const receipt = seal(T.receipt, { job: j.address, offer: o.address, buyer, provider: b, workload: 'builtin.sha256', status: 'completed', startedAt: now, completedAt: now + 10, inputHash: j.record.input.hash, outputHash: hashHex(randomBytes(4)), price: o.record.price, energy: { uj: 1, grade: 'Estimator' } }, providers[1]!) as Opened<Receipt>;
+  const receipt = receiptOf(j, o);
   const s = setup({ jobs: [j], held: [o], receipts: [receipt] });
   await s.publish('acceptance', seal(T.acceptance, { receipt: receipt.address, verdict: 'accepted', signedAt: now + 20 }, buyerKey));
   assert.deepEqual([s.direct, s.gossip], [[{ kind: 'acceptance', to: [b] }], ['acceptance']]);
@@ -139,7 +143,7 @@ test('an acceptance its provider could not take is tried once more 5 s later and
   const settle = () => new Promise((r) => setImmediate(r));
   const j = job();
   const o = offerOf(j, 1);
-  const receipt = seal(T.receipt, { job: j.address, offer: o.address, buyer, provider: b, workload: 'builtin.sha256', status: 'completed', startedAt: now, completedAt: now + 10, inputHash: j.record.input.hash, outputHash: hashHex(randomBytes(4)), price: o.record.price, energy: { uj: 1, grade: 'Estimator' } }, providers[1]!) as Opened<Receipt>;
+  const receipt = receiptOf(j, o);
   const acceptance = () => seal(T.acceptance, { receipt: receipt.address, verdict: 'accepted', signedAt: now + 20 }, buyerKey);
   const s = setup({ jobs: [j], held: [o], receipts: [receipt], unreachable: [b] });
   await s.publish('acceptance', acceptance());
@@ -178,7 +182,7 @@ test('an acceptance its provider ignored for now (its rate limit for this node, 
   const settle = () => new Promise((r) => setImmediate(r));
   const j = job();
   const o = offerOf(j, 1);
-  const receipt = seal(T.receipt, { job: j.address, offer: o.address, buyer, provider: b, workload: 'builtin.sha256', status: 'completed', startedAt: now, completedAt: now + 10, inputHash: j.record.input.hash, outputHash: hashHex(randomBytes(4)), price: o.record.price, energy: { uj: 1, grade: 'Estimator' } }, providers[1]!) as Opened<Receipt>;
+  const receipt = receiptOf(j, o);
   for (const [code, tries] of [
     ['RATE_LIMITED', 2],
     ['QUEUE_FULL', 2],

@@ -605,12 +605,15 @@ describe('Provider: execution', () => {
     assert.equal(r.record.failure?.code, 'EXEC_BUYER_GONE');
   });
 
-  test('a buyer that gave up while this provider was frozen: EXEC_PROVIDER_STALLED, not EXEC_BUYER_GONE (QA qaMatch F10)', async () => {
-    // this process's freezes on a clock the test moves: 40 s without a tick, past the 30 s a buyer without keepalives waits
+  /**
+   * Run a 60 s sleep on a provider whose freezes are read off a clock the test moves: once the work is accepted, the
+   * process is frozen `frozenMs` (no tick of the watch meanwhile) and the buyer closes the stream.
+   */
+  async function frozenThenGone(frozenMs: number, pool?: ProviderPoolHooks): Promise<ReturnType<typeof setup>> {
     let t = 0;
     const stalls = new StallWatch({ now: () => t, every: () => () => {} });
-    const s = setup({ stalls });
-    const input = utf8('stalled');
+    const s = setup({ stalls, ...(pool ? { pool } : {}) });
+    const input = utf8(`frozen ${frozenMs}`);
     const job = makeJob({ workload: 'builtin.sleep', params: '60000', timeoutMs: 60_000 }, input);
     const offer = await offered(s, job);
     const gone = new AbortController();
@@ -620,13 +623,19 @@ describe('Provider: execution', () => {
         async (f) => {
           if (f.t === 'accepted')
             setImmediate(() => {
-              t += 41_000; // 40 s past the tick due after 1 s
+              t += frozenMs;
               gone.abort();
             });
         },
         gone.signal,
       ),
     );
+    return s;
+  }
+
+  test('a buyer that gave up while this provider was frozen: EXEC_PROVIDER_STALLED, not EXEC_BUYER_GONE (QA qaMatch F10)', async () => {
+    // 40 s without a tick (past the tick due after 1 s), past the 30 s a buyer without keepalives waits
+    const s = await frozenThenGone(41_000);
     const r = s.receipts[0]!;
     assert.equal(r.record.status, 'failed');
     assert.equal(r.record.failure?.code, 'EXEC_PROVIDER_STALLED');
@@ -639,45 +648,23 @@ describe('Provider: execution', () => {
       [41_000, 'EXEC_PROVIDER_STALLED'],
       [0, 'EXEC_BUYER_GONE'],
     ] as const) {
-      let t = 0;
-      const stalls = new StallWatch({ now: () => t, every: () => () => {} });
       const seen: string[] = [];
-      const s = setup({
-        stalls,
-        pool: {
-          advert: (a) => a,
-          receipt: (r) => r,
-          mayQuote: () => true,
-          run: (_j, _o, c) =>
-            new Promise((_r, reject) => {
-              const stop = () => {
-                seen.push((c.signal.reason as C0Error).code);
-                reject(c.signal.reason);
-              };
-              if (c.signal.aborted) stop();
-              else c.signal.addEventListener('abort', stop, { once: true });
-            }),
-          closed: async () => {},
-          abandoned: () => {},
-        },
+      const s = await frozenThenGone(frozenMs, {
+        advert: (a) => a,
+        receipt: (r) => r,
+        mayQuote: () => true,
+        run: (_j, _o, c) =>
+          new Promise((_r, reject) => {
+            const stop = () => {
+              seen.push((c.signal.reason as C0Error).code);
+              reject(c.signal.reason);
+            };
+            if (c.signal.aborted) stop();
+            else c.signal.addEventListener('abort', stop, { once: true });
+          }),
+        closed: async () => {},
+        abandoned: () => {},
       });
-      const input = utf8(`frozen ${frozenMs}`);
-      const job = makeJob({ workload: 'builtin.sleep', params: '60000', timeoutMs: 60_000 }, input);
-      const offer = await offered(s, job);
-      const gone = new AbortController();
-      await s.provider.handleExec(
-        execIO(
-          [frame(job, offer, makeSelection(job, offer), input)],
-          async (f) => {
-            if (f.t === 'accepted')
-              setImmediate(() => {
-                t += frozenMs;
-                gone.abort();
-              });
-          },
-          gone.signal,
-        ),
-      );
       assert.deepEqual(seen, [want], `frozen ${frozenMs} ms: the work's own stop`);
       assert.equal(s.receipts[0]!.record.failure?.code, want, `frozen ${frozenMs} ms: the receipt`);
     }
