@@ -11,6 +11,7 @@ import { oneOfferPerProvider, preferOffer, type OfferBook } from './book.js';
 import { nameOrder } from './rank-order.js';
 import { CONSTRAINTS, RELAXABLE, constraintOf, type Constraint } from './constraints.js';
 import { relaxationsOf, type Relaxation, type RelaxContext } from './relax.js';
+import { duration } from './say.js';
 import { askJudge } from './ask.js';
 
 export { preferOffer };
@@ -189,7 +190,9 @@ export function phrase(c: Constraint, job: Job, form: 'one' | 'many' | 'not'): s
     case 'price':
       return `${v('asks at most', 'ask at most', 'asks more than')} ${job.maxPrice.amount} ${job.maxPrice.currency}`;
     case 'deadline':
-      return `${v('can', 'can', 'cannot')} finish before the deadline`;
+      // the constraint holds two bounds (OFFER_OVER_TIMEOUT, OFFER_MISSES_DEADLINE): the sentence names both, so an offer
+      // quoting 20 min for a job with a 10 min timeout is not said to miss a deadline hours away
+      return `${v('can', 'can', 'cannot')} finish within the job's ${duration(job.timeoutMs)} timeout and before its deadline`;
     case 'quote':
       return v('has a live offer for this job', 'have a live offer for this job', 'has no live offer for this job');
   }

@@ -86,12 +86,21 @@ test('summary: a provider ruled out by its ask has no live offer all the same, a
   // an offer that misses the deadline is said after the ask-ruled provider has left (the deadline is judged on offers only)
   const late = offer(P(1), j, a1, { amount: '0.05', startBy: NOW + 3_590_000 });
   const dl = explainMarket({ job: j, adverts: [a1, a2], offers: [late], now: NOW });
-  assert.match(dl.summary, /^No provider is eligible among 2 known: 1 of 2 asks at most 0\.10 USD; but it cannot finish before the deadline\./);
+  assert.match(dl.summary, /^No provider is eligible among 2 known: 1 of 2 asks at most 0\.10 USD; but it cannot finish within the job's 10 min timeout and before its deadline\./);
   // two ruled out by their ask are not counted as able to finish before the deadline (3 of 4 would say so)
   const a4 = advert(P(4), ask('0.7'));
   const a5 = advert(P(5));
   const mixed = explainMarket({ job: j, adverts: [a1, a2, a4, a5], offers: [late, offer(P(5), j, a5, { amount: '0.05' })], now: NOW });
-  assert.equal(mixed.summary, '1 of 4 known providers are eligible: 2 of 4 ask at most 0.10 USD; of those, 1 can finish before the deadline.');
+  assert.equal(mixed.summary, "1 of 4 known providers are eligible: 2 of 4 ask at most 0.10 USD; of those, 1 can finish within the job's 10 min timeout and before its deadline.");
+});
+
+test('an offer quoting longer than the job\'s timeout is said to miss the timeout, not only "the deadline" hours away', () => {
+  const j = job(P(100), { maxPrice: { amount: '0.10', currency: 'USD' } });
+  const a1 = advert(P(1));
+  const slow = offer(P(1), j, a1, { amount: '0.05', durationMs: 1_200_000 });
+  const e = explainMarket({ job: j, adverts: [a1], offers: [slow], now: NOW });
+  assert.deepEqual(codes(e), [['OFFER_OVER_TIMEOUT']]);
+  assert.equal(e.summary.split(/(?<=\.) /)[0], "No provider is eligible among 1 known: no provider can finish within the job's 10 min timeout and before its deadline.");
 });
 
 test('a provider failing a gate and asking above maxPrice gets a combined hint; select explains the same way', () => {
