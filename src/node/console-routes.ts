@@ -110,6 +110,13 @@ export function consoleGate(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHu
   // the browser sends first; any live session among them counts (a planted value is no session, and has no key).
   const sids = (req: IncomingMessage) => cookieValues(req.headers.cookie, cookieName(req));
   const live = (req: IncomingMessage) => sids(req).some((s) => sessions.valid(s));
+  // The login page's first words for a request with no live session: why the cookie it sent no longer counts.
+  const noSession = (req: IncomingMessage): string => {
+    const why = sids(req).map((s) => sessions.whyNot(s));
+    if (why.includes('expired')) return 'Your session has expired: a session lasts 12 hours after its login.';
+    if (why.includes('restarted')) return 'The node’s daemon restarted since this browser logged in: sessions live in its memory and end with it.';
+    return why.length > 0 ? 'Your session has expired or is not valid here.' : 'You are not logged in.';
+  };
   // The session's key, which only the page holds: a cookie replayed from anywhere else comes without it.
   const keyed = (req: IncomingMessage) => {
     const k = req.headers[CONSOLE_HEADER];
@@ -171,7 +178,7 @@ export function consoleGate(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHu
             ? 'This login link is not valid: it was used already, has expired, or is wrong.'
             : live(req)
               ? "This tab does not hold the key of this browser's console session: a session works in the tab its login link was opened in."
-              : 'You are not logged in.';
+              : noSession(req);
           page(res, 401, loginPage(why));
           return true;
         }
@@ -195,7 +202,7 @@ export function consoleGate(d: Daemon, sessions: ConsoleSessions, hub: ConsoleHu
         return true;
       }
       if (!live(req)) {
-        page(res, 401, loginPage(sids(req).length > 0 ? 'Your session has expired or is not valid here.' : 'You are not logged in.'));
+        page(res, 401, loginPage(noSession(req)));
         return true;
       }
       const index = join(UI_DIR, 'index.html');

@@ -24,10 +24,23 @@ export interface SessionOptions {
 export const SESSION_DEFAULTS = { codeTtlMs: 10 * 60_000, sessionTtlMs: 12 * 3_600_000, max: 64 } as const;
 
 const ID_RE = /^[A-Za-z0-9_-]{43}$/;
+/** The bytes of a session id (32) that mark the process that minted it; the other 26 are random. */
+const MARK_BYTES = 6;
+
+/**
+ * Why a session id sent is no live session (ConsoleSessions.whyNot), for the login page's words: `restarted` (minted
+ * by an earlier process of the daemon: sessions live in its memory and end with it), `expired` (it reached its
+ * expiry here), `unknown` (anything else: ended by a logout, pushed out by newer ones, or never minted).
+ */
+export type NoSession = 'restarted' | 'expired' | 'unknown';
 
 export class ConsoleSessions {
   readonly #codes = new Map<string, number>();
   readonly #sessions = new Map<string, { expiresAt: number; key: string }>();
+  /** Sessions that reached their expiry here, so the login page can say so (bounded like the live ones). */
+  readonly #expired = new Set<string>();
+  /** This process's mark: the first MARK_BYTES of every session id it mints. */
+  readonly #mark = randomBytes(MARK_BYTES);
   readonly #o: Required<SessionOptions>;
 
   constructor(private readonly clock: Clock, o: SessionOptions = {}) {
@@ -48,7 +61,7 @@ export class ConsoleSessions {
     const until = this.#codes.get(code);
     this.#codes.delete(code);
     if (until === undefined || until <= this.clock()) return undefined;
-    const session = randomBytes(32).toString('base64url');
+    const session = Buffer.concat([this.#mark, randomBytes(32 - MARK_BYTES)]).toString('base64url');
     const key = randomBytes(32).toString('base64url');
     const expiresAt = this.clock() + this.#o.sessionTtlMs;
     bounded(this.#sessions, this.#o.max).set(session, { expiresAt, key });
@@ -73,9 +86,20 @@ export class ConsoleSessions {
     if (s === undefined) return undefined;
     if (s.expiresAt <= this.clock()) {
       this.#sessions.delete(session);
+      bounded(this.#expired, this.#o.max).add(session);
       return undefined;
     }
     return s;
+  }
+
+  /**
+   * Why `session`, no live session, is none (NoSession): before, a page open across a daemon restart landed on the
+   * login page with "Your session has expired or is not valid here", and the operator looked for a clock fault.
+   */
+  whyNot(session: string): NoSession {
+    if (this.#expired.has(session)) return 'expired';
+    if (!ID_RE.test(session)) return 'unknown';
+    return Buffer.from(session, 'base64url').subarray(0, MARK_BYTES).equals(this.#mark) ? 'unknown' : 'restarted';
   }
 
   /** End a session (logout). */
@@ -84,8 +108,8 @@ export class ConsoleSessions {
   }
 }
 
-/** Make room for one more entry (Map keeps insertion order: the oldest goes). */
-function bounded<V>(m: Map<string, V>, max: number): Map<string, V> {
+/** Make room for one more entry (Map and Set keep insertion order: the oldest goes). */
+function bounded<T extends Map<string, unknown> | Set<string>>(m: T, max: number): T {
   while (m.size >= max) m.delete(m.keys().next().value!);
   return m;
 }

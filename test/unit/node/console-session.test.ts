@@ -53,6 +53,24 @@ describe('console sessions (pure)', () => {
     assert.equal(s.valid('x'.repeat(43)), false);
   });
 
+  test('why a session is none: minted by an earlier process (a restart), expired here, or unknown', () => {
+    const clock = fakeClock();
+    const before = new ConsoleSessions(clock, { sessionTtlMs: 1000 });
+    const old = before.redeem(before.mintCode().code)!;
+    // the daemon restarted: a new process, its sessions in a new memory
+    const s = new ConsoleSessions(clock, { sessionTtlMs: 1000 });
+    assert.equal(s.valid(old.session), false);
+    assert.equal(s.whyNot(old.session), 'restarted');
+    const mine = s.redeem(s.mintCode().code)!;
+    clock.advance(1000);
+    assert.equal(s.valid(mine.session), false);
+    assert.equal(s.whyNot(mine.session), 'expired');
+    const ended = s.redeem(s.mintCode().code)!;
+    s.end(ended.session);
+    assert.equal(s.whyNot(ended.session), 'unknown', 'a logout is no restart');
+    assert.equal(s.whyNot('not-a-session'), 'unknown');
+  });
+
   test('codes and sessions are bounded: the oldest go first', () => {
     const s = new ConsoleSessions(fakeClock(), { max: 2 });
     const first = s.mintCode();
@@ -130,6 +148,21 @@ describe('console gate on the control API', () => {
     }
     assert.equal((await raw(base, 'GET', '/v1/status', { host })).status, 401);
     assert.equal((await raw(base, 'GET', '/v1/console/events', { host })).status, 401);
+  });
+
+  test("a page open across a daemon restart lands on the login page saying the daemon restarted, not that its session expired", async () => {
+    // a session an earlier process of the daemon minted: same cookie name, well formed, unknown here
+    const earlier = new ConsoleSessions(clock);
+    const old = earlier.redeem(earlier.mintCode().code)!;
+    const cookie = `${cookieName}=${old.session}`;
+    for (const p of ['/ui/', '/ui/login']) {
+      const r = await raw(base, 'GET', p, { host, cookie });
+      assert.equal(r.status, 401, p);
+      assert.match(r.body, /The node’s daemon restarted since this browser logged in: sessions live in its memory and end with it\./, p);
+    }
+    // a made-up value is not said to be a restart's
+    assert.match((await raw(base, 'GET', '/ui/', { host, cookie: `${cookieName}=nonsense` })).body, /Your session has expired or is not valid here\./);
+    assert.match((await raw(base, 'GET', '/ui/', { host })).body, /You are not logged in\./);
   });
 
   test('a code logs in once; the cookie with its key in the console header then reads and writes the API', async () => {
