@@ -72,6 +72,13 @@ export const RECEIPT_NOT_KEPT_MAX_MS = 10 * 60_000;
  * the buyer by gossip, so the pace keeps under it, it does not guarantee it.
  */
 export const RECEIPT_SEND_BATCH = 40;
+/**
+ * Goes under way at once, over all buyers (8); the others wait their turn, in the order they came, and a buyer that
+ * shows a sign of life (onConnected) goes to the front. A go to a buyer out of reach is a dial that waits for its
+ * timeout: before, a provider restarted with receipts for 1,000 buyers gone dialled all 1,000 at once (`resume`),
+ * filling libp2p's dial queue ahead of its own jobs' dials.
+ */
+export const RECEIPT_GOES_AT_ONCE = 8;
 
 /** What one send over outcome/1 came to: the outcome, and for one `ignored`, the buyer's reason (its verdict's code). */
 export interface ReceiptSendResult {
@@ -106,6 +113,8 @@ export interface ReceiptDeliveryDeps {
   notKeptRetryMs?: number;
   /** Receipts sent to one buyer in one go (default RECEIPT_SEND_BATCH). */
   batch?: number;
+  /** Goes under way at once, over all buyers (default RECEIPT_GOES_AT_ONCE). */
+  goesAtOnce?: number;
 }
 
 export interface ReceiptKeep {
@@ -139,6 +148,8 @@ interface BuyerSchedule {
   /** The timer is a pause between goes (its receipts being sent, paced), not a back-off. */
   paced: boolean;
   sending: boolean;
+  /** Its go waits for a turn (RECEIPT_GOES_AT_ONCE under way): in #turns. */
+  queued: boolean;
   /** How the last go ended (a back-off doubles over goes that ended the same way). */
   end?: GoEnd;
   /** A sign of life started a go since the last timer's go or answer: the next one waits for those (onConnected). */
@@ -159,6 +170,11 @@ export class ReceiptDelivery {
   readonly #retryMs: number;
   readonly #notKeptMs: number;
   readonly #batch: number;
+  readonly #goesAtOnce: number;
+  /** Goes under way now. */
+  #going = 0;
+  /** Buyers whose go waits for a turn, in the order they came (a Set keeps it; a sign of life moves one to the front). */
+  #turns = new Set<string>();
   #stopped = false;
 
   constructor(private readonly d: ReceiptDeliveryDeps) {
@@ -167,6 +183,12 @@ export class ReceiptDelivery {
     this.#retryMs = Math.max(0, d.retryMs ?? RECEIPT_RETRY_MS);
     this.#notKeptMs = Math.max(0, d.notKeptRetryMs ?? RECEIPT_NOT_KEPT_RETRY_MS);
     this.#batch = Math.max(1, d.batch ?? RECEIPT_SEND_BATCH);
+    this.#goesAtOnce = Math.max(1, d.goesAtOnce ?? RECEIPT_GOES_AT_ONCE);
+  }
+
+  /** Goes under way now, and buyers waiting for a turn (for diagnostics and tests). */
+  get goes(): { going: number; waiting: number } {
+    return { going: this.#going, waiting: this.#turns.size };
   }
 
   /** Receipts waiting for their buyer now. */
@@ -208,7 +230,7 @@ export class ReceiptDelivery {
   /**
    * Send a receipt its exec stream did not deliver to its buyer: now, with whatever else waits for that buyer, unless
    * that buyer's schedule already runs (a go under way takes it; a wait after one sends it with the rest); kept for
-   * the buyer's next go otherwise. Resolves once a go it started is over. After `stop` it is only kept (untried), so
+   * the buyer's next go otherwise. Resolves once a go it started is over (at once when it waits for a turn). After `stop` it is only kept (untried), so
    * the next start sends it.
    */
   async deliver(receipt: Opened<Receipt>): Promise<void> {
@@ -276,7 +298,14 @@ export class ReceiptDelivery {
     if (!this.#count.get(did)) return;
     const b = this.#buyers.get(did);
     // (#next drops the buyer's lapsed receipts, and its schedule with the last one, whether or not a go follows)
-    if (!this.#next(did) || (b && (b.sending || (b.timer && b.paced) || b.woken))) return;
+    if (!this.#next(did)) return;
+    if (b?.queued && !b.woken) {
+      // waiting for a turn: it is there now, so it goes next
+      b.woken = true;
+      this.#turns = new Set([did, ...this.#turns]);
+      return;
+    }
+    if (b && (b.sending || b.queued || (b.timer && b.paced) || b.woken)) return;
     if (b) b.woken = true;
     void this.#go(did);
   }
@@ -285,6 +314,7 @@ export class ReceiptDelivery {
     this.#stopped = true;
     for (const b of this.#buyers.values()) clearTimeout(b.timer);
     this.#buyers.clear();
+    this.#turns.clear();
     this.#pending.clear();
     this.#count.clear();
   }
@@ -310,6 +340,7 @@ export class ReceiptDelivery {
     if (b && !b.sending && !this.#holds(did)) {
       clearTimeout(b.timer);
       this.#buyers.delete(did);
+      this.#turns.delete(did);
     }
   }
 
@@ -341,14 +372,44 @@ export class ReceiptDelivery {
     }
   }
 
-  /** Send `did` its waiting receipts, oldest first, one at a time, until none is left, one is not taken, or the batch is spent. */
+  /**
+   * Send `did` its waiting receipts, oldest first, one at a time, until none is left, one is not taken, or the batch is
+   * spent; with RECEIPT_GOES_AT_ONCE goes under way, once a turn comes (#turn).
+   */
   async #go(did: string): Promise<void> {
     let b = this.#buyers.get(did);
-    if (!b) this.#buyers.set(did, (b = { failed: 0, paced: false, sending: false, woken: false }));
+    if (!b) this.#buyers.set(did, (b = { failed: 0, paced: false, sending: false, queued: false, woken: false }));
     // a go under way sends whatever waits for the buyer when its turn comes (#next): one at a time
-    if (b.sending) return;
+    if (b.sending || b.queued) return;
     clearTimeout(b.timer);
     b.timer = undefined;
+    if (this.#going >= this.#goesAtOnce) {
+      b.queued = true;
+      this.#turns.add(did);
+      return;
+    }
+    this.#going++;
+    try {
+      await this.#send(did, b);
+    } finally {
+      this.#going--;
+      this.#turn();
+    }
+  }
+
+  /** Start the goes waiting for a turn, first come first, while fewer than RECEIPT_GOES_AT_ONCE run. */
+  #turn(): void {
+    while (!this.#stopped && this.#going < this.#goesAtOnce && this.#turns.size > 0) {
+      const did = this.#turns.values().next().value!;
+      this.#turns.delete(did);
+      const b = this.#buyers.get(did);
+      if (!b?.queued) continue;
+      b.queued = false;
+      void this.#go(did);
+    }
+  }
+
+  async #send(did: string, b: BuyerSchedule): Promise<void> {
     b.sending = true;
     let end: GoEnd | undefined;
     let sent = 0;
