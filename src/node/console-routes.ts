@@ -48,6 +48,7 @@ import { cookieValues } from './console-session.js';
 import type { ConsoleHub } from './console-hub.js';
 import { parseJobFileText } from './jobfile.js';
 import { historyOf, jobHistory, newest, outcomeNow, parseJobsPage, providedReceipts, type HistoryJob } from './job-history.js';
+import { NO_PROVIDER_ENDED, noProviderStatus } from '../util/run-failure.js';
 
 /** The console's Jobs page shows the newest this many of each list; a provider's evidence page, the newest receipts and non-deliveries up to the second. */
 const CONSOLE_JOBS = 50;
@@ -375,9 +376,10 @@ export interface RunContext {
 /**
  * How a job with no outcome held (nothing this node signed decides it) stands, for the Jobs list and a job's page:
  * `unclaimed` (ORDER_NOT_CLAIMED), `interrupted` (JOB_INTERRUPTED: a provider selected, the run broken off by this
- * node's stop or crash), `running`, how this process's run ended without a provider (`no-offers`,
- * `no-eligible-provider`, `denied`, `queue-expired`), or `no provider selected` once the deadline passed with none (a
- * run before a restart: the hub no longer holds why). Undefined: nothing says it ended. QA qaCon F4: a job that ended
+ * node's stop or crash), `running`, how the run ended without a provider (`no-offers` JOB_NO_OFFERS,
+ * `no-eligible-provider` JOB_NO_ELIGIBLE_PROVIDER, as the run kept it with the job; `denied`, `queue-expired` while this
+ * process holds the run), or `no provider selected` once the deadline passed with none and nothing says why (a run
+ * from before the ending was kept, or one a crash cut short). Undefined: nothing says it ended. QA qaCon F4: a job that ended
  * with no eligible provider read "0 — none — none" in the list, like a job two seconds into its offer window.
  */
 export function endedAs(h: Pick<HistoryJob, 'job' | 'attempts'>, outcome: ReturnType<typeof outcomeNow>, now: number, ctx: RunContext = {}): { status: string; code?: string; note: string } | undefined {
@@ -390,9 +392,12 @@ export function endedAs(h: Pick<HistoryJob, 'job' | 'attempts'>, outcome: Return
     const note = h.attempts.length === 0 && h.job.record.order !== undefined ? 'this node’s run of it was broken off while the order waited for claims: the node stopped or crashed, or the run’s client withdrew the order' : 'this node’s run of it was broken off: the node stopped or crashed during it, so nothing was signed about its provider';
     return { status: 'interrupted', code: 'JOB_INTERRUPTED', note };
   }
+  // how the run said it ended, kept with the job (outcomeNow): the same words during the run and after a restart
+  const kept = noProviderStatus(outcome.code);
+  if (kept) return { status: kept, code: outcome.code!, note: outcome.message ?? NO_PROVIDER_ENDED[kept].said };
   const said: Record<string, string> = {
-    'no-offers': 'no provider offered before the offer window closed',
-    'no-eligible-provider': 'no offer came from an eligible provider (the job’s page lists why)',
+    'no-offers': NO_PROVIDER_ENDED['no-offers'].said,
+    'no-eligible-provider': `${NO_PROVIDER_ENDED['no-eligible-provider'].said} (the job’s page lists why)`,
     denied: 'the steward denied the claim',
     'queue-expired': 'the claim was still queued at the steward at its deadline',
     preempted: 'the steward preempted the claim',

@@ -20,6 +20,7 @@ import type { EvidenceStore } from '../reputation/store.js';
 import { buyerVerdict } from '../reputation/derive.js';
 import type { AttemptNote, RecordStore } from '../store/records.js';
 import { JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX } from './jobs-page.js';
+import { noProviderStatus, type NO_PROVIDER_ENDED } from '../util/run-failure.js';
 
 export { JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX } from './jobs-page.js';
 
@@ -232,11 +233,16 @@ export interface HistoryJob {
   outcome: JobOutcome;
   late?: LateReceipt;
   /**
-   * How an order's run ended when no claim was taken and nothing it signed says (RecordStore.noteAttempt keyed by the
-   * job's address): `{code: 'JOB_INTERRUPTED'}` when this node's stop broke off its wait for claims.
+   * How the run ended when no provider was selected and nothing it signed says (RecordStore.noteAttempt keyed by the
+   * job's address): `{code: 'JOB_INTERRUPTED'}` when this node's stop broke off an order's wait for claims or an
+   * auction after it was published; JOB_NO_OFFERS, JOB_NO_ELIGIBLE_PROVIDER (with the explanation's summary) for an
+   * auction that selected nobody (util/run-failure.ts NO_PROVIDER_ENDED).
    */
   ended?: AttemptNote;
 }
+
+/** The codes `outcomeNow` gives a job with no outcome held: how it stands although nothing this node signed decides it. */
+export type OutcomeCode = 'ORDER_NOT_CLAIMED' | 'JOB_INTERRUPTED' | typeof NO_PROVIDER_ENDED[keyof typeof NO_PROVIDER_ENDED]['code'];
 
 /**
  * The outcome as this node says it now (`GET /v1/jobs`, `c0mpute jobs`, the console's Jobs list and job page): an open
@@ -244,12 +250,17 @@ export interface HistoryJob {
  * ORDER_NOT_CLAIMED and `at` its deadline. No claim was taken, and none can be now; the status stays `none`, since
  * nothing this node signed decided it. Before (QA qaMatch F7), it read as a run still waiting for a claim.
  */
-export function outcomeNow({ job, attempts, outcome, ended }: Pick<HistoryJob, 'job' | 'attempts' | 'outcome' | 'ended'>, now: number, o: { earlier?: boolean } = {}): JobOutcome & { code?: 'ORDER_NOT_CLAIMED' | 'JOB_INTERRUPTED' } {
+export function outcomeNow({ job, attempts, outcome, ended }: Pick<HistoryJob, 'job' | 'attempts' | 'outcome' | 'ended'>, now: number, o: { earlier?: boolean } = {}): JobOutcome & { code?: OutcomeCode; message?: string } {
   // An order whose wait for claims this node's stop broke off (its run noted it), or that was waiting as this process
   // started (`earlier`: the earlier process's run died with it): interrupted, before its deadline and after. Before (QA
   // qaOrd F3), it read "it may be claimed until …", then ORDER_NOT_CLAIMED, blaming the market for the node's own stop.
   const noClaim = job.record.order !== undefined && outcome.status === 'none' && attempts.length === 0;
   if (noClaim && (ended?.code === 'JOB_INTERRUPTED' || o.earlier === true)) return { ...outcome, code: 'JOB_INTERRUPTED' };
+  // An auction that selected nobody, as its run said it (Buyer #noteEnded): no offers, none eligible, or broken off
+  // after it was published. Before, every such job read "no provider was selected" (and the console, until a restart,
+  // said why in other words).
+  const unselected = job.record.order === undefined && outcome.status === 'none' && attempts.length === 0;
+  if (unselected && ended?.code !== undefined && (ended.code === 'JOB_INTERRUPTED' || noProviderStatus(ended.code))) return { ...outcome, code: ended.code as OutcomeCode, message: ended.message };
   const unclaimed = noClaim && job.record.deadline <= now;
   if (unclaimed) return { ...outcome, code: 'ORDER_NOT_CLAIMED', at: job.record.deadline };
   // A provider selected and nothing signed about how it went (no verdict, no non-delivery): the run was broken off by
@@ -267,8 +278,8 @@ export async function historyOf(records: RecordStore, ev: EvidenceStore, did: st
   const receipts = receiptsOfJob(ev, job.address);
   const late = lateReceipt(did, receipts);
   const attempts = withReceipts(await attemptsOf(records, ev, job.address), receipts);
-  // an order no claim was taken for: how its run ended, when it noted it (its stop)
-  const ended = job.record.order !== undefined && attempts.length === 0 ? await records.attemptNoteOf(job.address) : undefined;
+  // no provider selected: how its run ended, when it noted it (an order's stop; an auction's no offers, none eligible, break)
+  const ended = attempts.length === 0 ? await records.attemptNoteOf(job.address) : undefined;
   return { job, receipts, attempts, outcome: jobOutcome(did, receipts, attempts), ...(late ? { late } : {}), ...(ended ? { ended } : {}) };
 }
 

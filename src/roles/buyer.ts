@@ -36,6 +36,7 @@ import { truncateText } from '../util/text.js';
 import type { StallWatch } from '../util/stall-watch.js';
 import { RunBreak } from './run-break.js';
 import type { DenyBasis } from '../util/deny-text.js';
+import { NO_PROVIDER_ENDED } from '../util/run-failure.js';
 
 /**
  * Progress frames from the selected provider (docs/node.md "Buyer"): an honest provider sends at most 10 a second, so
@@ -481,7 +482,10 @@ export interface BuyerDeps {
   store: (rec: Opened) => Promise<void>;
   /** Keep how an attempt ended when it got no receipt and no non-delivery was signed (RecordStore.noteAttempt); absent: not kept. */
   noteAttempt?: (selection: Opened<Selection>, note: { code?: string; message: string }) => Promise<void>;
-  /** Keep how an order's run ended when no claim was taken and nothing signed says (its stop: JOB_INTERRUPTED), by the job's address; absent: not kept. */
+  /**
+   * Keep how a run ended when no provider was selected and nothing signed says, by the job's address: an order's stop
+   * (JOB_INTERRUPTED), an auction's no offers, none eligible or break after publishing (Buyer #noteEnded); absent: not kept.
+   */
   noteRun?: (job: Opened<Job>, note: { code?: string; message: string }) => Promise<void>;
   /**
    * Wait for offers: resolves at the window's end, when `enough` providers' eligible offers for the job arrived, when
@@ -788,6 +792,21 @@ export class Buyer {
     return result;
   }
 
+  /**
+   * Keep, with the job, how a run that selected no provider ended (BuyerDeps.noteRun): no offers, none eligible (with
+   * the explanation's summary), or broken off after the job was published. `c0mpute jobs`, `GET /v1/jobs` and the
+   * console say it in the run's words after the run and after a restart (job-history.ts outcomeNow); before, they
+   * said "no provider was selected" however it ended. A note not kept is logged; the run's result stands.
+   */
+  async #noteEnded(result: JobResult): Promise<JobResult> {
+    const ended = result.status === 'no-offers' || result.status === 'no-eligible-provider' ? NO_PROVIDER_ENDED[result.status] : undefined;
+    const r = result.decision?.result;
+    const summary = r && !r.ok ? r.explanation?.summary : undefined;
+    const note = ended ? { code: ended.code, message: summary ? `${ended.said}: ${summary}` : ended.said } : result.error;
+    if (note) await this.d.noteRun?.(result.job, note).catch((e: unknown) => this.d.log.warn({ job: result.job.address, err: (e as Error).message }, 'could not keep how the run ended'));
+    return result;
+  }
+
   /** `made.job` is set once the job is signed, so a run that throws after can still be logged by its address. */
   async #run(spec: JobSpec, onEvent: (e: BuyerEvent) => void, made: { job?: string; opened?: Opened<Job> }, brk: RunBreak): Promise<JobResult> {
     const { clock, log } = this.d;
@@ -845,7 +864,7 @@ export class Buyer {
     const waited = { collectMs, restMs: 0, ...(admissionMs === undefined ? {} : { admissionMs }) };
     if (brk.aborted) {
       await this.#withdraw(job, admission);
-      return this.#interrupted({ job, status: 'interrupted', attempts: [], timings: waited, ...(admission ? { admission } : {}) }, onEvent, brk);
+      return this.#noteEnded(this.#interrupted({ job, status: 'interrupted', attempts: [], timings: waited, ...(admission ? { admission } : {}) }, onEvent, brk));
     }
     onEvent({ e: 'collected', offers, waitedMs: collectMs, ended });
     const decision = await this.d.market.decide(job, policy, clock());
@@ -855,7 +874,7 @@ export class Buyer {
       result.status = offers === 0 ? 'no-offers' : 'no-eligible-provider';
       await this.#withdraw(job, admission);
       result.timings.restMs = clock() - tPublished - collectMs;
-      return result;
+      return this.#noteEnded(result);
     }
 
     // Each attempt picks a winner among the providers not tried yet: the first

@@ -17,6 +17,23 @@ export interface ExplanationText {
 
 const num = (n: number): string => n.toLocaleString('en-US');
 
+/**
+ * How a run that selected no provider ended, one sentence each: `c0mpute run`'s last line, `c0mpute jobs`, `GET
+ * /v1/jobs` (outcome.code) and the console's Jobs list say it in these words, during the run and after a restart (the
+ * buyer keeps the code with the job: RecordStore.noteAttempt by the job's address). Before, one outcome read three ways:
+ * "no provider answered" (run), "no provider offered before the offer window closed" (console, until a restart, then
+ * "no provider selected") and "no outcome held (no provider was selected)" (jobs).
+ */
+export const NO_PROVIDER_ENDED = {
+  'no-offers': { code: 'JOB_NO_OFFERS', said: 'no provider offered before the offer window closed' },
+  'no-eligible-provider': { code: 'JOB_NO_ELIGIBLE_PROVIDER', said: 'no offer came from an eligible provider' },
+} as const;
+
+/** The run's status of a NO_PROVIDER_ENDED code, if it is one. */
+export function noProviderStatus(code: string | undefined): keyof typeof NO_PROVIDER_ENDED | undefined {
+  return code === NO_PROVIDER_ENDED['no-offers'].code ? 'no-offers' : code === NO_PROVIDER_ENDED['no-eligible-provider'].code ? 'no-eligible-provider' : undefined;
+}
+
 /** Why no provider was eligible, what would make one eligible, the adverts that expired: `c0mpute run`'s lines. */
 export function explanationLines(x: ExplanationText, names: (did: string) => string = shortDid, limit = 12): string[] {
   const lines = [`✘ no eligible provider: ${x.summary}`];
@@ -44,7 +61,7 @@ export function runFailureLines(result: Record<string, unknown>, o: { verdictSai
     const network = result.network as { code: string; message: string } | undefined;
     if (network) lines.push(`✘ ${network.message} [${network.code}]`);
     const decision = result.decision as { result: { explanation?: ExplanationText } } | undefined;
-    if (status === 'no-offers' && !decision?.result.explanation) lines.push('✘ no provider answered: no offers arrived in the collection window');
+    if (status === 'no-offers' && !decision?.result.explanation) lines.push(`✘ ${NO_PROVIDER_ENDED['no-offers'].said} [${NO_PROVIDER_ENDED['no-offers'].code}]`);
     if (decision?.result.explanation) lines.push(...explanationLines(decision.result.explanation, names, o.limit));
   } else if (status === 'unclaimed') {
     const err = result.error as { code: string; message: string } | undefined;

@@ -19,6 +19,8 @@ import { DEFAULT_LIST_LIMIT, listLimit, num, refuseLimitWithAll } from '../limit
 import { globals } from './index.js';
 import { daemonClient, overlayQuery as q, requireDaemon } from '../daemon-client.js';
 import type { InitOpts, RunFlags, StartFlags } from './node-actions.js';
+import { printable } from '../../util/text.js';
+import { NO_PROVIDER_ENDED, noProviderStatus } from '../../util/run-failure.js';
 
 /**
  * A repeatable, comma-separated option's values. A value naming nothing (`--role ""`) is a wrong command line (exit 2):
@@ -304,7 +306,7 @@ export interface JobsEntry {
   record: { workload: string; announcedAt: number; deadline?: number; order?: { designated?: string } };
   receipts: JobsReceipt[];
   attempts?: Array<{ provider: string; reason?: string; receipts?: string[]; ended?: { code?: string; message: string } }>;
-  outcome?: { status: string; provider?: string; verdict?: string; failure?: string; reason?: string; code?: string; at?: number };
+  outcome?: { status: string; provider?: string; verdict?: string; failure?: string; reason?: string; code?: string; message?: string; at?: number };
   late?: JobsLate & { receipt?: string };
 }
 
@@ -366,15 +368,21 @@ export function attemptEnded(e: { code?: string; message: string } | undefined):
 /**
  * A job of this node's with no outcome and no provider selected: an order whose deadline passed unclaimed (the daemon's
  * `outcome.code` ORDER_NOT_CLAIMED), an order before its deadline (no claim taken yet), else an auction none was
- * selected for. Before (QA qaMatch F7), all three read "no outcome held (no provider was selected)".
+ * selected for: how its run ended when the daemon kept it (JOB_NO_OFFERS, JOB_NO_ELIGIBLE_PROVIDER, JOB_INTERRUPTED with
+ * the run's words), else that nobody was selected. Before (QA qaMatch F7), all three read "no outcome held (no provider
+ * was selected)".
  */
 function noSelection(j: JobsEntry): string {
   const designated = j.record.order?.designated;
   const order = designated ? `order designated to ${short(designated)}` : 'open order';
   // its wait for claims broken off by this node's stop or crash (QA qaOrd F3: it read "it may be claimed until …", then ORDER_NOT_CLAIMED)
-  if (j.outcome?.code === 'JOB_INTERRUPTED') return `no outcome held (${order}): the run was broken off before a claim was taken: this node stopped or crashed, or its client withdrew the order (JOB_INTERRUPTED)`;
+  if (j.record.order && j.outcome?.code === 'JOB_INTERRUPTED') return `no outcome held (${order}): the run was broken off before a claim was taken: this node stopped or crashed, or its client withdrew the order (JOB_INTERRUPTED)`;
   if (j.outcome?.code === 'ORDER_NOT_CLAIMED') return `unclaimed: ${order}, its deadline passed${j.outcome.at !== undefined ? ` at ${new Date(j.outcome.at).toISOString()}` : ''} with no claim taken (ORDER_NOT_CLAIMED)`;
   if (j.record.order && j.record.deadline !== undefined) return `no outcome held (${order}: no claim taken; it may be claimed until ${new Date(j.record.deadline).toISOString()})`;
+  // how the run said it ended, as the daemon kept it with the job: in the words `c0mpute run` and the console use
+  const kept = noProviderStatus(j.outcome?.code);
+  if (kept) return `no outcome held: ${printable(j.outcome?.message ?? NO_PROVIDER_ENDED[kept].said)} (${j.outcome!.code})`;
+  if (j.outcome?.code === 'JOB_INTERRUPTED') return `no outcome held: ${printable(j.outcome.message ?? 'the run was broken off by this node’s stop or crash')} (JOB_INTERRUPTED)`;
   return 'no outcome held (no provider was selected)';
 }
 
