@@ -17,6 +17,8 @@ import { writeFileAtomic } from '../util/atomic-file.js';
 
 export const FILE_FORMAT = 'c0mpute.ledger/1';
 export const FILE_ERR = { UNREADABLE: 'LEDGER_FILE_UNREADABLE', MALFORMED: 'LEDGER_FILE_MALFORMED' } as const;
+/** The keys of a ledger file's map; any other is refused (decodeLedgerFile). */
+const FILE_KEYS: ReadonlySet<string> = new Set(['format', 'entries', 'receipts', 'head']);
 
 export function encodeLedgerFile(raw: RawLedger): Uint8Array {
   const head = raw.metaRecord ?? (raw.meta ? encodeHeadRecord(raw.meta) : undefined);
@@ -45,6 +47,11 @@ export function decodeLedgerFile(bytes: Uint8Array): RawLedger {
   }
   const o = v as Record<string, unknown>;
   if (typeof o !== 'object' || o === null || o.format !== FILE_FORMAT) throw new C0Error(FILE_ERR.MALFORMED, `not a ${FILE_FORMAT} file`, { field: 'format' });
+  // A key this build does not know is refused, not passed over: a file verified here is verified whole, and one that
+  // says more than `format`, `entries`, `receipts` and `head` (a later build's, or one altered) could otherwise pass
+  // "verified" with a part nobody read. Before (review s53), it was accepted silently.
+  const unknown = Object.keys(o).find((k) => !FILE_KEYS.has(k));
+  if (unknown !== undefined) throw new C0Error(FILE_ERR.MALFORMED, `unknown key ${JSON.stringify(unknown.slice(0, 64))} in a ${FILE_FORMAT} file: this build reads ${[...FILE_KEYS].join(', ')} only (a file from a later build, or one altered); nothing was read from it`, { field: unknown.slice(0, 64) });
   const list = (k: string): Uint8Array[] => {
     const a = o[k];
     if (!Array.isArray(a) || !a.every((x) => x instanceof Uint8Array)) throw new C0Error(FILE_ERR.MALFORMED, `${k}: expected a list of byte strings`, { field: k });

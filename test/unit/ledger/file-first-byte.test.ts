@@ -9,6 +9,7 @@ import { closeSync, openSync, ftruncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { C0Error } from '../../../src/errors.js';
 import { decodeLedgerFile, readLedgerFile } from '../../../src/ledger/file.js';
+import { encodeCanonical } from '../../../src/records/cbor.js';
 import { tempDir } from './helpers.js';
 
 const t = tempDir('c0-ledger-file-');
@@ -41,5 +42,16 @@ describe('a file that is not a CBOR map', () => {
     assert.match(e.message, /begins with byte 0x00/);
     writeFileSync(join(t.dir, 'empty'), '');
     assert.equal(refusal(() => readLedgerFile(join(t.dir, 'empty'))).code, 'LEDGER_FILE_MALFORMED');
+  });
+});
+
+describe('a ledger file with a key this build does not know', () => {
+  it('is LEDGER_FILE_MALFORMED naming the key, not verified with that part passed over', () => {
+    const ok = { format: 'c0mpute.ledger/1', entries: [], receipts: [] };
+    assert.deepEqual(decodeLedgerFile(encodeCanonical(ok)), { entries: [], receipts: [] });
+    const e = refusal(() => decodeLedgerFile(encodeCanonical({ ...ok, revoked: [new Uint8Array([1])] })));
+    assert.equal(e.code, 'LEDGER_FILE_MALFORMED');
+    assert.equal(e.field, 'revoked');
+    assert.match(e.message, /unknown key "revoked" in a c0mpute\.ledger\/1 file: this build reads format, entries, receipts, head only/);
   });
 });
