@@ -163,7 +163,9 @@ export function register(program: Command): void {
       };
       if (o.json) return outJson(s);
       out(`pool ${s.pool} roster seq ${s.roster.seq} epoch ${s.epoch}`);
-      out(`coordinator ${short(s.coordinator)} (next epoch ${short(s.nextCoordinator)})`);
+      // a member the pool removed hears no election it takes part in: none, rather than a name it cannot vouch for
+      if (s.coordinator !== undefined || !s.removed) out(`coordinator ${short(s.coordinator)} (next epoch ${short(s.nextCoordinator)})`);
+      else out('coordinator: none heard (this member, removed, takes no part in the election, and hears no live member of the roster it holds)');
       if (s.roster.expiresAt !== undefined) {
         const at = new Date(s.roster.expiresAt).toISOString();
         if (s.notQuoting === 'expired') out(`roster seq ${s.roster.seq} EXPIRED at ${at}: buyers refuse the pool's adverts, no member quotes; sign a renewed roster (pool-provider roster) and join it`);

@@ -750,7 +750,14 @@ export class PoolMember {
     const e = this.elected(now);
     const live = this.live();
     const clocks = this.clocks(live);
-    const next = coordinatorRanking(this.pool, e.epoch + 1, live.filter((m) => !clocks.skewed.has(m)))[0];
+    // A member a newer roster removed takes no part in the pool's election: reckoned on the roster it still holds, it
+    // counted itself (live() always does), and the others, on the newer roster, gone to it. So the coordinator it shows
+    // is the one it would see among the others, never itself; none when it hears none (QA ffPoolChurn F4: "coordinator
+    // <itself>" beside "removed by roster seq 3").
+    const out = this.#rs.removed;
+    const electable = (l: string[]) => l.filter((m) => !clocks.skewed.has(m) && !(out && m === this.d.did));
+    const coordinator = out ? coordinatorRanking(this.pool, e.epoch, electable(live))[0] : e.coordinator;
+    const next = coordinatorRanking(this.pool, e.epoch + 1, electable(live))[0];
     const f = await this.#figures.read();
     const onRoster = new Set(this.#rs.roster.record.members.map((m) => m.did));
     const notQuoting = !this.#ready
@@ -780,8 +787,8 @@ export class PoolMember {
       // jobs two coordinators each completed (one of them did not do the work): no settlement of them counts
       disputed: f.disputed,
       epoch: e.epoch,
-      coordinator: e.coordinator,
-      nextCoordinator: next,
+      ...(coordinator !== undefined ? { coordinator } : {}),
+      ...(next !== undefined ? { nextCoordinator: next } : {}),
       // the window a member's clock must be within of the pool's to be elected, and whether the electable ones disagree beyond it
       clock: { windowMs: this.#skewWindow, ...(clocks.split ? { split: true } : {}) },
       members: [
