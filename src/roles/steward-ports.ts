@@ -115,6 +115,8 @@ export interface StewardPorts {
   };
   /** A sublevel of the overlay's store (the steward's queue). */
   sub(name: string): Sub;
+  /** The roles this node runs (its own advert counts in the capacity only with `provider`: Reclaimer.capacity). Absent: a stub's, own advert counted. */
+  readonly roles?: readonly string[];
   /** The network's abuse score (net/peer-abuse.ts): told of steward/1's bad requests (Steward #serve). Absent: nobody is blamed. */
   readonly abuseReports?: Pick<AbuseReports, 'report' | 'invalid'>;
 }

@@ -420,6 +420,12 @@ export class Reclaimer {
       const declared = devicesOf(a);
       // The steward's own provider (roles [steward, provider]) is its own machine: vouched for by being this node, not
       // by a connection to itself, which never exists (it was left out, so the overlay's capacity was short by it).
+      // Only while this node runs the provider role: an advert of its own kept from a run that had it (restarted with
+      // roles [steward] alone) stood for a machine that runs nothing for the overlay now, until the advert expired.
+      if (a.signer === this.d.did && this.d.ports.roles && !this.d.ports.roles.includes('provider')) {
+        this.#noteCapacity('not-running', a.signer, declared, 'this node’s own advert, from a run with the provider role, is not counted in the steward’s capacity: it runs no provider now');
+        continue;
+      }
       if (a.signer !== this.d.did) {
         if (allowed && !allowed.has(a.signer)) {
           this.#noteCapacity('not-allowed', a.signer, declared, 'an advert from a key not on the overlay’s allowlist is not counted in the steward’s capacity');
@@ -452,13 +458,13 @@ export class Reclaimer {
     }
   }
 
-  #noteCapacity(reason: 'not-allowed' | 'not-connected' | 'capped', provider: string, devices: number, msg: string): void {
+  #noteCapacity(reason: 'not-allowed' | 'not-connected' | 'not-running' | 'capped', provider: string, devices: number, msg: string): void {
     const key = `${reason} ${provider}`;
     if (this.#capacityNotes.has(key)) return;
     if (this.#capacityNotes.size >= CAPACITY_NOTES_MAX) this.#capacityNotes.clear();
     this.#capacityNotes.add(key);
     // a provider not connected yet is routine (it connects, or reconnects); a key off the allowlist, or a figure past the cap, is not
-    this.d.ports.log[reason === 'not-connected' ? 'info' : 'warn']({ overlay: this.d.ports.name, provider, devices, reason }, msg);
+    this.d.ports.log[reason === 'not-connected' || reason === 'not-running' ? 'info' : 'warn']({ overlay: this.d.ports.name, provider, devices, reason }, msg);
   }
 
   /**

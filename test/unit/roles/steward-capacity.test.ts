@@ -118,11 +118,13 @@ describe('the steward’s physical capacity', () => {
     try {
       const me = P(32);
       const latest = new Map<string, Opened<Advert>>([[me.did, advert(me, { hardware: { gpus: undefined, cpuCores: 8, memoryMiB: 16384 } })]]);
-      const capacity = (connected: string[], cfg: Record<string, unknown> = {}) => {
-        const ports = { ...r.ports, log: pino({ level: 'silent' }), net: { peers: () => connected.map((did) => ({ peerId: '', did, addrs: [] })) }, market: { adverts: { latest } } } as unknown as StewardPorts;
+      const capacity = (connected: string[], cfg: Record<string, unknown> = {}, roles = ['steward', 'provider']) => {
+        const ports = { ...r.ports, roles, log: pino({ level: 'silent' }), net: { peers: () => connected.map((did) => ({ peerId: '', did, addrs: [] })) }, market: { adverts: { latest } } } as unknown as StewardPorts;
         return new Reclaimer({ ports, ledger: r.ledger, tree: r.pool.tree, pool: r.pool, cfg: cfgOf({ preempt: true, ...cfg }) as StewardConfig, did: me.did, accounts: r.accounts, stopped: () => false }).capacity();
       };
       assert.equal(capacity([]), 1, 'its own machine: one slot, though a node is never connected to itself');
+      // restarted with roles [steward] alone: its advert from the run before, not expired yet, stands for nothing running
+      assert.equal(capacity([], {}, ['steward']), 0, 'its own advert is not counted once it runs no provider');
       latest.set(honest.did, machine());
       assert.equal(capacity([honest.did]), 2, 'its own machine and the connected provider');
       latest.set(me.did, advert(me, { hardware: { gpus: [{ model: 'A100', vramMiB: 81920, features: [], count: 100 }], cpuCores: 8, memoryMiB: 16384 } }));
