@@ -592,8 +592,11 @@ export class PoolMember {
 
   #heard(bytes: Uint8Array): void {
     const r = open(bytes, T.poolRoster);
+    const was = this.#rs.removed;
     if (!this.#rs.heard(r, this.d.clock())) return;
-    this.d.log.warn({ pool: this.pool, seq: r.record.seq, using: this.#rs.seq, removed: this.#rs.removed }, this.#rs.removed ? 'pool: a newer roster removed this member; it stops quoting for the pool' : 'pool: a newer roster exists; not quoting until this member joins it');
+    this.d.log.warn({ pool: this.pool, seq: r.record.seq, using: this.#rs.seq, removed: this.#rs.removed }, this.#rs.removed ? 'pool: a newer roster removed this member; it stops quoting for the pool and withdraws its pooled advert' : 'pool: a newer roster exists; not quoting until this member joins it');
+    // removed: its pooled advert is withdrawn now (advert()), not left standing for the pool until it expires
+    if (this.#rs.removed && !was) this.d.onRosterChanged?.();
   }
 
   // ---- provider hooks ------------------------------------------------------
@@ -612,8 +615,11 @@ export class PoolMember {
   }
 
   advert(a: Advert): Advert {
-    // Left: the pooled advert is withdrawn — signed again as this machine's own, without the pool proof (it quotes nothing: mayQuote).
-    if (this.#rs.left) return a;
+    // Left, or removed by a newer roster: the pooled advert is withdrawn — signed again as this machine's own, without
+    // the pool proof (it quotes nothing: mayQuote). Before (QA ffPoolChurn), a removed member kept signing the pool's
+    // advert on the roster it held until that advert expired; a buyer that had not heard the newer roster sent the
+    // pool's jobs to a member that quoted none of them.
+    if (this.#rs.left || this.#rs.removed) return a;
     return { ...a, hardware: poolHardware(this.#rs.roster.record.members), pool: { roster: this.#rs.roster.bytes, membership: this.#rs.membership.bytes } };
   }
 

@@ -8,6 +8,7 @@ import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Rig, MEMBERS, clock } from './member-rig.js';
 import { roster } from './helpers.js';
+import { P, advert } from '../market/fixtures.js';
 
 const rig = new Rig();
 const [A, B, X] = MEMBERS as [string, string, string];
@@ -15,6 +16,23 @@ const r2 = roster({ seq: 2, members: [{ did: A }, { did: B }] });
 
 describe('a member removed by a newer roster', () => {
   after(() => rig.close());
+
+  test('hearing the roster that removes it, a running member withdraws its pooled advert at once: signed again as its own', async () => {
+    let changed = 0;
+    const w = await rig.world('removed-advert', { extra: (did) => (did === X ? { onRosterChanged: () => void changed++ } : {}) });
+    const x = w.members.get(X)!;
+    await x.start();
+    x.stop();
+    const own = advert(P(40)).record;
+    assert.ok(x.advert(own).pool, 'a member: the pool’s advert');
+    // a member on the newer roster pushes it (op: roster), as one that adopted it does
+    await x.serve({ op: 'roster', roster: r2.bytes }, A);
+    assert.equal(changed, 1, 'its provider is told to sign its advert again');
+    assert.equal(x.advert(own).pool, undefined, 'removed: its own advert, without the pool proof');
+    assert.deepEqual(x.advert(own), own);
+    await x.serve({ op: 'roster', roster: r2.bytes }, B);
+    assert.equal(changed, 1, 'told once');
+  });
 
   test('its status never names it coordinator: none while it hears nobody, else one of the others', async () => {
     const w = await rig.world('removed-status');
