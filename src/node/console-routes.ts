@@ -389,7 +389,12 @@ export function endedAs(h: Pick<HistoryJob, 'job' | 'attempts'>, outcome: Return
   if (run && !run.done) return { status: 'running', note: 'this node is running it now' };
   if (outcome.code === 'JOB_INTERRUPTED' || run?.status === 'interrupted') {
     // an order broken off while it waited for claims had no provider (QA qaOrd F3)
-    const note = h.attempts.length === 0 && h.job.record.order !== undefined ? 'this node’s run of it was broken off while the order waited for claims: the node stopped or crashed, or the run’s client withdrew the order' : 'this node’s run of it was broken off: the node stopped or crashed during it, so nothing was signed about its provider';
+    const note =
+      h.attempts.length === 0 && h.job.record.order !== undefined
+        ? 'this node’s run of it was broken off while the order waited for claims: the node stopped or crashed, or the run’s client withdrew the order'
+        : h.attempts.length === 0
+          ? (outcome.message ?? 'this node’s run of it was broken off before a provider was selected: the node stopped or crashed, or the run’s client withdrew the job')
+          : 'this node’s run of it was broken off: the node stopped or crashed during it, so nothing was signed about its provider';
     return { status: 'interrupted', code: 'JOB_INTERRUPTED', note };
   }
   // how the run said it ended, kept with the job (outcomeNow): the same words during the run and after a restart

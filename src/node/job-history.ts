@@ -241,6 +241,9 @@ export interface HistoryJob {
   ended?: AttemptNote;
 }
 
+/** How an auction live as this process started, with nothing noted, ended: its run died with the earlier process. */
+const EARLIER_RUN_BROKEN = 'the run was broken off before a provider was selected: this node stopped or crashed during its offer window, and nothing was paid';
+
 /** The codes `outcomeNow` gives a job with no outcome held: how it stands although nothing this node signed decides it. */
 export type OutcomeCode = 'ORDER_NOT_CLAIMED' | 'JOB_INTERRUPTED' | typeof NO_PROVIDER_ENDED[keyof typeof NO_PROVIDER_ENDED]['code'];
 
@@ -259,8 +262,11 @@ export function outcomeNow({ job, attempts, outcome, ended }: Pick<HistoryJob, '
   // An auction that selected nobody, as its run said it (Buyer #noteEnded): no offers, none eligible, or broken off
   // after it was published. Before, every such job read "no provider was selected" (and the console, until a restart,
   // said why in other words).
+  // One with no note that was live as this process started (`earlier`) died with the earlier process during its offer
+  // window: a stop notes it, a crash notes nothing (QA ffBuyerDay2 F3: it read like a market that would not take it).
   const unselected = job.record.order === undefined && outcome.status === 'none' && attempts.length === 0;
   if (unselected && ended?.code !== undefined && (ended.code === 'JOB_INTERRUPTED' || noProviderStatus(ended.code))) return { ...outcome, code: ended.code as OutcomeCode, message: ended.message };
+  if (unselected && ended === undefined && o.earlier === true) return { ...outcome, code: 'JOB_INTERRUPTED', message: EARLIER_RUN_BROKEN };
   const unclaimed = noClaim && job.record.deadline <= now;
   if (unclaimed) return { ...outcome, code: 'ORDER_NOT_CLAIMED', at: job.record.deadline };
   // A provider selected and nothing signed about how it went (no verdict, no non-delivery): the run was broken off by

@@ -57,7 +57,9 @@ test('no offers, none eligible, broken off after publishing: the run keeps its e
     await closeDb(db);
     db = await openDb(dir);
     records = await RecordStore.open(db);
-    const node = { records, market: { evidence: new EvidenceStore(), earlierJobs: [] }, did: ME.did, clock: () => NOW } as unknown as OverlayNode;
+    // a crash during the offer window: the job published, nothing noted; live as the next process started
+    const crashed = await buyerOnFakes(ME, { providers: [], exec: async function* () {}, deps: deps({ noteRun: async () => {} }) }).buyer.run(fakeSpec({ input: new Uint8Array([5]) }));
+    const node = { records, market: { evidence: new EvidenceStore(), earlierJobs: [crashed.job] }, did: ME.did, clock: () => NOW } as unknown as OverlayNode;
     const page = JSON.parse(JSON.stringify(await jobs(node))) as { jobs: Array<JobsEntry & { address: string }> };
     const entry = (a: string) => page.jobs.find((j) => j.address === a)!;
     const row = async (j: Opened) => consoleBuyerRow(await historyOf(records, new EvidenceStore(), ME.did, j as never), NOW);
@@ -76,6 +78,14 @@ test('no offers, none eligible, broken off after publishing: the run keeps its e
     assert.equal(entry(broken.job.address).outcome?.code, 'JOB_INTERRUPTED');
     assert.match(jobsBody(entry(broken.job.address))[0]!, /^no outcome held: the run was broken off because its client went away before a provider was selected: the job was withdrawn \(JOB_INTERRUPTED\)$/);
     assert.equal((await row(broken.job)).status, 'interrupted');
+
+    // the crash: no note, live as this process started: broken off, not "nobody would take it" (QA ffBuyerDay2 F3)
+    assert.equal(entry(crashed.job.address).outcome?.code, 'JOB_INTERRUPTED');
+    assert.equal(jobsBody(entry(crashed.job.address))[0], 'no outcome held: the run was broken off before a provider was selected: this node stopped or crashed during its offer window, and nothing was paid (JOB_INTERRUPTED)');
+    const crashedRow = consoleBuyerRow(await historyOf(records, new EvidenceStore(), ME.did, crashed.job as never), NOW, { earlier: true });
+    assert.deepEqual([crashedRow.status, crashedRow.code], ['interrupted', 'JOB_INTERRUPTED']);
+    // not live as this process started, before its deadline: nothing says it ended
+    assert.equal((await row(crashed.job)).status, undefined);
   } finally {
     await closeDb(db);
     rmSync(dir, { recursive: true, force: true });
