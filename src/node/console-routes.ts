@@ -400,6 +400,8 @@ export function endedAs(h: Pick<HistoryJob, 'job' | 'attempts'>, outcome: Return
   // how the run said it ended, kept with the job (outcomeNow): the same words during the run and after a restart
   const kept = noProviderStatus(outcome.code);
   if (kept) return { status: kept, code: outcome.code!, note: outcome.message ?? NO_PROVIDER_ENDED[kept].said };
+  // another ending an auction's run kept (JOB_NO_PROVIDER_SELECTED: the providers tried and why; the error that ended it)
+  if (outcome.code !== undefined && h.job.record.order === undefined && h.attempts.length === 0) return { status: 'no provider selected', code: outcome.code, note: outcome.message ?? outcome.code };
   const said: Record<string, string> = {
     'no-offers': NO_PROVIDER_ENDED['no-offers'].said,
     'no-eligible-provider': `${NO_PROVIDER_ENDED['no-eligible-provider'].said} (the job’s page lists why)`,
@@ -408,7 +410,7 @@ export function endedAs(h: Pick<HistoryJob, 'job' | 'attempts'>, outcome: Return
     preempted: 'the steward preempted the claim',
   };
   if (run?.status !== undefined && said[run.status]) return { status: run.status, note: said[run.status]! };
-  if (h.attempts.length === 0 && (h.job.record.deadline <= now || ctx.earlier)) return { status: 'no provider selected', note: 'no provider was selected (no offers, none eligible, or the steward refused: why is no longer held here, after a restart)' };
+  if (h.attempts.length === 0 && (h.job.record.deadline <= now || ctx.earlier)) return { status: 'no provider selected', note: 'no provider was selected (no offers, none eligible, or the steward refused): a run from a build before runs kept how they ended, so why is not held here' };
   return undefined;
 }
 

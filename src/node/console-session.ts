@@ -93,7 +93,9 @@ export class ConsoleSessions {
   }
 
   /**
-   * Why `session`, no live session, is none (NoSession): before, a page open across a daemon restart landed on the
+   * Why `session`, no live session, is none (NoSession), a best guess for the login page's words: any well-formed id
+   * without this process's mark reads `restarted` (a cookie another node on this host set under the same name, or a
+   * planted value, too; it opens nothing either way). Before, a page open across a daemon restart landed on the
    * login page with "Your session has expired or is not valid here", and the operator looked for a clock fault.
    */
   whyNot(session: string): NoSession {

@@ -20,7 +20,8 @@ import type { EvidenceStore } from '../reputation/store.js';
 import { buyerVerdict } from '../reputation/derive.js';
 import type { AttemptNote, RecordStore } from '../store/records.js';
 import { JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX } from './jobs-page.js';
-import { noProviderStatus, type NO_PROVIDER_ENDED } from '../util/run-failure.js';
+import type { NO_PROVIDER_ENDED } from '../util/run-failure.js';
+import { JOB_RUNNING } from '../roles/buyer.js';
 
 export { JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX } from './jobs-page.js';
 
@@ -241,11 +242,15 @@ export interface HistoryJob {
   ended?: AttemptNote;
 }
 
-/** How an auction live as this process started, with nothing noted, ended: its run died with the earlier process. */
-const EARLIER_RUN_BROKEN = 'the run was broken off before a provider was selected: this node stopped or crashed during its offer window, and nothing was paid';
+/** How an auction found running as this process started ended: its run died with the earlier process. */
+const EARLIER_RUN_BROKEN = 'the run was broken off before a provider was selected: the node crashed or was killed during it, and nothing was paid';
 
-/** The codes `outcomeNow` gives a job with no outcome held: how it stands although nothing this node signed decides it. */
-export type OutcomeCode = 'ORDER_NOT_CLAIMED' | 'JOB_INTERRUPTED' | typeof NO_PROVIDER_ENDED[keyof typeof NO_PROVIDER_ENDED]['code'];
+/**
+ * The codes `outcomeNow` gives a job with no outcome held: how it stands although nothing this node signed decides it.
+ * An auction's is the code its run kept (Buyer #endedNote: NO_PROVIDER_ENDED's, JOB_INTERRUPTED,
+ * JOB_NO_PROVIDER_SELECTED, or the error that ended it), with its words in `message`.
+ */
+export type OutcomeCode = 'ORDER_NOT_CLAIMED' | 'JOB_INTERRUPTED' | typeof NO_PROVIDER_ENDED[keyof typeof NO_PROVIDER_ENDED]['code'] | (string & {});
 
 /**
  * The outcome as this node says it now (`GET /v1/jobs`, `c0mpute jobs`, the console's Jobs list and job page): an open
@@ -262,11 +267,13 @@ export function outcomeNow({ job, attempts, outcome, ended }: Pick<HistoryJob, '
   // An auction that selected nobody, as its run said it (Buyer #noteEnded): no offers, none eligible, or broken off
   // after it was published. Before, every such job read "no provider was selected" (and the console, until a restart,
   // said why in other words).
-  // One with no note that was live as this process started (`earlier`) died with the earlier process during its offer
-  // window: a stop notes it, a crash notes nothing (QA ffBuyerDay2 F3: it read like a market that would not take it).
+  // Its note still saying it runs (JOB_RUNNING, kept as it was published) while it was live as this process started
+  // (`earlier`), or past its deadline (a run ends by then): it died with a process before a provider was selected, a
+  // crash (a stop notes how it ended): JOB_INTERRUPTED (QA ffBuyerDay2 F3: it read like a market that would not take
+  // it). Otherwise this process runs it. No note: a job from a build before these notes, nothing known.
   const unselected = job.record.order === undefined && outcome.status === 'none' && attempts.length === 0;
-  if (unselected && ended?.code !== undefined && (ended.code === 'JOB_INTERRUPTED' || noProviderStatus(ended.code))) return { ...outcome, code: ended.code as OutcomeCode, message: ended.message };
-  if (unselected && ended === undefined && o.earlier === true) return { ...outcome, code: 'JOB_INTERRUPTED', message: EARLIER_RUN_BROKEN };
+  if (unselected && ended?.code === JOB_RUNNING) return o.earlier === true || job.record.deadline <= now ? { ...outcome, code: 'JOB_INTERRUPTED', message: EARLIER_RUN_BROKEN } : outcome;
+  if (unselected && ended?.code !== undefined) return { ...outcome, code: ended.code, message: ended.message };
   const unclaimed = noClaim && job.record.deadline <= now;
   if (unclaimed) return { ...outcome, code: 'ORDER_NOT_CLAIMED', at: job.record.deadline };
   // A provider selected and nothing signed about how it went (no verdict, no non-delivery): the run was broken off by

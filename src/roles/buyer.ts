@@ -37,6 +37,7 @@ import type { StallWatch } from '../util/stall-watch.js';
 import { RunBreak } from './run-break.js';
 import type { DenyBasis } from '../util/deny-text.js';
 import { NO_PROVIDER_ENDED } from '../util/run-failure.js';
+import { shortDid } from '../util/did-text.js';
 
 /**
  * Progress frames from the selected provider (docs/node.md "Buyer"): an honest provider sends at most 10 a second, so
@@ -109,6 +110,17 @@ export function enoughEnd(enoughOffers: number, job: Pick<Job, 'requirements'>):
 
 /** The code of a run broken off because its node is stopping. */
 export const JOB_INTERRUPTED = 'JOB_INTERRUPTED';
+/** An auction's run, kept with its job while it runs (Buyer #noteRun): found so at a restart, it died with the process before. */
+export const JOB_RUNNING = 'JOB_RUNNING';
+/** An auction's run that ended with offers but none of the providers tried selected (each named: lapsed, not reached…). */
+export const JOB_NO_PROVIDER_SELECTED = 'JOB_NO_PROVIDER_SELECTED';
+
+/** What a run has made so far: the job once signed (its address for the log), and whether it was kept (an auction's). */
+interface RunMade {
+  job?: string;
+  opened?: Opened<Job>;
+  stored?: boolean;
+}
 /** The code in an attempt's outcome when this node was frozen during it (no non-delivery signed). */
 export const BUYER_STALLED = 'BUYER_STALLED';
 /** Attempts ended without a receipt remembered for a provider's lapse refusals (per provider and per job), at most. */
@@ -716,7 +728,7 @@ export class Buyer {
   async run(spec: JobSpec, onEvent: (e: BuyerEvent) => void = () => {}, opts: { gone?: AbortSignal } = {}): Promise<JobResult> {
     if (this.#stopping) throw new C0Error(JOB_INTERRUPTED, 'this node is stopping: the job was not started');
     let result: JobResult;
-    const made: { job?: string; opened?: Opened<Job> } = {};
+    const made: RunMade = {};
     const brk = new RunBreak(this.#stop.signal, opts.gone);
     const running = this.#run(spec, onEvent, made, brk);
     this.#runs.add(running);
@@ -731,12 +743,15 @@ export class Buyer {
       } else {
         // refused before anything was published (a bad spec) or broken off after: either way the operator sees it end
         this.d.log.info({ ...(made.job ? { job: made.job } : {}), workload: spec.workload, status: 'error', code: (e as C0Error).code ?? 'ERROR', err: (e as Error).message }, 'job ended');
+        if (made.stored && made.opened) await this.#noteRun(made.opened, { code: (e as C0Error).code ?? 'INTERNAL', message: `the run failed: ${(e as Error).message}` });
         throw e;
       }
     } finally {
       this.#runs.delete(running);
       brk.clear();
     }
+    // an auction kept with no provider selected: how its run ended, in place of the note that it was running
+    if (made.stored && !result.selection) await this.#noteRun(result.job, this.#endedNote(result));
     // One line per job for the operator: how it ended, who did it, how long each part took.
     const won = result.receipt?.record.provider ?? result.attempts.at(-1)?.provider;
     this.d.log.info(
@@ -793,22 +808,32 @@ export class Buyer {
   }
 
   /**
-   * Keep, with the job, how a run that selected no provider ended (BuyerDeps.noteRun): no offers, none eligible (with
-   * the explanation's summary), or broken off after the job was published. `c0mpute jobs`, `GET /v1/jobs` and the
-   * console say it in the run's words after the run and after a restart (job-history.ts outcomeNow); before, they
-   * said "no provider was selected" however it ended. A note not kept is logged; the run's result stands.
+   * How an auction's run that selected no provider ended, as kept with the job (BuyerDeps.noteRun, replacing the
+   * JOB_RUNNING note its start kept): no offers, none eligible (with the explanation's summary), broken off
+   * (JOB_INTERRUPTED), or none of the providers tried could be selected (JOB_NO_PROVIDER_SELECTED: offers lapsed, not
+   * reached, the deadline, the steward did not select; each named). `c0mpute jobs`, `GET /v1/jobs` and the console
+   * say it in the run's words after the run and after a restart (job-history.ts outcomeNow); before, they said "no
+   * provider was selected" however it ended.
    */
-  async #noteEnded(result: JobResult): Promise<JobResult> {
-    const ended = result.status === 'no-offers' || result.status === 'no-eligible-provider' ? NO_PROVIDER_ENDED[result.status] : undefined;
-    const r = result.decision?.result;
-    const summary = r && !r.ok ? r.explanation?.summary : undefined;
-    const note = ended ? { code: ended.code, message: summary ? `${ended.said}: ${summary}` : ended.said } : result.error;
-    if (note) await this.d.noteRun?.(result.job, note).catch((e: unknown) => this.d.log.warn({ job: result.job.address, err: (e as Error).message }, 'could not keep how the run ended'));
-    return result;
+  #endedNote(result: JobResult): { code: string; message: string } {
+    if (result.status === 'no-offers' || result.status === 'no-eligible-provider') {
+      const ended = NO_PROVIDER_ENDED[result.status];
+      const r = result.decision?.result;
+      const summary = r && !r.ok ? r.explanation?.summary : undefined;
+      return { code: ended.code, message: summary ? `${ended.said}: ${summary}` : ended.said };
+    }
+    if (result.error) return result.error;
+    const tried = result.attempts.map((a) => `${shortDid(a.provider)} ${a.outcome}`).join('; ');
+    return { code: JOB_NO_PROVIDER_SELECTED, message: `no provider could be selected: ${tried || 'no attempt could be made before the deadline'}` };
+  }
+
+  /** Keep a note of how this auction's run stands or ended (BuyerDeps.noteRun); one not kept is logged, the run's result stands. */
+  async #noteRun(job: Opened<Job>, note: { code: string; message: string }): Promise<void> {
+    await this.d.noteRun?.(job, note).catch((e: unknown) => this.d.log.warn({ job: job.address, err: (e as Error).message }, 'could not keep how the run stands'));
   }
 
   /** `made.job` is set once the job is signed, so a run that throws after can still be logged by its address. */
-  async #run(spec: JobSpec, onEvent: (e: BuyerEvent) => void, made: { job?: string; opened?: Opened<Job> }, brk: RunBreak): Promise<JobResult> {
+  async #run(spec: JobSpec, onEvent: (e: BuyerEvent) => void, made: RunMade, brk: RunBreak): Promise<JobResult> {
     const { clock, log } = this.d;
     const policy = spec.policy ?? this.d.defaultPolicy;
     this.#refuseEarly(spec);
@@ -843,6 +868,10 @@ export class Buyer {
     const tPublished = clock();
     try {
       await this.d.store(job);
+      // kept, so its run says how it ends (run(): #endedNote); until then it is running, and one found so at a
+      // restart died with the process before (job-history.ts outcomeNow: JOB_INTERRUPTED)
+      made.stored = true;
+      await this.#noteRun(job, { code: JOB_RUNNING, message: 'this node is running it' });
       await this.d.publish('job', job);
     } catch (e) {
       // the job was admitted but is not kept (this node's disk full: STORE_WRITE_FAILED) or not announced: nothing
@@ -864,7 +893,7 @@ export class Buyer {
     const waited = { collectMs, restMs: 0, ...(admissionMs === undefined ? {} : { admissionMs }) };
     if (brk.aborted) {
       await this.#withdraw(job, admission);
-      return this.#noteEnded(this.#interrupted({ job, status: 'interrupted', attempts: [], timings: waited, ...(admission ? { admission } : {}) }, onEvent, brk));
+      return this.#interrupted({ job, status: 'interrupted', attempts: [], timings: waited, ...(admission ? { admission } : {}) }, onEvent, brk);
     }
     onEvent({ e: 'collected', offers, waitedMs: collectMs, ended });
     const decision = await this.d.market.decide(job, policy, clock());
@@ -874,7 +903,7 @@ export class Buyer {
       result.status = offers === 0 ? 'no-offers' : 'no-eligible-provider';
       await this.#withdraw(job, admission);
       result.timings.restMs = clock() - tPublished - collectMs;
-      return this.#noteEnded(result);
+      return result;
     }
 
     // Each attempt picks a winner among the providers not tried yet: the first

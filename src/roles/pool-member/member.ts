@@ -595,8 +595,9 @@ export class PoolMember {
     const was = this.#rs.removed;
     if (!this.#rs.heard(r, this.d.clock())) return;
     this.d.log.warn({ pool: this.pool, seq: r.record.seq, using: this.#rs.seq, removed: this.#rs.removed }, this.#rs.removed ? 'pool: a newer roster removed this member; it stops quoting for the pool and withdraws its pooled advert' : 'pool: a newer roster exists; not quoting until this member joins it');
-    // removed: its pooled advert is withdrawn now (advert()), not left standing for the pool until it expires
-    if (this.#rs.removed && !was) this.d.onRosterChanged?.();
+    // removed: its pooled advert is withdrawn now (advert()), not left standing for the pool until it expires; listed
+    // again by a still newer roster (behind, to join it): signed again as the pool's on the roster it holds
+    if (this.#rs.removed !== was) this.d.onRosterChanged?.();
   }
 
   // ---- provider hooks ------------------------------------------------------

@@ -246,7 +246,8 @@ export class ReceiptDelivery {
     await this.#keepOp('save', receipt.address, () => this.d.keep!.save(receipt, until));
     const b = this.#buyers.get(receipt.record.buyer);
     if (b && (b.sending || b.timer)) return;
-    await this.#go(receipt.record.buyer);
+    // a buyer whose receipt was just handed over is likely there (its exec stream broke, or it froze): first in turn
+    await this.#go(receipt.record.buyer, true);
   }
 
   /**
@@ -374,9 +375,10 @@ export class ReceiptDelivery {
 
   /**
    * Send `did` its waiting receipts, oldest first, one at a time, until none is left, one is not taken, or the batch is
-   * spent; with RECEIPT_GOES_AT_ONCE goes under way, once a turn comes (#turn).
+   * spent; with RECEIPT_GOES_AT_ONCE goes under way, once a turn comes (#turn): `first`, before the buyers waiting
+   * (one likely there: a receipt just handed over, a pause between paced goes of a buyer that answered), else after.
    */
-  async #go(did: string): Promise<void> {
+  async #go(did: string, first = false): Promise<void> {
     let b = this.#buyers.get(did);
     if (!b) this.#buyers.set(did, (b = { failed: 0, paced: false, sending: false, queued: false, woken: false }));
     // a go under way sends whatever waits for the buyer when its turn comes (#next): one at a time
@@ -385,7 +387,8 @@ export class ReceiptDelivery {
     b.timer = undefined;
     if (this.#going >= this.#goesAtOnce) {
       b.queued = true;
-      this.#turns.add(did);
+      if (first) this.#turns = new Set([did, ...this.#turns]);
+      else this.#turns.add(did);
       return;
     }
     this.#going++;
@@ -476,7 +479,8 @@ export class ReceiptDelivery {
     b.timer = setTimeout(() => {
       b.timer = undefined;
       b.woken = false;
-      if (this.#buyers.get(did) === b) void this.#go(did);
+      // a paced go's buyer answered a moment ago: it goes before the buyers waiting that did not
+      if (this.#buyers.get(did) === b) void this.#go(did, b.paced);
     }, waitMs);
     b.timer.unref();
   }

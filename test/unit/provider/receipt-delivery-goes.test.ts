@@ -58,3 +58,21 @@ test('200 buyers gone, restored at a restart: 8 dials at a time, in order, and a
   assert.deepEqual(d.goes, { going: 0, waiting: 0 });
   d.stop();
 });
+
+test('a receipt handed over while 200 gone buyers wait their turn goes first: its buyer is likely there (review s56)', async () => {
+  const N = 200;
+  const order: string[] = [];
+  const waiting: Array<(o: OfferSendOutcome) => void> = [];
+  const d = new ReceiptDelivery({ send: (did) => (order.push(did), new Promise<OfferSendOutcome>((ok) => waiting.push(ok))), clock: () => NOW, log: silentLogger() });
+  for (let i = 0; i < N; i++) d.restore(receipt(i), NOW + 60_000);
+  d.resume();
+  // a job just ended here and its exec stream broke: its receipt is handed over
+  void d.deliver(receipt(N));
+  await new Promise<void>((ok) => setImmediate(ok));
+  assert.equal(d.goes.waiting, N - RECEIPT_GOES_AT_ONCE + 1);
+  waiting.shift()!('unreachable');
+  for (let i = 0; i < 5; i++) await new Promise<void>((ok) => setImmediate(ok));
+  assert.equal(order.at(-1), buyer(N), 'sent at the first turn, not after 192 gone buyers');
+  d.stop();
+  assert.deepEqual(d.goes.waiting, 0, 'stop leaves no buyer waiting');
+});

@@ -19,10 +19,10 @@ import { consoleBuyerRow } from '../../../src/node/console-routes.js';
 import { historyOf } from '../../../src/node/job-history.js';
 import type { OverlayNode } from '../../../src/node/overlay.js';
 import { jobsBody, type JobsEntry } from '../../../src/cli/commands/node.js';
-import type { Opened } from '../../../src/records/index.js';
+import type { Job, Opened } from '../../../src/records/index.js';
 import { runFailureLines } from '../../../src/util/run-failure.js';
 import { outcomeView } from '../../../ui/job-walk.js';
-import { NOW, P } from '../market/fixtures.js';
+import { NOW, P, advert, offer } from '../market/fixtures.js';
 import { buyerOnFakes, fakeSpec } from './buyer-fakes.js';
 
 const ME = P(791);
@@ -57,9 +57,19 @@ test('no offers, none eligible, broken off after publishing: the run keeps its e
     await closeDb(db);
     db = await openDb(dir);
     records = await RecordStore.open(db);
-    // a crash during the offer window: the job published, nothing noted; live as the next process started
-    const crashed = await buyerOnFakes(ME, { providers: [], exec: async function* () {}, deps: deps({ noteRun: async () => {} }) }).buyer.run(fakeSpec({ input: new Uint8Array([5]) }));
-    const node = { records, market: { evidence: new EvidenceStore(), earlierJobs: [crashed.job] }, did: ME.did, clock: () => NOW } as unknown as OverlayNode;
+    // a crash during the run: the job kept with its JOB_RUNNING note, and the note of its end never written (only the
+    // first note is kept here); live as the next process started
+    let first = true;
+    const firstOnly = async (job: Opened, note: { code?: string; message: string }) => (first ? ((first = false), await records.noteAttempt(job.address, note)) : undefined);
+    const crashed = await buyerOnFakes(ME, { providers: [], exec: async function* () {}, deps: deps({ noteRun: firstOnly }) }).buyer.run(fakeSpec({ input: new Uint8Array([5]) }));
+    // a job from a build before these notes: kept, no note at all, live too
+    const older = await buyerOnFakes(ME, { providers: [], exec: async function* () {}, deps: deps({ noteRun: async () => {} }) }).buyer.run(fakeSpec({ input: new Uint8Array([6]) }));
+    // offers, none selectable: the one offer lapsed before it could be selected
+    const PROV = P(792);
+    const lapsedOffer = (p: typeof PROV, j: Opened<Job>) => offer(p, j as never, advert(p), { startBy: NOW - 1, expiresAt: NOW - 2 });
+    const lapsed = await buyerOnFakes(ME, { providers: [PROV], offerFor: lapsedOffer as never, exec: async function* () {}, deps: deps() }).buyer.run(fakeSpec({ input: new Uint8Array([4]) }));
+    assert.deepEqual([lapsed.status, lapsed.selection, lapsed.attempts.map((a) => a.outcome)], ['failed', undefined, ['offer lapsed']]);
+    const node = { records, market: { evidence: new EvidenceStore(), earlierJobs: [crashed.job, older.job] }, did: ME.did, clock: () => NOW } as unknown as OverlayNode;
     const page = JSON.parse(JSON.stringify(await jobs(node))) as { jobs: Array<JobsEntry & { address: string }> };
     const entry = (a: string) => page.jobs.find((j) => j.address === a)!;
     const row = async (j: Opened) => consoleBuyerRow(await historyOf(records, new EvidenceStore(), ME.did, j as never), NOW);
@@ -79,13 +89,25 @@ test('no offers, none eligible, broken off after publishing: the run keeps its e
     assert.match(jobsBody(entry(broken.job.address))[0]!, /^no outcome held: the run was broken off because its client went away before a provider was selected: the job was withdrawn \(JOB_INTERRUPTED\)$/);
     assert.equal((await row(broken.job)).status, 'interrupted');
 
-    // the crash: no note, live as this process started: broken off, not "nobody would take it" (QA ffBuyerDay2 F3)
+    // the crash: still noted running, live as this process started: broken off, not "nobody would take it" (QA ffBuyerDay2 F3)
     assert.equal(entry(crashed.job.address).outcome?.code, 'JOB_INTERRUPTED');
-    assert.equal(jobsBody(entry(crashed.job.address))[0], 'no outcome held: the run was broken off before a provider was selected: this node stopped or crashed during its offer window, and nothing was paid (JOB_INTERRUPTED)');
+    assert.equal(jobsBody(entry(crashed.job.address))[0], 'no outcome held: the run was broken off before a provider was selected: the node crashed or was killed during it, and nothing was paid (JOB_INTERRUPTED)');
     const crashedRow = consoleBuyerRow(await historyOf(records, new EvidenceStore(), ME.did, crashed.job as never), NOW, { earlier: true });
     assert.deepEqual([crashedRow.status, crashedRow.code], ['interrupted', 'JOB_INTERRUPTED']);
-    // not live as this process started, before its deadline: nothing says it ended
+    // noted running and not live as this process started: this process runs it, nothing says it ended
     assert.equal((await row(crashed.job)).status, undefined);
+    assert.equal(consoleBuyerRow(await historyOf(records, new EvidenceStore(), ME.did, crashed.job as never), NOW, { run: { done: false } }).status, 'running');
+    // back only after its deadline (not live at the start): still the crash, by the deadline its run would have ended by
+    assert.equal((await row(crashed.job)).status, undefined);
+    assert.equal(consoleBuyerRow(await historyOf(records, new EvidenceStore(), ME.did, crashed.job as never), crashed.job.record.deadline).code, 'JOB_INTERRUPTED');
+    // an older build's job, no note, live at the start: nothing known (no false crash), as before these notes
+    assert.equal(entry(older.job.address).outcome?.code, undefined);
+    assert.deepEqual(jobsBody(entry(older.job.address)), ['no outcome held (no provider was selected)']);
+    // the lapsed offer: the provider tried and why, JOB_NO_PROVIDER_SELECTED
+    assert.equal(entry(lapsed.job.address).outcome?.code, 'JOB_NO_PROVIDER_SELECTED');
+    assert.match(jobsBody(entry(lapsed.job.address))[0]!, /^no outcome held: no provider could be selected: \S+ offer lapsed \(JOB_NO_PROVIDER_SELECTED\)$/);
+    const lapsedRow = await row(lapsed.job);
+    assert.deepEqual([lapsedRow.status, lapsedRow.code], ['no provider selected', 'JOB_NO_PROVIDER_SELECTED']);
   } finally {
     await closeDb(db);
     rmSync(dir, { recursive: true, force: true });
