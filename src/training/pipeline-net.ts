@@ -32,12 +32,13 @@ import type { Logger } from '../util/log.js';
 import { didFromPeerId } from '../node/peer-id.js';
 import { handshakeFailure } from '../net/refusals.js';
 import { isDid } from '../records/did.js';
+import { bytesToAddress, sha256 } from '../records/address.js';
 import { weightsBytes, weightsFromBytes, type MlpShape } from './model.js';
 import { STAGE_QUEUE, StageQueue, stageForwardFinite, type StageRunner } from './pipeline.js';
 import { readServes, routeTooLong, stageName, type RouteServes, type RouteStage, type StageServes } from './pipeline-route.js';
 
 // the route's pure parts, where the drivers and tests have found them
-export { checkRoute, readServes, routeTooLong, stageName, type RouteServes, type RouteStage, type StageServes } from './pipeline-route.js';
+export { checkRoute, readServes, routeTooLong, stageName, WEIGHTS_ADDRESS, type RouteServes, type RouteStage, type StageServes } from './pipeline-route.js';
 import { PAYLOAD_FRAME, splitPayload, withRetry } from './transport.js';
 
 export const PIPELINE_PROTOCOL = '/c0mpute/pipeline/1';
@@ -220,7 +221,10 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
   const checkNoRepeat = (route: readonly string[]): void => {
     if (new Set(route).size !== route.length) throw new C0Error('PIPELINE_BAD_REQUEST', 'the route names a stage twice: give each stage once, in order');
   };
-  const self: StageServes = { layers: [...o.shape.layers], from: o.range[0], to: o.range[1] };
+  // the weights it serves, by address: a driver refuses a route whose stages serve different ones (checkRoute);
+  // hashed when first asked, so a request refused before compute reads no weight
+  let selfServes: StageServes | undefined;
+  const serves = (): StageServes => (selfServes ??= { layers: [...o.shape.layers], from: o.range[0], to: o.range[1], weights: bytesToAddress(sha256(weightsBytes(o.w))) });
   /**
    * A request asking what the stages of its route serve (`{ask: "serves", route}`, nothing after it): this stage's
    * entry, then the answer of the stages after it, asked in turn as a forward is (their failure is this stage's
@@ -234,19 +238,19 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
     if (!Array.isArray(head.route) || !head.route.every((d) => isDid(d))) throw new C0Error('PIPELINE_BAD_REQUEST', 'route entries must be DIDs');
     const route = head.route as string[];
     checkNoRepeat(route);
-    if (route.length === 0) return { serves: [self] } as unknown as CborValue;
-    if (route.length > stagesLeft) return { serves: [self], end: 'not-asked' } as unknown as CborValue;
+    if (route.length === 0) return { serves: [serves()] } as unknown as CborValue;
+    if (route.length > stagesLeft) return { serves: [serves()], end: 'not-asked' } as unknown as CborValue;
     let answer: CborValue[];
     try {
       answer = await forwardFrames(route, [{ ask: 'serves', route: route.slice(1) }], ctx.signal);
     } catch (e) {
       // the next stage did not know the question (a build before it): its own refusal, said as `unsaid`, not a failure
-      if (e instanceof C0Error && e.code === 'PIPELINE_NEXT_STAGE_FAILED' && (e.detail as { cause?: unknown } | undefined)?.cause === 'PIPELINE_BAD_REQUEST') return { serves: [self], end: 'unsaid' } as unknown as CborValue;
+      if (e instanceof C0Error && e.code === 'PIPELINE_NEXT_STAGE_FAILED' && (e.detail as { cause?: unknown } | undefined)?.cause === 'PIPELINE_BAD_REQUEST') return { serves: [serves()], end: 'unsaid' } as unknown as CborValue;
       throw e;
     }
     const theirs = readServes(answer, route.length);
-    if (!theirs) return { serves: [self], end: 'unsaid' } as unknown as CborValue;
-    return { serves: [self, ...theirs.serves], ...(theirs.end ? { end: theirs.end } : {}) } as unknown as CborValue;
+    if (!theirs) return { serves: [serves()], end: 'unsaid' } as unknown as CborValue;
+    return { serves: [serves(), ...theirs.serves], ...(theirs.end ? { end: theirs.end } : {}) } as unknown as CborValue;
   };
   /** One request, admitted: checked, computed in its turn, forwarded along its route, answered. */
   const serveOne = async (reqs: CborValue[], ctx: ServeContext): Promise<void> => {

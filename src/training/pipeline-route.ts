@@ -31,12 +31,20 @@ export function routeTooLong(n: number, left: number, shape: MlpShape, range: [n
   return `a route of ${n} more stage${n === 1 ? '' : 's'} after this one, which serves ${serves}; at most ${left} can follow it: ${cause}`;
 }
 
-/** What a stage says it serves (`{ask: "serves"}`): the model's layer widths and its layers [from, to). */
+/**
+ * What a stage says it serves (`{ask: "serves"}`): the model's layer widths, its layers [from, to), and the address
+ * of the whole model's weights it was started with (`sha256:` of the weights file, as `train status` names a run's
+ * weights); a stage of a build before it says no `weights`.
+ */
 export interface StageServes {
   layers: number[];
   from: number;
   to: number;
+  weights?: string;
 }
+
+/** A weights address as a stage says it and `train infer --weights` takes it. */
+export const WEIGHTS_ADDRESS = /^sha256:[0-9a-f]{64}$/;
 
 /**
  * The answer to `{ask: "serves", route}`: an entry for the stage asked and each one after it along the route that
@@ -57,11 +65,12 @@ export function readServes(frames: CborValue[], most: number): RouteServes | und
   if (a.end !== undefined && a.end !== 'unsaid' && a.end !== 'not-asked') return undefined;
   const serves: StageServes[] = [];
   for (const e of a.serves as unknown[]) {
-    const x = e as { layers?: unknown; from?: unknown; to?: unknown } | null;
+    const x = e as { layers?: unknown; from?: unknown; to?: unknown; weights?: unknown } | null;
     if (!x || typeof x !== 'object' || !Array.isArray(x.layers) || x.layers.length < 2 || x.layers.length > 1_000 || !x.layers.every(isWidth)) return undefined;
     const L = x.layers.length - 1;
     if (typeof x.from !== 'number' || typeof x.to !== 'number' || !Number.isSafeInteger(x.from) || !Number.isSafeInteger(x.to) || x.from < 0 || x.to <= x.from || x.to > L) return undefined;
-    serves.push({ layers: x.layers as number[], from: x.from, to: x.to });
+    if (x.weights !== undefined && (typeof x.weights !== 'string' || !WEIGHTS_ADDRESS.test(x.weights))) return undefined;
+    serves.push({ layers: x.layers as number[], from: x.from, to: x.to, ...(x.weights !== undefined ? { weights: x.weights as string } : {}) });
   }
   return { serves, ...(a.end !== undefined ? { end: a.end as 'unsaid' | 'not-asked' } : {}) };
 }
@@ -75,7 +84,40 @@ export function readServes(frames: CborValue[], most: number): RouteServes | und
  * qaTrn F7, F8), a wrong --layers went unnoticed (exit 0), and a reversed or short --stages said only `a route of 1
  * stages…` or `stage output of 32 values, expected 6`.
  */
-export function checkRoute(route: RouteStage[], layers: number[], said: RouteServes): Array<{ code: string; message: string }> {
+export function checkRoute(route: RouteStage[], layers: number[], said: RouteServes, o: { weights?: string } = {}): Array<{ code: string; message: string }> {
+  const warnings = checkOrder(route, layers, said);
+  return [...checkWeights(route, said.serves.slice(0, route.length), o.weights), ...warnings];
+}
+
+/**
+ * The stages' weights: every stage that says them must serve the same model's weights, and the ones `--weights` names
+ * when given; else PIPELINE_WEIGHTS_MISMATCH naming the stage, what it serves and what was expected (`detail.weights`,
+ * `detail.expected`). Stages started with the weights of different runs of one shape pass every layer check, and the
+ * output is no model's forward (QA ffTrainDay2 F1: exit 0). A stage that says no weights (a build before it) is a
+ * warning, PIPELINE_WEIGHTS_UNCHECKED.
+ */
+function checkWeights(route: RouteStage[], S: StageServes[], expected: string | undefined): Array<{ code: string; message: string }> {
+  const first = S.findIndex((s) => s.weights !== undefined);
+  const ref = expected ?? (first >= 0 ? S[first]!.weights : undefined);
+  for (const [k, s] of S.entries()) {
+    if (s.weights === undefined || s.weights === ref) continue;
+    const want = expected !== undefined ? `--weights names ${expected}` : `${stageName(route, first)} serves ${ref}`;
+    throw new C0Error('PIPELINE_WEIGHTS_MISMATCH', `${stageName(route, k)} serves weights ${s.weights}, but ${want}: every stage must be started with the same weights file`, {
+      field: expected !== undefined ? 'weights' : 'stages',
+      detail: { stage: route[k]!.did, index: k, weights: s.weights, expected: ref },
+    });
+  }
+  const unsaid = S.flatMap((s, k) => (s.weights === undefined ? [k] : []));
+  if (!unsaid.length) return [];
+  return [
+    {
+      code: 'PIPELINE_WEIGHTS_UNCHECKED',
+      message: `${unsaid.map((k) => stageName(route, k)).join(', ')} ${unsaid.length === 1 ? 'does' : 'do'} not say which weights ${unsaid.length === 1 ? 'it serves' : 'they serve'} (a build from before stages said it): ${unsaid.length === 1 ? 'its' : 'their'} weights are not checked`,
+    },
+  ];
+}
+
+function checkOrder(route: RouteStage[], layers: number[], said: RouteServes): Array<{ code: string; message: string }> {
   const L = layers.length - 1;
   const model = layers.join(',');
   const S = said.serves.slice(0, route.length);

@@ -56,6 +56,18 @@ async function stageDid(addr: string, k: number): Promise<string> {
   throw new UsageError('TRAIN_BAD_OPTION', `--stages: stage ${k}'s "${addr.slice(0, 100)}" is not a multiaddr ending in /p2p/<peer id> (as \`train stage\` prints it)`, { field: 'stages' });
 }
 
+/**
+ * `--weights`: a weights address (`sha256:` and 64 hex digits, as `train stage` prints it) or a weights file, whose
+ * address is the SHA-256 of its bytes; anything else is TRAIN_BAD_OPTION, a file that cannot be read INPUT_UNREADABLE.
+ */
+export async function weightsOption(text: string): Promise<string> {
+  const { WEIGHTS_ADDRESS } = await import('../../training/pipeline-route.js');
+  if (WEIGHTS_ADDRESS.test(text)) return text;
+  if (text.startsWith('sha256:')) throw new UsageError('TRAIN_BAD_OPTION', `--weights: "${text.slice(0, 80)}" is not a weights address (sha256: and 64 lower-case hex digits) nor a file`, { field: 'weights' });
+  const { bytesToAddress, sha256 } = await import('../../records/address.js');
+  return bytesToAddress(sha256(readInput(text)));
+}
+
 export function registerInfer(train: Command): void {
   train
     .command('infer')
@@ -64,8 +76,9 @@ export function registerInfer(train: Command): void {
     .requiredOption('--layers <widths>', 'the model’s layer widths, as the stages were given, e.g. 4,16,3 (checked against what the stages say they serve)')
     .requiredOption('--input <file>', 'the input rows: a JSON array of rows, each an array of numbers of the first layer’s width ("-": stdin)')
     .option('--micro <n>', 'micro-batches to cut the rows into (GPipe; at most 32 in flight at once)', '4')
+    .option('--weights <address|file>', 'the weights every stage must serve: their address (sha256:…, as `train stage` prints it) or the weights file; without it, the stages must serve the same weights')
     .option('--json', 'machine-readable output: {rows, outputs, predictions}')
-    .action(async (opts: { stages: string; layers: string; input: string; micro: string; json?: boolean }, cmd: Command) => {
+    .action(async (opts: { stages: string; layers: string; input: string; micro: string; weights?: string; json?: boolean }, cmd: Command) => {
       const { dataDir } = globals(cmd);
       const layers = parseLayers(opts.layers);
       if (!/^[1-9][0-9]{0,5}$/.test(opts.micro)) throw new UsageError('TRAIN_BAD_OPTION', `--micro: "${opts.micro.slice(0, 40)}" is not a whole number of micro-batches from 1`, { field: 'micro' });
@@ -80,6 +93,7 @@ export function registerInfer(train: Command): void {
         if (first >= 0) throw new C0Error('PIPELINE_ROUTE_MISMATCH', `--stages: stage ${k} (${a.slice(0, 120)}) is stage ${first} again: give each stage once, in order`, { field: 'stages', detail: { stage: did, index: k, likely: 'extra' } });
         route.push(did);
       }
+      const expected = opts.weights === undefined ? undefined : await weightsOption(opts.weights);
       const { x, rows } = parseRows(new TextDecoder().decode(readInput(opts.input)), layers[0]!, opts.input);
       const [{ loadNodeIdentity }, { createNetwork }, { remotePipeline, connectStage, describeRoute, checkRoute, DRIVER_IN_FLIGHT }, { gpipeForward, firstNonFinite }, { argmaxRows }] = await Promise.all([
         import('../signer.js'),
@@ -98,7 +112,8 @@ export function registerInfer(train: Command): void {
         await connectStage(net, stages);
         // --layers and the order of --stages against what the stages say they serve, before any row is sent (QA qaTrn F7,
         // F8): PIPELINE_LAYERS_MISMATCH, PIPELINE_ROUTE_MISMATCH naming the stage; a stage of an older build says nothing (a warning)
-        for (const w of checkRoute(stages, layers, await describeRoute(net, stages))) process.stderr.write(`warning ${w.code}: ${w.message}\n`);
+        // and the weights they serve: one model's (QA ffTrainDay2 F1), --weights' when given: PIPELINE_WEIGHTS_MISMATCH
+        for (const w of checkRoute(stages, layers, await describeRoute(net, stages), expected === undefined ? {} : { weights: expected })) process.stderr.write(`warning ${w.code}: ${w.message}\n`);
         // errors come back with their codes, naming the stage by place, key and address: PIPELINE_NOT_ALLOWED (stage 0's --allow), PIPELINE_NEXT_STAGE_FAILED, NET_DIAL_FAILED…
         y = await gpipeForward([remotePipeline(net, stages)], x, rows, layers[0]!, outW, Number(opts.micro), { serialise: false, inFlight: DRIVER_IN_FLIGHT });
       } finally {

@@ -181,13 +181,14 @@ export function register(program: Command): void {
     .option('--allow <dids>', 'only these callers (DIDs, comma-separated: the driver for stage 0, the stage before for the others); others are refused PIPELINE_NOT_ALLOWED before their request is read (default: anyone)')
     .action(async (weightsFile: string, opts: { layers: string; stage: string; of: string; listen: string; next?: string; allow?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
-      const [{ loadNodeIdentity }, { partition, servesText }, { paramCount, weightsFromBytes }, { createNetwork }, { serveStage, parseAllow }, { isMultiaddr, isPeerAddr }] = await Promise.all([
+      const [{ loadNodeIdentity }, { partition, servesText }, { paramCount, weightsBytes, weightsFromBytes }, { createNetwork }, { serveStage, parseAllow }, { isMultiaddr, isPeerAddr }, { bytesToAddress, sha256 }] = await Promise.all([
         import('../signer.js'),
         import('../../training/pipeline.js'),
         import('../../training/model.js'),
         import('../../net/node.js'),
         import('../../training/pipeline-net.js'),
         import('../../net/addr-text.js'),
+        import('../../records/address.js'),
       ]);
       // checked before anything is loaded or started: a bad list is a usage error, not a stage that serves anyone
       let allow: string[] | undefined;
@@ -225,6 +226,8 @@ export function register(program: Command): void {
         throw e;
       }
       out(`serving stage ${opts.stage} of ${opts.of}, ${servesText(shape, range)}, as ${id.did} at ${net.addrs()[0]}${allow ? `, to ${allow.length} allowed caller${allow.length === 1 ? '' : 's'}` : ''}`);
+      // the weights it serves, by address (the file's SHA-256): what `train infer --weights` checks (QA ffTrainDay2 F1)
+      out(`weights ${bytesToAddress(sha256(weightsBytes(w)))}`);
       // --next dialled once now, its failure said (QA qaTrn F9: accepted silently); the stage serves on, and its node
       // keeps redialling it (a next stage started later is found), so a request's forward may still reach it
       // (not awaited before the stop signals are taken: a dial with no answer takes up to 10 s, and a Ctrl-C in it stops the node)

@@ -14,13 +14,16 @@ import { C0Error } from '../../../src/errors.js';
 import type { CborValue } from '../../../src/records/cbor.js';
 import type { ProtocolHandler } from '../../../src/net/protocols.js';
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
-import { initWeights } from '../../../src/training/model.js';
+import { bytesToAddress, sha256 } from '../../../src/records/address.js';
+import { initWeights, weightsBytes } from '../../../src/training/model.js';
 import { gpipeForward, partition } from '../../../src/training/pipeline.js';
-import { checkRoute, describeRoute, PIPELINE_PROTOCOL, remotePipeline, serveStage, type RouteStage } from '../../../src/training/pipeline-net.js';
+import { checkRoute, describeRoute, PIPELINE_PROTOCOL, readServes, remotePipeline, serveStage, type RouteStage } from '../../../src/training/pipeline-net.js';
 import { P } from '../market/fixtures.js';
 
 const shape = { layers: [4, 16, 3] };
 const w = initWeights(shape, 1);
+/** The weights' address, as a stage says it. */
+const W = bytesToAddress(sha256(weightsBytes(w)));
 
 /** Stages on a stub network: `request` from one node to another's DID calls that node's handler, its errors as remote answers. */
 function world() {
@@ -52,12 +55,12 @@ function olderStage(handlers: Map<string, ProtocolHandler>, did: string, real: P
   });
 }
 
-async function twoStages() {
+async function twoStages(w1: Float64Array = w) {
   const wd = world();
   const [d0, d1, driver] = [P(700).did, P(701).did, P(702).did];
   const [r0, r1] = partition(shape, 2);
   await serveStage(wd.netOf(d0) as never, { shape, w, range: r0! });
-  await serveStage(wd.netOf(d1) as never, { shape, w, range: r1! });
+  await serveStage(wd.netOf(d1) as never, { shape, w: w1, range: r1! });
   const at = (did: string, k: number): RouteStage => ({ did, addr: `/ip4/127.0.0.1/tcp/${4200 + k}/p2p/X${k}` });
   return { wd, d0, d1, driver: wd.netOf(driver), at };
 }
@@ -73,8 +76,41 @@ describe('a pipeline route checked against what its stages serve', () => {
     const { d0, d1, driver, at } = await twoStages();
     const route = [at(d0, 0), at(d1, 1)];
     const said = await describeRoute(driver as never, route);
-    assert.deepEqual(said, { serves: [{ layers: [4, 16, 3], from: 0, to: 1 }, { layers: [4, 16, 3], from: 1, to: 2 }] });
+    assert.deepEqual(said, { serves: [{ layers: [4, 16, 3], from: 0, to: 1, weights: W }, { layers: [4, 16, 3], from: 1, to: 2, weights: W }] });
     assert.deepEqual(checkRoute(route, [4, 16, 3], said), []);
+    assert.deepEqual(checkRoute(route, [4, 16, 3], said, { weights: W }), []);
+  });
+
+  it('stages started with other weights of the same model: PIPELINE_WEIGHTS_MISMATCH naming the stage; --weights pins them (QA ffTrainDay2 F1)', async () => {
+    // before, every layer check passed and the rows came back through two models' halves, exit 0
+    const other = initWeights(shape, 2);
+    const W1 = bytesToAddress(sha256(weightsBytes(other)));
+    const { d0, d1, driver, at } = await twoStages(other);
+    const route = [at(d0, 0), at(d1, 1)];
+    const said = await describeRoute(driver as never, route);
+    assert.deepEqual(said.serves.map((s) => s.weights), [W, W1]);
+    assert.throws(
+      () => checkRoute(route, [4, 16, 3], said),
+      code('PIPELINE_WEIGHTS_MISMATCH', (e) => {
+        assert.equal(e.message, `stage 1 (${d1} at ${route[1]!.addr}) serves weights ${W1}, but stage 0 (${d0} at ${route[0]!.addr}) serves ${W}: every stage must be started with the same weights file`);
+        assert.deepEqual(e.detail, { stage: d1, index: 1, weights: W1, expected: W });
+        assert.equal(e.field, 'stages');
+      }),
+    );
+    // --weights naming stage 1's: stage 0 is the one that differs
+    assert.throws(
+      () => checkRoute(route, [4, 16, 3], said, { weights: W1 }),
+      code('PIPELINE_WEIGHTS_MISMATCH', (e) => {
+        assert.match(e.message, /^stage 0 \(\S+ at \S+\) serves weights sha256:[0-9a-f]{64}, but --weights names sha256:[0-9a-f]{64}: /);
+        assert.deepEqual([(e.detail as { index: number }).index, e.field], [0, 'weights']);
+      }),
+    );
+    // a stage of a build before it says no weights: a warning, the others still checked
+    const older = { serves: [{ layers: [4, 16, 3], from: 0, to: 1, weights: W }, { layers: [4, 16, 3], from: 1, to: 2 }] };
+    assert.deepEqual(checkRoute(route, [4, 16, 3], older).map((x) => x.code), ['PIPELINE_WEIGHTS_UNCHECKED']);
+    assert.match(checkRoute(route, [4, 16, 3], older)[0]!.message, /^stage 1 \(\S+ at \S+\) does not say which weights it serves .*: its weights are not checked$/);
+    // an answer whose weights are not an address does not read (said as unsaid)
+    assert.equal(readServes([{ serves: [{ layers: [4, 16, 3], from: 0, to: 1, weights: 'x' }] }], 2), undefined);
   });
 
   it('--layers not the stages’ model: PIPELINE_LAYERS_MISMATCH naming stage 0 and both models (QA qaTrn F7)', async () => {
@@ -96,7 +132,7 @@ describe('a pipeline route checked against what its stages serve', () => {
     const { d0, d1, driver, at } = await twoStages();
     const reversed = [at(d1, 0), at(d0, 1)];
     const saidReversed = await describeRoute(driver as never, reversed);
-    assert.deepEqual(saidReversed, { serves: [{ layers: [4, 16, 3], from: 1, to: 2 }], end: 'not-asked' });
+    assert.deepEqual(saidReversed, { serves: [{ layers: [4, 16, 3], from: 1, to: 2, weights: W }], end: 'not-asked' });
     assert.throws(
       () => checkRoute(reversed, [4, 16, 3], saidReversed),
       code('PIPELINE_ROUTE_MISMATCH', (e) => {
@@ -141,7 +177,7 @@ describe('a pipeline route checked against what its stages serve', () => {
     const route = [at(d0, 0), at(d1, 1)];
     olderStage(wd.handlers, d1, wd.handlers.get(d1)!);
     const said = await describeRoute(driver as never, route);
-    assert.deepEqual(said, { serves: [{ layers: [4, 16, 3], from: 0, to: 1 }], end: 'unsaid' });
+    assert.deepEqual(said, { serves: [{ layers: [4, 16, 3], from: 0, to: 1, weights: W }], end: 'unsaid' });
     assert.deepEqual(checkRoute(route, [4, 16, 3], said).map((x) => x.code), ['PIPELINE_STAGE_UNCHECKED']);
     assert.match(checkRoute(route, [4, 16, 3], said)[0]!.message, /^stage 1 \(\S+ at \S+\) does not say what it serves .*: --layers and the order of the stages from stage 1 on are not checked$/);
     // stage 0 older too: nothing said at all
