@@ -13,12 +13,49 @@ import type { VerifyResult } from '../../training/verify.js';
 import type { StatusFileView } from '../../roles/trainer/status.js';
 import { NegativeAnswer, out, outJson, readInput, UsageError, writingTo } from '../context.js';
 import { globals } from './index.js';
+import { readMark } from '../../roles/trainer/run-dirs.js';
 import { registerBuy } from './train-buy.js';
 import { parseLayers, registerInfer } from './train-infer.js';
 
 export function runDir(dataDir: string, runAddr: string): string {
   return join(dataDir, 'train', runAddr.slice('sha256:'.length, 'sha256:'.length + 16));
 }
+
+/** The run directories under `base` (<data dir>/train/): named by 16 hex digits of the run's address (runDir); other entries are no run. */
+function runsHeld(base: string): string[] {
+  return existsSync(base) ? readdirSync(base, { withFileTypes: true }).filter((d) => d.isDirectory() && /^[0-9a-f]{16}$/.test(d.name)).map((d) => d.name).sort() : [];
+}
+
+/**
+ * `train status <run>` naming a run this node holds rather than its bundle (a provider's operator has no bundle: it is
+ * the buyer's file): its address (`sha256:` and 64 hex digits) or its directory name, or a prefix of either of at
+ * least 4 hex digits. Undefined when the text is not such a name (a bundle's path), or is a file; a name that matches
+ * no run, or several, is TRAIN_RUN_UNKNOWN listing them. QA ffTrainDay2 F3: a provider with two runs could not show either.
+ */
+function runById(text: string, held: string[]): string | undefined {
+  if (existsSync(text)) return undefined;
+  const m = /^(?:sha256:)?([0-9a-f]{4,64})$/.exec(text);
+  if (!m) return undefined;
+  const hex = m[1]!;
+  const hits = held.filter((d) => (hex.length >= 16 ? hex.startsWith(d) : d.startsWith(hex)));
+  if (hits.length === 1) return hits[0];
+  throw new C0Error('TRAIN_RUN_UNKNOWN', hits.length ? `${text} names ${hits.length} runs here (${hits.join(', ')}): give more of its address` : `no run ${text} in this data directory${held.length ? ` (runs here: ${held.slice(0, 20).join(', ')}${held.length > 20 ? `, and ${held.length - 20} more` : ''})` : ''}`, { field: 'run', detail: { runs: hits.length ? hits : held } });
+}
+
+/** Several runs and none named: TRAIN_RUN_UNKNOWN listing each (directory, name, state) so the operator can name one. */
+function severalRuns(base: string, held: string[]): C0Error {
+  const runs = held.map((d) => {
+    try {
+      const s = JSON.parse(readFileSync(join(base, d, 'status.json'), 'utf8')) as { run?: unknown; name?: unknown; status?: unknown };
+      return { dir: d, ...(typeof s.run === 'string' ? { run: s.run } : {}), ...(typeof s.name === 'string' ? { name: s.name } : {}), ...(typeof s.status === 'string' ? { status: s.status } : {}) };
+    } catch {
+      return { dir: d, ...(readMark(join(base, d))?.prunedAt !== undefined ? { status: 'pruned' } : {}) };
+    }
+  });
+  const shown = runs.slice(0, 20).map((r) => `${r.dir}${r.name !== undefined || r.status !== undefined ? ` (${[r.name, r.status].filter((x) => x !== undefined).join(', ')})` : ''}`);
+  return new C0Error('TRAIN_RUN_UNKNOWN', `several runs here: ${shown.join(', ')}${runs.length > 20 ? `, and ${runs.length - 20} more` : ''}; name one: \`train status <directory name or run address>\`, or its run bundle`, { field: 'run', detail: { runs } });
+}
+
 
 function short(s: string): string {
   return s.startsWith('did:') ? `${s.slice(0, 14)}…${s.slice(-6)}` : s.startsWith('sha256:') ? s.slice(0, 19) + '…' : s;
@@ -142,22 +179,29 @@ export function register(program: Command): void {
       }
     });
   train
-    .command('status [runBundle]')
-    .description('steps, loss, throughput, each member’s contribution and the committed epoch roots (from the local worker’s status)')
+    .command('status [run]')
+    .description('steps, loss, throughput, each member’s contribution and the committed epoch roots (from the local worker’s status); the run by its bundle, its address or its directory name under <data dir>/train/')
     .option('--json', 'machine-readable output')
-    .action(async (runBundle: string | undefined, opts: { json?: boolean }, cmd: Command) => {
+    .action(async (runArg: string | undefined, opts: { json?: boolean }, cmd: Command) => {
       const { dataDir } = globals(cmd);
+      const base = join(dataDir, 'train');
+      const held = runsHeld(base);
       let dir: string;
-      if (runBundle) dir = runDir(dataDir, (await import('../../roles/trainer/run-file.js')).readRunBundle(runBundle).run.address);
+      const byId = runArg === undefined ? undefined : runById(runArg, held);
+      if (byId !== undefined) dir = join(base, byId);
+      else if (runArg !== undefined) dir = runDir(dataDir, (await import('../../roles/trainer/run-file.js')).readRunBundle(runArg).run.address);
       else {
-        const base = join(dataDir, 'train');
-        // a run's directory is named by 16 hex digits of its address (runDir): a stray file or directory beside them is no run
-        const runs = existsSync(base) ? readdirSync(base, { withFileTypes: true }).filter((d) => d.isDirectory() && /^[0-9a-f]{16}$/.test(d.name)) : [];
-        if (runs.length !== 1) throw new C0Error('TRAIN_RUN_UNKNOWN', runs.length ? 'several runs here: name the run bundle' : 'no training run in this data directory');
-        dir = join(base, runs[0]!.name);
+        if (held.length === 0) throw new C0Error('TRAIN_RUN_UNKNOWN', 'no training run in this data directory');
+        if (held.length > 1) throw severalRuns(base, held);
+        dir = join(base, held[0]!);
       }
       const p = join(dir, 'status.json');
-      if (!existsSync(p)) throw new C0Error('TRAIN_RUN_UNKNOWN', 'this node has not joined that run');
+      if (!existsSync(p)) {
+        // a member job's run dropped with the job history keeps only its mark (run-dirs.ts): said, not "not joined"
+        const mark = readMark(dir);
+        if (mark?.prunedAt !== undefined) throw new C0Error('TRAIN_RUN_PRUNED', `this node took part in that run (a member job), but its records were dropped with the job history (history.keepDays) at ${new Date(mark.prunedAt).toISOString()}`, { detail: { dir } });
+        throw new C0Error('TRAIN_RUN_UNKNOWN', 'this node has not joined that run');
+      }
       const { parseStatusFile, interruptedPid } = await import('../../roles/trainer/status.js');
       let text: string;
       try {

@@ -90,6 +90,35 @@ describe('train status: a status.json that is not a worker status, stray files',
     assert.match(r.stderr, /^error TRAIN_RUN_UNKNOWN: no training run in this data directory/);
   });
 
+  it('several runs (a provider after two member jobs): each is named by its directory or address; none named lists them (QA ffTrainDay2 F3)', async () => {
+    // before: `several runs here: name the run bundle`, and the bundle is the buyer's file, which a provider never has
+    const RUN2 = 'sha256:fedcba9876543210' + '1'.repeat(48);
+    const d = data({
+      '0123456789abcdef/status.json': JSON.stringify(good),
+      'fedcba9876543210/status.json': JSON.stringify({ ...good, run: RUN2, name: 'second', status: 'stopped' }),
+      'fedcba98aaaaaaaa/member-job.json': JSON.stringify({ inputHash: 'sha256:' + '0'.repeat(64), startedAt: 1, endedAt: 2, prunedAt: Date.UTC(2026, 0, 2) }),
+    });
+    const none = await status(d);
+    assert.equal(none.status, EXIT.OPERATOR, none.stdout + none.stderr);
+    assert.match(none.stderr, /^error TRAIN_RUN_UNKNOWN: several runs here: 0123456789abcdef \(iris, done\), fedcba9876543210 \(second, stopped\), fedcba98aaaaaaaa \(pruned\); name one: /);
+    for (const name of ['fedcba9876543210', RUN2, 'fedcba9876']) {
+      const r = await status(d, name);
+      assert.equal(r.status, EXIT.OK, name + r.stdout + r.stderr);
+      assert.match(r.stdout, new RegExp(`^run ${RUN2} \\(second\\): stopped, view 0`));
+    }
+    const json = await status(d, '0123456789abcdef', '--json');
+    assert.equal((JSON.parse(json.stdout) as { run: string }).run, RUN);
+    const ambiguous = await status(d, 'fedcba98');
+    assert.equal(ambiguous.status, EXIT.OPERATOR);
+    assert.match(ambiguous.stderr, /^error TRAIN_RUN_UNKNOWN: fedcba98 names 2 runs here \(fedcba9876543210, fedcba98aaaaaaaa\): give more of its address/);
+    const unknown = await status(d, 'abcd1234');
+    assert.match(unknown.stderr, /^error TRAIN_RUN_UNKNOWN: no run abcd1234 in this data directory \(runs here: 0123456789abcdef, /);
+    // a member job's run dropped with the job history: said so, not "not joined"
+    const pruned = await status(d, 'fedcba98aaaaaaaa');
+    assert.equal(pruned.status, EXIT.OPERATOR);
+    assert.match(pruned.stderr, /^error TRAIN_RUN_PRUNED: this node took part in that run \(a member job\), but its records were dropped with the job history \(history\.keepDays\) at 2026-01-02T00:00:00\.000Z/);
+  });
+
   it('a status that says training whose worker process is gone reads as interrupted; its process alive, as training', async () => {
     const dead = spawnSync(process.execPath, ['-e', '']).pid!;
     const gone = await status(data({ '0123456789abcdef/status.json': JSON.stringify({ ...good, status: 'training', pid: dead }) }));
