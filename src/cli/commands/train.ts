@@ -83,6 +83,9 @@ export function statusLines(s: StatusFileView, gone: number | undefined): string
   lines.push(`steps done ${String(s.step + 1)}/${String(s.totalSteps)}, loss ${last ? last.loss.toFixed(4) : '-'}, ${Number(s.stepsPerSec).toFixed(1)} steps/s${s.accuracy !== undefined ? `, held-out accuracy ${(Number(s.accuracy) * 100).toFixed(1)} % (baseline ${(Number(s.baseline) * 100).toFixed(1)} %)` : ''}`);
   for (const [m, n] of Object.entries(s.contributions)) lines.push(`  member ${m}: ${n} step commitments counted`);
   for (const v of s.views ?? []) lines.push(`  ${viewLine(v)}`);
+  // status.json lists the last epochs (STATUS_EPOCHS); the others are counted, each in epochs/<e>.json
+  const earlier = (s.epochsCommitted ?? s.epochs.length) - s.epochs.length;
+  if (earlier > 0) lines.push(`  ${earlier} earlier epoch${earlier === 1 ? '' : 's'} committed (each in epochs/<epoch>.json of the run's directory)`);
   for (const e of s.epochs) lines.push(`  epoch ${e.epoch}: root ${e.root}, coordinator ${short(e.coordinator)}, ${e.witnesses.length} ${e.witnesses.length === 1 ? 'witness' : 'witnesses'}`);
   if (s.ignored.count) lines.push(`  ignored step commitments: ${s.ignored.count}`);
   lines.push(`weights ${String(s.weights)}${(s.views ?? []).some((v) => v.dropped.length) ? ` (${VIEW_NOTE})` : ''}`);

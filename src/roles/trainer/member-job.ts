@@ -79,7 +79,7 @@ export async function runMemberJob(ctx: ExecContext): Promise<Uint8Array> {
       await w.stop();
     }
     const s = w.statusView();
-    return new TextEncoder().encode(JSON.stringify({ run: run.address, member: host.did, status: s.status, weights: s.weights, accuracy: s.accuracy, epochs: s.epochs }));
+    return new TextEncoder().encode(JSON.stringify({ run: run.address, member: host.did, status: s.status, weights: s.weights, accuracy: s.accuracy, epochsCommitted: s.epochsCommitted, epochs: s.epochs }));
   } finally {
     try {
       if (mark) writeMark(dir, { ...mark, endedAt: Date.now() });

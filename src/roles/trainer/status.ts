@@ -73,6 +73,9 @@ export class Contributions {
 const SELF_START = processStart('self');
 
 /** What status.json shows, as the worker holds it. */
+/** The committed epochs status.json (and a member job's output) lists: the last ones; `epochsCommitted` counts them all. */
+export const STATUS_EPOCHS = 50;
+
 export type StatusSource = Pick<TrainerWorker, 'runAddr' | 'rec' | 'status' | 'stopReason' | 'view' | 'members' | 'dropped' | 'losses' | 'epochs' | 'views' | 'ignoredCount' | 'ignored' | 'state' | 'accuracy'>;
 
 export function statusView(w: StatusSource, more: { self: string; stepsPerSec: number; contributions: Record<string, number> }): Record<string, unknown> {
@@ -94,7 +97,11 @@ export function statusView(w: StatusSource, more: { self: string; stepsPerSec: n
     stepsPerSec: more.stepsPerSec,
     losses: w.losses.slice(-50),
     contributions: more.contributions,
-    epochs: w.epochs.map((e) => ({ epoch: e.epoch, view: e.view, root: e.root, address: e.address, coordinator: e.coordinator, witnesses: e.witnesses.map((x) => x.did) })),
+    // the committed epochs: how many, and the last STATUS_EPOCHS of them (each is in epochs/<e>.json): the file is
+    // rewritten at every epoch's end, so a list of every epoch grew it without bound (QA ffTrainDay2 F2: 24 MB and
+    // 0.6 s a write at 50,000 epochs, and a member job's output past 16 MiB)
+    epochsCommitted: w.epochs.length,
+    epochs: w.epochs.slice(-STATUS_EPOCHS).map((e) => ({ epoch: e.epoch, view: e.view, root: e.root, address: e.address, coordinator: e.coordinator, witnesses: e.witnesses.map((x) => x.did) })),
     views: w.views,
     ignored: { count: w.ignoredCount, recent: w.ignored.slice(-20) },
     weights: addressOf(weightsBytes(w.state.w)),
@@ -140,6 +147,8 @@ const statusFileSchema = z
     losses: z.array(z.object({ step: z.number(), loss: z.number() }).passthrough()),
     contributions: z.record(z.string(), z.number()),
     epochs: z.array(z.object({ epoch: z.number(), root: z.string(), coordinator: z.string(), witnesses: z.array(z.string()) }).passthrough()),
+    // absent in a status written before the list was bounded (it then listed every epoch)
+    epochsCommitted: z.number().optional(),
     ignored: z.object({ count: z.number() }).passthrough(),
     // absent in a status written before views were kept
     views: z.array(z.object({ view: z.number(), members: z.array(z.string()), dropped: z.array(z.string()), resumeEpoch: z.number(), cause: z.string(), silent: z.string().optional() }).passthrough()).optional(),

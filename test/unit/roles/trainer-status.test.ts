@@ -18,7 +18,8 @@ import { join } from 'node:path';
 import type * as NodeFs from 'node:fs';
 import { stringify } from 'yaml';
 import { TrainerWorker } from '../../../src/roles/trainer/worker.js';
-import { Contributions } from '../../../src/roles/trainer/status.js';
+import { Contributions, parseStatusFile, STATUS_EPOCHS } from '../../../src/roles/trainer/status.js';
+import { statusLines } from '../../../src/cli/commands/train.js';
 import { buildRun } from '../../../src/roles/trainer/run-file.js';
 import { fakeClock } from '../../../src/util/clock.js';
 import { tempDir } from '../ledger/helpers.js';
@@ -87,6 +88,21 @@ describe('the trainer’s status.json', () => {
     assert.equal(last.status, 'done');
     // The contributions: every step commitment counted (the one member's 150).
     assert.deepEqual(last.contributions, { [self.did]: 150 });
+  });
+
+  it('lists the last 50 committed epochs and counts them all: a run of many epochs does not grow it without bound (QA ffTrainDay2 F2)', async () => {
+    // before, every epoch was listed and the file rewritten whole at each epoch's end: 618 KB at 1,500 epochs, 24 MB
+    // (0.6 s a write) at 50,000, and a member job's output, which carries the list, past 16 MiB
+    const { writes: w, last } = await runAlone(120, 1, fakeClock(NOW), 10);
+    assert.deepEqual(w.at(-1), { status: 'done', step: 119, epochs: STATUS_EPOCHS });
+    assert.equal(last.epochsCommitted, 120);
+    const listed = last.epochs as Array<{ epoch: number }>;
+    assert.deepEqual(listed.map((e) => e.epoch), Array.from({ length: STATUS_EPOCHS }, (_, i) => 70 + i), 'the last ones, in order');
+    assert.ok(Math.max(...w.map((x) => x.epochs)) <= STATUS_EPOCHS);
+    // train status says the others are there, and shows the ones listed
+    const lines = statusLines(parseStatusFile(JSON.stringify(last), 'status.json'), undefined);
+    assert.ok(lines.includes("  70 earlier epochs committed (each in epochs/<epoch>.json of the run's directory)"), lines.join('\n'));
+    assert.equal(lines.filter((l) => /^ {2}epoch \d+: root /.test(l)).length, STATUS_EPOCHS);
   });
 
   it('while steps are slow, each step is written', async () => {
