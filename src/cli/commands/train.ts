@@ -258,7 +258,10 @@ export function register(program: Command): void {
       const last = Number(opts.stage) === ranges.length - 1;
       if (last && opts.next !== undefined) warn('PIPELINE_NEXT_UNUSED', `--next ${opts.next.slice(0, 120)} is not used: stage ${opts.stage} of ${opts.of} is the last, no stage comes after it`);
       const id = await loadNodeIdentity(dataDir);
-      const w = weightsFromBytes(readInput(weightsFile));
+      const bytes = readInput(weightsFile);
+      // a file that is not float64 weights at all is named as the wrong count is (QA ffTrainDay2 F4: `weights: length is not…`)
+      if (bytes.length % 8 !== 0) throw new C0Error('TRAIN_WEIGHTS_INVALID', `${weightsFile}: ${bytes.length} bytes, not a whole number of float64 weights (a run's weights.bin)`, { field: 'weightsFile' });
+      const w = weightsFromBytes(bytes);
       if (w.length !== paramCount(shape)) throw new C0Error('TRAIN_WEIGHTS_INVALID', `${weightsFile}: ${w.length} weights, a ${opts.layers} model has ${paramCount(shape)}`);
       const { createLogger } = await import('../../util/log.js');
       // refusals, failed forwards and broken streams go to stderr (QA qaTrn F4: a stage logged nothing after its start line)

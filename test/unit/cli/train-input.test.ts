@@ -44,6 +44,12 @@ describe('train: bad input is refused with a stable code', () => {
   });
   after(() => t.cleanup());
 
+  it('train stage: a file that is not weights is TRAIN_WEIGHTS_INVALID naming the file, exit 3 (QA ffTrainDay2 F4)', async () => {
+    const r = await c0('train', 'stage', file('run.yaml', 'name: tt\n'), '--layers', '4,8,3', '--stage', '0', '--of', '1');
+    assert.equal(r.status, EXIT.OPERATOR, r.stdout + r.stderr);
+    assert.match(r.stderr, /^error TRAIN_WEIGHTS_INVALID: \S*run\.yaml: 9 bytes, not a whole number of float64 weights/);
+  });
+
   it('train start: a member addr that is not a multiaddr is TRAIN_RUN_FILE naming members[1].addr (exit 3), nothing signed', async () => {
     const p = file('bad-addr.yaml', yaml([`  - { did: ${me}, addr: /ip4/127.0.0.1/tcp/4101 }`, `  - { did: ${other}, addr: notamultiaddr }`]));
     const r = await c0('train', 'start', p);
