@@ -97,13 +97,32 @@ export function reconcileRunDirs(root: string, o: { now: number; ended: EndedLoo
     try {
       const statusPath = join(dir, 'status.json');
       let step: unknown;
+      // what the worker itself wrote last, when it had ended the run before the node stopped (QA ffTrainDay2 F6)
+      let before: { status: string; code?: string } | undefined;
       if (existsSync(statusPath)) {
         const s = JSON.parse(readFileSync(statusPath, 'utf8')) as Record<string, unknown>;
         step = s.step;
+        const own = s.stopReason as { code?: unknown; message?: unknown } | undefined;
         if (s.status === 'joining' || s.status === 'training') replaceFile(statusPath, JSON.stringify({ ...s, status: 'stopped', stopReason: ended }, null, 2));
+        else if (s.status === 'stopped' && own?.code !== ended.code) {
+          // the worker stopped the run (its buyer gone, say) and the node was killed before the job's receipt was
+          // signed: the receipt the recovery signs is the job's outcome, so the status says it too, keeping the
+          // worker's own reason beside it; before, the status kept the worker's code while the receipt said another
+          before = { status: 'stopped', ...(typeof own?.code === 'string' ? { code: own.code } : {}) };
+          replaceFile(statusPath, JSON.stringify({ ...s, stopReason: { ...ended, worker: own ?? null } }, null, 2));
+        } else if (s.status === 'done') before = { status: 'done' };
       }
       writeMark(dir, { ...mark, endedAt: o.now, ended });
-      o.log.warn({ run: name, step, code: ended.code, ...(found?.job ? { job: found.job } : {}) }, 'a training run this provider was a member of was interrupted (the node stopped while it trained): its status now says stopped, as its job’s receipt does');
+      const fields = { run: name, step, code: ended.code, ...(found?.job ? { job: found.job } : {}) };
+      if (before?.status === 'done') {
+        // the run finished, but the node stopped before the job's receipt was signed: the status stays done (the run's
+        // weights are real), and the log says the job's receipt does not (its output was never delivered)
+        o.log.warn(fields, 'a training run this provider was a member of had finished, but the node stopped before its job’s receipt was signed: the status says done, the job’s receipt says failed');
+      } else if (before) {
+        o.log.warn({ ...fields, workerCode: before.code }, 'a training run this provider was a member of had stopped, and the node stopped before its job’s receipt was signed: its status now says the receipt’s code, the worker’s own beside it (stopReason.worker)');
+      } else {
+        o.log.warn(fields, 'a training run this provider was a member of was interrupted (the node stopped while it trained): its status now says stopped, as its job’s receipt does');
+      }
       n++;
     } catch (e) {
       o.log.warn({ run: name, err: (e as Error).message }, 'could not mark an interrupted training run as stopped; tried again at the next start');

@@ -126,6 +126,36 @@ describe('a provider’s training run directories', () => {
     }
   });
 
+  it('a run the worker had stopped before the kill says its job’s receipt code, the worker’s beside it; a done run stays done (QA ffTrainDay2 F6)', () => {
+    // before: the worker stopped the run (EXEC_BUYER_GONE), the node was killed before the job's receipt, the recovery
+    // signed EXEC_PROVIDER_CRASHED, and the status kept EXEC_BUYER_GONE while the log said it agreed with the receipt
+    const t = tempDir('c0-run-dirs-');
+    try {
+      const mk = (name: string, status: Record<string, unknown>) => {
+        mkdirSync(join(t.dir, name, 'steps'), { recursive: true });
+        writeFileSync(join(t.dir, name, 'status.json'), JSON.stringify(status));
+        writeFileSync(join(t.dir, name, 'member-job.json'), JSON.stringify({ inputHash: 'sha256:' + name.repeat(16), startedAt: 1 }));
+      };
+      const gone = { code: 'EXEC_BUYER_GONE', message: 'the buyer closed the stream' };
+      const crashed = { code: 'EXEC_PROVIDER_CRASHED', message: 'the provider stopped while the work ran; it ended with the process' };
+      mk('aaaa', { status: 'stopped', step: 27, stopReason: gone });
+      mk('bbbb', { status: 'done', step: 9 });
+      mk('cccc', { status: 'stopped', step: 3, stopReason: crashed });
+      const lines: Array<{ msg: string; workerCode?: string }> = [];
+      const log = { ...silentLogger(), warn: (f: Record<string, unknown>, msg: string) => void lines.push({ msg, ...(typeof f.workerCode === 'string' ? { workerCode: f.workerCode } : {}) }) };
+      assert.equal(reconcileRunDirs(t.dir, { now: 9, ended: () => crashed, log: log as never }), 3);
+      assert.deepEqual(json(join(t.dir, 'aaaa', 'status.json')), { status: 'stopped', step: 27, stopReason: { ...crashed, worker: gone } });
+      assert.deepEqual(json(join(t.dir, 'bbbb', 'status.json')), { status: 'done', step: 9 });
+      assert.deepEqual(json(join(t.dir, 'cccc', 'status.json')), { status: 'stopped', step: 3, stopReason: crashed });
+      assert.equal(lines[0]!.workerCode, 'EXEC_BUYER_GONE');
+      assert.match(lines[0]!.msg, /had stopped, and the node stopped before its job’s receipt was signed: its status now says the receipt’s code/);
+      assert.match(lines[1]!.msg, /had finished, but the node stopped before its job’s receipt was signed: the status says done, the job’s receipt says failed/);
+      for (const n of ['aaaa', 'bbbb', 'cccc']) assert.deepEqual(json(join(t.dir, n, 'member-job.json')).ended, crashed);
+    } finally {
+      t.cleanup();
+    }
+  });
+
   it('a finished run goes with the job history past history.keepDays, its mark kept; never one running, not ended, or not a member job’s; the run is then not trained again', async () => {
     const t = tempDir('c0-run-dirs-');
     try {
