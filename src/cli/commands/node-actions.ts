@@ -24,6 +24,7 @@ import { POLICIES } from '../../records/kinds.js';
 import { passphraseFrom, warnUnencrypted } from '../passphrase.js';
 import { loadNodeIdentity } from '../signer.js';
 import { readJobFile } from '../jobfile.js';
+import { outputNotWritten } from '../output-kept.js';
 import { brokenOff, ctrlCAnswer, goesOnHere, watchCtrlC, type RunHeard } from '../run-interrupt.js';
 import { renderEvent, short } from '../render.js';
 import { runFailureLines } from '../../util/run-failure.js';
@@ -609,7 +610,15 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
   if (status === 'completed') {
     const output = Buffer.from(result.output as string, 'base64');
     if (f.output) {
-      writeOutput(f.output, output);
+      try {
+        writeOutput(f.output, output);
+      } catch (e) {
+        // bought and accepted: the output is kept elsewhere, not dropped (QA ffBuyerDay2 F1)
+        if (!(e instanceof C0Error) || e.code !== 'OUTPUT_UNWRITABLE') throw e;
+        const job = (result.job as { address?: string } | undefined)?.address ?? 'job';
+        const hash = (result.receipt as { record?: { outputHash?: string } } | undefined)?.record?.outputHash;
+        throw outputNotWritten(e, output, job, hash, dataDir);
+      }
       process.stderr.write(`▸ output (${output.length} bytes) written to ${f.output}\n`);
     } else if (!f.json) process.stdout.write(output.toString('utf8') + (output.at(-1) === 10 ? '' : '\n'));
     return;
