@@ -503,7 +503,7 @@ export function consoleRoutes(d: Daemon, sessions: ConsoleSessions, hub: Console
         const o = ov(d, query);
         const b = body as { yaml?: unknown };
         if (typeof b !== 'object' || b === null || typeof b.yaml !== 'string') throw new C0Error('JOB_SPEC_INVALID', 'send {yaml: "<job file text>"}', { field: 'yaml' });
-        const spec = parseJobFileText(b.yaml, 'the job', { files: false });
+        const spec = parseJobFileText(b.yaml, 'the job', { files: false, collectWindowMs: d.buyerConfig.collectWindowMs });
         return run(o, spec, res);
       },
     },

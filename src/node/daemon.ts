@@ -96,6 +96,10 @@ export class Daemon {
   get roles(): NodeConfig['roles'] {
     return this.opts.config.roles;
   }
+  /** The buyer's settings (the offer window a job's deadline must outlast: docs/jobfile.md `deadline`). */
+  get buyerConfig(): NodeConfig['buyer'] {
+    return this.opts.config.buyer;
+  }
 
   overlay(name?: string): OverlayNode {
     if (name === undefined || name === '') return this.primary;

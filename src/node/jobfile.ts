@@ -105,6 +105,30 @@ function moneyIn(text: string, path: string): ReturnType<typeof parseMoney> {
   }
 }
 
+/** A duration for a message: whole seconds as `Ns`, else milliseconds. */
+function durationText(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
+}
+
+/**
+ * A job spec's deadline against the window of the buyer that will run it, once that is known: the running daemon's
+ * `buyer.collectWindowMs` (GET /v1/status `buyer`), which the job file's own check (the default window) cannot know.
+ * An order collects no offers and is not held to it. Before (QA ffBuyerDay2 F2) a 10 s deadline on a daemon collecting
+ * for 20 s was signed and published, collected past its deadline and ended "no eligible provider" (OFFER_EXPIRED).
+ */
+export function checkDeadlineForWindow(spec: { deadlineMs: number; order?: unknown }, collectWindowMs: number, path: string): void {
+  if (spec.order !== undefined) return;
+  checkTooShort(
+    'deadline',
+    durationText(spec.deadlineMs),
+    spec.deadlineMs,
+    minJobDeadlineMs(collectWindowMs),
+    path,
+    `the buyer (the running daemon, buyer.collectWindowMs) collects offers for ${collectWindowMs} ms and then needs time to run the job, so it would pass before anyone could run it`,
+    collectWindowMs,
+  );
+}
+
 /**
  * The same checks on job-file text (the console's "Run a job" sends YAML):
  * `path` names it in errors and anchors `inputFile`; with `files: false`

@@ -12,10 +12,11 @@ import { bindDataDirIdentity, checkNewKeyFits, createIdentity, didFilePath, hasK
 import { checkRoleSections, layerSets, loadConfig, ROLE_NAMES, type ConfigWarning, type NodeConfig } from '../../node/config.js';
 import { foreignDaemonNote, readDaemonInfo, type DaemonInfo } from '../../node/daemon-info.js';
 import type { Daemon } from '../../node/daemon.js';
-import { apiStream, consoleLoginUrl } from '../../node/api-client.js';
+import { apiCall, apiStream, consoleLoginUrl } from '../../node/api-client.js';
 import { ensureToken } from '../../node/api.js';
 import { eventToWire, resultToWire, type WireEvent } from '../../node/events.js';
 import { parseJobSpec } from '../../node/control.js';
+import { checkDeadlineForWindow } from '../../node/jobfile.js';
 import type { BuyerEvent, JobSpec } from '../../roles/buyer.js';
 import { peerIdFromDid } from '../../node/peer-id.js';
 import { createLogger } from '../../util/log.js';
@@ -529,6 +530,9 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
   const client = daemonClient(dataDir);
   if (client) {
     refuseStartFlags(f);
+    // the deadline against the daemon's own offer window (buyer.collectWindowMs), which the file's check could not know
+    const window = ((await apiCall(client.api, client.token, 'GET', '/v1/status')) as { buyer?: { collectWindowMs?: unknown } }).buyer?.collectWindowMs;
+    if (typeof window === 'number') checkDeadlineForWindow(spec as { deadlineMs: number; order?: unknown }, window, jobFile);
     // Ctrl-C closes the stream: the daemon withdraws a job no provider was selected for yet, and lets one that was
     // run to its end (docs/node.md "A run whose client went away"); the line it ends with says which (run-interrupt.ts)
     const heard: RunHeard = {};
@@ -557,7 +561,9 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
     // What the run would refuse before publishing anything is said now, not after a node started and waited for a
     // market (the daemon's control API answers these at once too).
     const parsed = parseJobSpec(spec);
-    await checkSpecOffline(parsed, nodeConfig(dataDir, f), f.overlay);
+    const config = nodeConfig(dataDir, f);
+    checkDeadlineForWindow(parsed, config.buyer.collectWindowMs, jobFile);
+    await checkSpecOffline(parsed, config, f.overlay);
     // Ctrl-C (docs/node.md "A run whose client went away"): the first withdraws a job no provider was selected for yet
     // (the run's client gone, as a daemon's is), or says that a selected one runs to its end here; a second stops the
     // node, which breaks the run off; a third exits at once. The node is stopped before the command ends. Listened

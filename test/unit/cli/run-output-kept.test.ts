@@ -27,8 +27,12 @@ let server: Server;
 
 before(async () => {
   server = createServer((req, res) => {
-    if (!req.url?.startsWith('/v1/run')) return void res.writeHead(404).end();
     req.resume();
+    if (req.url === '/v1/status') {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      return void res.end(JSON.stringify({ did: 'did:key:z6Mk', buyer: { collectWindowMs: 3000 } }));
+    }
+    if (!req.url?.startsWith('/v1/run')) return void res.writeHead(404).end();
     // the directory goes while the job runs
     rmSync(outDir, { recursive: true, force: true });
     res.writeHead(200, { 'content-type': 'application/x-ndjson' });
