@@ -149,6 +149,10 @@ export function parseJobFileText(text: string, path: string, opts: JobFileOption
   const j = r.data;
   let input: Uint8Array;
   if (opts.files === false && j.inputFile) throw new C0Error('JOB_FILE_INVALID', `${path}: inputFile is not read here; give the input inline (input:)`, { field: 'inputFile' });
+  // both in the file: which one it meant cannot be told, and the job would be bought on one of them (QA ffBuyerDay2 F5)
+  if (opts.input === undefined && j.input !== undefined && j.inputFile !== undefined) {
+    throw new C0Error('JOB_FILE_INVALID', `${path}: input and inputFile: give the input one way, inline (input:) or from a file (inputFile:), not both`, { field: 'inputFile' });
+  }
   const inputPath = opts.input ?? (j.inputFile ? resolve(dirname(path), j.inputFile) : undefined);
   // at most what a buyer sends (16 MiB): a larger file is refused on its size, a stream (stdin, /dev/zero) once past it
   if (inputPath) input = readInputFile(inputPath);
