@@ -18,6 +18,7 @@ import { checkJobDeadlineMs } from '../records/freshness.js';
 import { requirementsSchema } from '../matching/batch-input.js';
 import { parsePlainYaml } from '../util/yaml.js';
 import { parseDid } from '../records/did.js';
+import { parseDocument } from 'yaml';
 
 const duration = z.union([z.number().int().positive(), z.string().regex(/^[0-9]*[1-9][0-9]*(ms|s|m|h)$/, 'a positive duration like 90s, 5m, 1h or milliseconds')]);
 
@@ -105,6 +106,19 @@ function moneyIn(text: string, path: string): ReturnType<typeof parseMoney> {
   }
 }
 
+/**
+ * A number given as `params`, as its decimal text exactly as the file writes it (`params: 100000` is "100000",
+ * `1.50` is "1.50", 30 digits stay 30 digits). Read from the YAML source, not the number it parses to: before (QA
+ * ffBuyerDay2 F4) `123456789012345678901234567890` was signed as "1.2345678901234568e+29", `0x1F` as "31", `1e3` as
+ * "1000". A number written otherwise (hex, octal, an exponent, `+5`, `.inf`) is JOB_FILE_INVALID: quote it.
+ */
+function paramsAsWritten(text: string, path: string): string {
+  const node = parseDocument(text, { logLevel: 'silent' }).get('params', true) as { source?: unknown } | undefined;
+  const src = typeof node?.source === 'string' ? node.source : undefined;
+  if (src !== undefined && /^-?[0-9]+(\.[0-9]+)?$/.test(src)) return src;
+  throw new C0Error('JOB_FILE_INVALID', `${path}: params: ${String(src ?? 'the number').slice(0, 40)} is a number not written in decimal digits; params are sent as text, so quote what the workload should get (params: "${String(src ?? '').slice(0, 40)}")`, { field: 'params' });
+}
+
 /** A duration for a message: whole seconds as `Ns`, else milliseconds. */
 function durationText(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
@@ -181,7 +195,7 @@ export function parseJobFileText(text: string, path: string, opts: JobFileOption
   if (policy !== undefined && !(POLICIES as readonly string[]).includes(policy)) throw new C0Error('POLICY_UNKNOWN', `unknown policy "${policy}"; one of ${POLICIES.join(', ')}`);
   return {
     workload: j.workload,
-    ...(j.params === undefined ? {} : { params: String(j.params) }),
+    ...(j.params === undefined ? {} : { params: typeof j.params === 'number' ? paramsAsWritten(text, path) : j.params }),
     maxPrice: typeof j.maxPrice === 'string' ? moneyIn(j.maxPrice, path) : j.maxPrice,
     deadlineMs,
     ...(timeoutMs === undefined ? {} : { timeoutMs }),

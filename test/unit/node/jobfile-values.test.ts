@@ -29,3 +29,18 @@ test('input and inputFile both: JOB_FILE_INVALID naming inputFile (before, input
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('a number as params is sent as the decimal text the file writes, digit for digit; other number notations are refused (quote them)', () => {
+  const params = (v: string) => parseJobFileText(`${base}input: "x"\nparams: ${v}\n`, 'job.yaml').params;
+  assert.equal(params('100000'), '100000');
+  assert.equal(params('123456789012345678901234567890'), '123456789012345678901234567890');
+  assert.equal(params('1.50'), '1.50');
+  assert.equal(params('-5   # a comment'), '-5');
+  assert.equal(params('"0x1F"'), '0x1F', 'quoted: the text as it is');
+  for (const v of ['0x1F', '1e3', '0o17', '+5']) {
+    const e = refusal(() => parseJobFileText(`${base}input: "x"\nparams: ${v}\n`, 'job.yaml'));
+    assert.equal(e.code, 'JOB_FILE_INVALID', v);
+    assert.equal(e.field, 'params');
+    assert.match(e.message, /^job\.yaml: params: .* quote what the workload should get/);
+  }
+});
