@@ -119,6 +119,31 @@ function paramsAsWritten(text: string, path: string): string {
   throw new C0Error('JOB_FILE_INVALID', `${path}: params: ${String(src ?? 'the number').slice(0, 40)} is a number not written in decimal digits; params are sent as text, so quote what the workload should get (params: "${String(src ?? '').slice(0, 40)}")`, { field: 'params' });
 }
 
+/** The job record's limit on `params` (src/records/kinds.ts). */
+const PARAMS_MAX_CHARS = 4096;
+
+/**
+ * The job record's own limits on what the file gives, checked where the file is named: before (QA ffBuyerDay2 F6) an
+ * allowlist entry that is not a DID or an empty allowlist was `RECORD_FIELD_INVALID` and a params text over 4096
+ * characters too, a timeout past what a record holds `JOB_SPEC_INVALID … timeoutMs`, none naming the file or its key.
+ */
+function refuseRecordLimits(j: { params?: string | number | undefined; requirements?: { allowlist?: string[] | undefined } | undefined }, timeoutMs: number | undefined, path: string): void {
+  const bad = (field: string, why: string) => new C0Error('JOB_FILE_INVALID', `${path}: ${field}: ${why}`, { field });
+  if (typeof j.params === 'string' && j.params.length > PARAMS_MAX_CHARS) throw bad('params', `longer than ${PARAMS_MAX_CHARS} characters (${j.params.length}), the job record's limit`);
+  const allow = j.requirements?.allowlist;
+  if (allow !== undefined) {
+    if (allow.length === 0) throw bad('requirements.allowlist', 'an empty allowlist admits no provider: name at least one DID, or leave allowlist out');
+    allow.forEach((did, i) => {
+      try {
+        parseDid(did);
+      } catch (e) {
+        throw bad(`requirements.allowlist[${i}]`, (e as Error).message);
+      }
+    });
+  }
+  if (timeoutMs !== undefined && !Number.isSafeInteger(timeoutMs)) throw bad('timeout', `${timeoutMs} ms is more than a job record holds; the run ends at the deadline anyway (at most 2160h)`);
+}
+
 /** A duration for a message: whole seconds as `Ns`, else milliseconds. */
 function durationText(ms: number): string {
   return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
@@ -190,6 +215,8 @@ export function parseJobFileText(text: string, path: string, opts: JobFileOption
   const minDeadlineMs = isOrder ? MIN_ORDER_DEADLINE_MS : minJobDeadlineMs(collectWindowMs);
   checkTooShort('deadline', j.deadline, deadlineMs, minDeadlineMs, path, isOrder ? 'an order must leave a provider time to claim it' : `the buyer collects offers for ${collectWindowMs} ms and then needs time to run the job, so it would pass before anyone could run it`, collectWindowMs);
   const timeoutMs = j.timeout === undefined ? undefined : parseDuration(j.timeout);
+  // what the job record would refuse later, without the file's name (RECORD_FIELD_INVALID, JOB_SPEC_INVALID): said here
+  refuseRecordLimits(j, timeoutMs, path);
   if (timeoutMs !== undefined) checkTooShort('timeout', j.timeout!, timeoutMs, MIN_JOB_TIMEOUT_MS, path, 'the run would time out before its work started', collectWindowMs);
   const policy = opts.policy ?? j.policy;
   if (policy !== undefined && !(POLICIES as readonly string[]).includes(policy)) throw new C0Error('POLICY_UNKNOWN', `unknown policy "${policy}"; one of ${POLICIES.join(', ')}`);

@@ -44,3 +44,20 @@ test('a number as params is sent as the decimal text the file writes, digit for 
     assert.match(e.message, /^job\.yaml: params: .* quote what the workload should get/);
   }
 });
+
+test("the job record's limits are JOB_FILE_INVALID naming the file and the key: allowlist entries, an empty allowlist, a long params, a timeout past a record's integers", () => {
+  for (const [extra, field, why] of [
+    ['requirements: { allowlist: [bob] }', 'requirements.allowlist[0]', /did:key/],
+    ['requirements: { allowlist: [] }', 'requirements.allowlist', /empty allowlist/],
+    [`params: "${'a'.repeat(4097)}"`, 'params', /longer than 4096 characters/],
+    ['timeout: 99999999999999999999h', 'timeout', /more than a job record holds/],
+  ] as const) {
+    const e = refusal(() => parseJobFileText(`${base}input: "x"\n${extra}\n`, 'job.yaml'));
+    assert.equal(e.code, 'JOB_FILE_INVALID', extra);
+    assert.equal(e.field, field);
+    assert.ok(e.message.startsWith(`job.yaml: ${field}: `), e.message);
+    assert.match(e.message, why);
+  }
+  // at the limits: taken
+  assert.equal((parseJobFileText(`${base}input: "x"\nparams: "${'a'.repeat(4096)}"\n`, 'job.yaml').params as string).length, 4096);
+});
