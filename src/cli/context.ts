@@ -151,6 +151,14 @@ export function readInput(path: string): Uint8Array {
   }
 }
 
+function isDirectory(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 /** Why a file cannot be written, in words (for OUTPUT_UNWRITABLE). */
 function writeProblem(e: NodeJS.ErrnoException): string {
   if (e.code === 'ENOENT' || e.code === 'ENOTDIR') return 'its directory does not exist';
@@ -175,7 +183,10 @@ export function writingTo<T>(path: string, write: () => T): T {
     return write();
   } catch (e) {
     if (typeof (e as NodeJS.ErrnoException).syscall !== 'string') throw e;
-    throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${path}: ${writeProblem(e as NodeJS.ErrnoException)}`, { field: 'out' });
+    const err = e as NodeJS.ErrnoException;
+    // ENOENT in a directory that is there (/proc, a file system that takes no new files): not a missing directory (QA ffBuyerDay2)
+    const there = err.code === 'ENOENT' && isDirectory(dirname(path));
+    throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${path}: ${there ? 'the file system there takes no new file of that name (ENOENT)' : writeProblem(err)}`, { field: 'out' });
   }
 }
 

@@ -132,4 +132,9 @@ describe('writeOutput', () => {
       assert.throws(() => writeOutput(join(dir, 'nope', 'f'), 'x'), (e: unknown) => e instanceof C0Error && e.code === 'OUTPUT_UNWRITABLE');
     });
   });
+
+  it('a directory that is there but takes no new file (/proc) is said as such, not as a missing directory (QA ffBuyerDay2)', { skip: process.platform !== 'linux' }, () => {
+    const path = `/proc/c0-write-output-${process.pid}`;
+    assert.throws(() => writeOutput(path, 'x'), (e: unknown) => e instanceof C0Error && e.code === 'OUTPUT_UNWRITABLE' && /the file system there takes no new file of that name \(ENOENT\)/.test(e.message) && !/its directory does not exist/.test(e.message));
+  });
 });
