@@ -33,6 +33,8 @@ import { decodeMessage } from './framing.js';
 import { patchLengthPrefixedDecoder, patchYamuxWindowUpdate, patchMuxerCloseListeners, patchGossipsubStop, patchGossipsubScoreCache } from './libp2p-patches.js';
 import { noiseCrypto } from './noise-crypto.js';
 import { newRunTag, ONE_SHOT_TAG } from './peer-conns.js';
+import { guardInbound, PendingInbound, MAX_PENDING_INBOUND, MAX_PENDING_INBOUND_PER_IP, INBOUND_PER_SECOND } from './inbound-guard.js';
+import { monotonicClock } from '../util/clock.js';
 
 export { DHT_PROTOCOL };
 
@@ -199,12 +201,14 @@ export interface HostDeps {
   loopback: boolean;
   abuse: AbusePolicy;
   refusals: RefusalLog;
+  /** Inbound connections still handshaking, per address, and the refusals lately (inbound-guard.ts; default: a fresh one). */
+  pending?: PendingInbound;
   /** gossipsub's message id (default GOSSIP_BASE's: `messageId`); the network's binds the messages of topics it did not join to their topic. */
   msgIdFn?: (msg: { topic: string; data: Uint8Array }) => Uint8Array;
 }
 
 /** The libp2p node for `createNetwork`'s options, not started. */
-export async function createHost(opts: NetworkOptions, { overlay, loopback, abuse, refusals, msgIdFn }: HostDeps): Promise<Libp2p<{ pubsub: GossipSub; dht: KadDHT }>> {
+export async function createHost(opts: NetworkOptions, { overlay, loopback, abuse, refusals, msgIdFn, pending }: HostDeps): Promise<Libp2p<{ pubsub: GossipSub; dht: KadDHT }>> {
   const allow = opts.allowlist ? new Set(opts.allowlist) : undefined;
   const allowed = (peer: PeerId): boolean => {
     if (!allow) return true;
@@ -221,6 +225,7 @@ export async function createHost(opts: NetworkOptions, { overlay, loopback, abus
   // a keyed overlay's DHT is its members' alone: every member serves it and its answers keep private addresses (dht-options.ts)
   const privateNetwork = !!opts.swarmKey;
   const clientMode = dhtClientMode({ dhtClientMode: opts.dhtClientMode, loopback, privateNetwork });
+  const maxConnections = opts.maxConnections ?? NETWORK_DEFAULTS.maxConnections;
   patchLengthPrefixedDecoder();
   patchYamuxWindowUpdate();
   patchMuxerCloseListeners();
@@ -236,7 +241,9 @@ export async function createHost(opts: NetworkOptions, { overlay, loopback, abus
     streamMuxers: [yamux({ maxEarlyStreams: MAX_EARLY_STREAMS, streamOptions: { maxStreamWindowSize: STREAM_WINDOW_MAX } })],
     ...(opts.swarmKey ? { connectionProtector: preSharedKey({ psk: opts.swarmKey }) } : {}),
     connectionGater: overlayGater({ ...(allow ? { allowed } : {}), banned: (p) => abuse.denied(p.toString()) || (opts.unreachable?.(p.toString()) ?? false), refusals, watchHandshakes: !!opts.swarmKey }),
-    connectionManager: { maxConnections: opts.maxConnections ?? NETWORK_DEFAULTS.maxConnections, addressDialTimeout: ADDRESS_DIAL_TIMEOUT_MS },
+    // inbound connections still handshaking: 64 node-wide (libp2p's default of 10 let ten silent TCP connections keep
+    // every new peer out), at most 8 per address (inbound-guard.ts)
+    connectionManager: { maxConnections, addressDialTimeout: ADDRESS_DIAL_TIMEOUT_MS, maxIncomingPendingConnections: MAX_PENDING_INBOUND, inboundConnectionThreshold: INBOUND_PER_SECOND },
     connectionMonitor: { pingInterval: LIVENESS.pingIntervalMs, pingTimeout: { minTimeout: LIVENESS.pingMinTimeoutMs } },
     peerDiscovery: opts.bootstrap?.length ? [bootstrap({ list: opts.bootstrap })] : [],
     services: {
@@ -251,6 +258,7 @@ export async function createHost(opts: NetworkOptions, { overlay, loopback, abus
       dht: dhtService({ loopback, privateNetwork, clientMode }),
     },
   });
+  guardInbound(host, { refusals, pending: pending ?? new PendingInbound({ perIp: MAX_PENDING_INBOUND_PER_IP, clock: monotonicClock }), maxConnections });
   patchGossipsubStop(host.services.pubsub);
   patchGossipsubScoreCache(host.services.pubsub);
   return host;

@@ -44,7 +44,7 @@ export function createLinkMetrics(registry: Registry, src: LinkSources): LinkMet
   const sources = [src];
   const registers = [registry];
   const m: LinkMetrics = {
-    refused: new Counter({ name: 'c0mpute_connections_refused_total', help: 'Inbound connections refused, by reason (allowlist: not on network.allowlist; handshake: the handshake failed on a private overlay; banned: serving a flood ban) and, for handshake, cause (garbled: what a wrong swarm key does; timeout: not finished in time; gone: the peer closed it first, e.g. a restart; other)', labelNames: ['reason', 'cause'], registers }),
+    refused: new Counter({ name: 'c0mpute_connections_refused_total', help: 'Inbound connections refused, by reason (allowlist: not on network.allowlist; handshake: the handshake failed on a private overlay; banned: serving a flood ban; pending: too many still handshaking, cause ip or total; full: maxConnections; rate: over 5 new a second from one address) and, for handshake, cause (garbled: what a wrong swarm key does; timeout: not finished in time; gone: the peer closed it first, e.g. a restart; other)', labelNames: ['reason', 'cause'], registers }),
     repairs: new Counter({ name: 'c0mpute_gossip_repairs_total', help: 'Gossip self-check repairs of a connected peer detached from the router, by action', labelNames: ['action'], registers }),
     dials: new Counter({ name: 'c0mpute_net_dials_total', help: 'Dials by the connectivity manager, by kind (bootstrap, remembered, discovered) and outcome', labelNames: ['kind', 'outcome'], registers }),
     connectionEvents: new Counter({ name: 'c0mpute_net_connection_events_total', help: 'libp2p connections opened and closed (disconnects), by direction', labelNames: ['event', 'direction'], registers }),

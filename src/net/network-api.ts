@@ -4,6 +4,7 @@
  * `Network` the roles use) and how a peer is named to it (`PeerRef`: a PeerId,
  * its string, a DID or a multiaddr; `toPeerId`, `peerKey`).
  */
+import type { InboundRefusal } from './inbound-guard.js';
 import type { AdvertAhead, ClockDrop } from './clock-drops.js';
 import type { Libp2p } from 'libp2p';
 import type { GossipSub, GossipsubOpts } from '@libp2p/gossipsub';
@@ -322,6 +323,8 @@ export interface Network {
   connectivity(): ConnectivityStatus;
   /** PeerIds seen connected from two processes at once, now or within the last hour (peer-conns.ts: NET_DUPLICATE_IDENTITY). */
   duplicates(): DuplicateIdentity[];
+  /** Inbound connections refused before their handshake within the last 10 minutes, one per code (inbound-guard.ts). */
+  inboundRefusals?(): InboundRefusal[];
   /**
    * How long this node has had peers but none subscribed to any topic it joined, ms (it gossips with no one: it can
    * neither publish nor hear records by gossip); undefined while one is, or while it has no peer (net-health.ts NET_NO_GOSSIP).

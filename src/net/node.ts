@@ -46,6 +46,7 @@ import { Connectivity } from './connectivity.js';
 import { GossipHealth } from './gossip-health.js';
 import { createLinkMetrics } from './link-metrics.js';
 import { RefusalLog } from './refusals.js';
+import { PendingInbound, MAX_PENDING_INBOUND_PER_IP } from './inbound-guard.js';
 import { gossipHost, gossipLinks, type GossipInternals, type LinkHosts } from './link-hosts.js';
 import { directHandler, OFFER_ROUTE, OUTCOME_DIRECT_KINDS, OUTCOME_ROUTE, SEND_CONCURRENCY, sendDirect, sendOffer, type OfferSendDeps } from './offer-route.js';
 import { Slots } from '../util/serial.js';
@@ -156,7 +157,9 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
     return published.has(msg.data) ? messageId(msg.topic, msg.data) : topicBoundId(msg.topic, msg.data);
   };
 
-  const libp2p = await createHost(opts, { overlay, loopback, abuse, refusals, msgIdFn });
+  // inbound connections still handshaking, per address, and what was refused before its handshake (inbound-guard.ts)
+  const pending = new PendingInbound({ perIp: MAX_PENDING_INBOUND_PER_IP, clock: mono });
+  const libp2p = await createHost(opts, { overlay, loopback, abuse, refusals, msgIdFn, pending });
   ref.node = libp2p;
   const pubsub = libp2p.services.pubsub;
   // each connection's identify, apart from the PeerId's (two processes may hold one key: peer-conns.ts)
@@ -674,6 +677,10 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
 
     duplicates() {
       return conns.duplicates(clock());
+    },
+
+    inboundRefusals() {
+      return pending.recent();
     },
 
     gossipQuietMs() {

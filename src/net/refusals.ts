@@ -24,7 +24,10 @@ import type { ConnectionGater, MultiaddrConnection, PeerId } from '@libp2p/inter
 import type { Logger } from '../util/log.js';
 import { monotonicClock } from '../util/clock.js';
 
-export type RefusalReason = 'allowlist' | 'handshake' | 'banned';
+export type RefusalReason = 'allowlist' | 'handshake' | 'banned' | 'pending' | 'full' | 'rate';
+
+/** For `pending`: whether one address held its bound of connections still handshaking, or the node all of its (inbound-guard.ts). */
+export type PendingScope = 'ip' | 'total';
 
 /** Why an inbound handshake failed (see the file's header). */
 export type HandshakeFailure = 'garbled' | 'timeout' | 'gone' | 'other';
@@ -56,13 +59,21 @@ const HANDSHAKE_MESSAGES: Record<HandshakeFailure, { level: 'warn' | 'info'; msg
   other: { level: 'warn', msg: 'refused a connection whose handshake failed' },
 };
 
+/** Inbound connections refused before their handshake (inbound-guard.ts), each with its code in the line. */
+const INBOUND_MESSAGES: Record<'ip' | 'total' | 'full' | 'rate', string> = {
+  ip: 'refused an inbound connection: this address already holds `limit` connections still handshaking (a peer opening connections and not finishing them?)',
+  total: 'refused an inbound connection: `limit` inbound connections are still handshaking, node-wide (connections opened and not finished, from many addresses?)',
+  full: 'refused an inbound connection: the node holds its maximum of `limit` connections',
+  rate: 'refused an inbound connection: more than `limit` new connections a second from this address',
+};
+
 /** Rate-limits its lines per window on the monotonic clock (default performance.now): a wall-clock step hides none. */
 export class RefusalLog {
   #last = new Map<string, { at: number; suppressed: number }>();
-  constructor(private d: { log: Logger; count: (reason: RefusalReason, cause?: HandshakeFailure) => void; clock?: () => number; windowMs?: number; maxKeys?: number }) {}
+  constructor(private d: { log: Logger; count: (reason: RefusalReason, cause?: HandshakeFailure | PendingScope) => void; clock?: () => number; windowMs?: number; maxKeys?: number }) {}
 
   /** `detail.cause` (for `handshake`): why the handshake failed, which picks the message and level; each cause is rate-limited on its own. */
-  refused(reason: RefusalReason, who: string, detail: Record<string, unknown> & { cause?: HandshakeFailure } = {}): void {
+  refused(reason: RefusalReason, who: string, detail: Record<string, unknown> & { cause?: HandshakeFailure | PendingScope } = {}): void {
     this.d.count(reason, detail.cause);
     const now = (this.d.clock ?? monotonicClock)();
     const key = `${reason}${detail.cause ? `/${detail.cause}` : ''} ${who}`;
@@ -79,7 +90,10 @@ export class RefusalLog {
         ? { level: 'warn' as const, msg: 'refused a connection from a peer not on the allowlist: it completed the private handshake, so it holds the swarm key (has the key leaked?)' }
         : reason === 'banned'
           ? { level: 'warn' as const, msg: 'refused a connection from a peer banned for flooding' }
-          : HANDSHAKE_MESSAGES[detail.cause ?? 'other'];
+          : reason === 'pending' || reason === 'full' || reason === 'rate'
+            ? // libp2p's 5 a second per address is met by honest bursts too (many nodes on one machine): said, not warned
+              { level: reason === 'rate' ? ('info' as const) : ('warn' as const), msg: INBOUND_MESSAGES[reason === 'pending' ? (detail.cause === 'ip' ? 'ip' : 'total') : reason] }
+            : HANDSHAKE_MESSAGES[(detail.cause as HandshakeFailure | undefined) ?? 'other'];
     this.d.log[level]({ reason, from: who, suppressedSinceLast: prev?.suppressed ?? 0, ...detail }, msg);
   }
 }

@@ -17,6 +17,9 @@
  *   NET_ADVERTS_FROM_FUTURE a connected provider's adverts came dated ahead of this node's clock, past the clock-skew
  *                           window, and were dropped (RECORD_FROM_FUTURE), within ADVERT_AHEAD_SAID_MS: a clock is
  *                           wrong, its or this node's. It also goes in NET_NO_MARKET's reason (net/clock-drops.ts)
+ *   NET_INBOUND_PENDING_PER_IP, NET_INBOUND_PENDING_LIMIT, NET_MAX_CONNECTIONS
+ *                           inbound connections refused before their handshake in the last 10 minutes: new peers may
+ *                           not get in (net/inbound-guard.ts; QA ffNetDay2 F1; NET_INBOUND_RATE_LIMIT is logged only)
  *   (a dial's code)         a bootstrap entry not connected, its last dial failed (NET_PEER_ID_MISMATCH, …), when the
  *                           state is ok: the other states' messages name them already (QA qaNet F5: a typo in a
  *                           bootstrap PeerId was hidden behind "ok" while remembered peers kept the node connected)
@@ -26,6 +29,7 @@ import { CONNECTIVITY_DEFAULTS, fileRememberStore } from '../net/connectivity.js
 import type { NetworkOptions } from '../net/node.js';
 import type { DuplicateIdentity } from '../net/peer-conns.js';
 import type { AdvertAhead } from '../net/clock-drops.js';
+import { INBOUND_PER_SECOND, MAX_PENDING_INBOUND, MAX_PENDING_INBOUND_PER_IP, RECENT_MS, type InboundRefusal } from '../net/inbound-guard.js';
 import { shortDid } from '../util/did-text.js';
 import { PROTOCOLS } from '../net/protocols.js';
 import { agoText } from '../util/ago-text.js';
@@ -88,6 +92,24 @@ export interface AssessOptions {
   advertsAhead?: readonly AdvertAhead[];
   /** The clock-skew window, ms (network.clockSkewMs), said with them. */
   skewMs?: number;
+  /** Network.inboundRefusals(): inbound connections refused before their handshake lately, one warning per code. */
+  inboundRefusals?: readonly InboundRefusal[];
+}
+
+const INBOUND_SAYS: Record<InboundRefusal['code'], string> = {
+  NET_INBOUND_PENDING_PER_IP: `more than ${MAX_PENDING_INBOUND_PER_IP} connections from one address were still handshaking (connections opened and not finished: a scan or an attack?)`,
+  NET_INBOUND_PENDING_LIMIT: `${MAX_PENDING_INBOUND} inbound connections were still handshaking, node-wide (connections opened and not finished, from many addresses?)`,
+  NET_MAX_CONNECTIONS: 'the node held its maximum number of connections',
+  NET_INBOUND_RATE_LIMIT: `an address opened more than ${INBOUND_PER_SECOND} connections a second`,
+};
+
+/** Inbound connections refused before their handshake lately, said plainly (inbound-guard.ts). */
+export function inboundRefusalWarning(r: InboundRefusal): NetworkWarning {
+  const mins = Math.round(RECENT_MS / 60_000);
+  return {
+    code: r.code,
+    message: `${r.count} inbound connection${r.count === 1 ? '' : 's'} refused in the last ${mins} min from ${r.from} address${r.from === 1 ? '' : 'es'} (last from ${r.lastFrom}): ${INBOUND_SAYS[r.code]}; ${r.code === 'NET_INBOUND_PENDING_PER_IP' ? 'new peers from that address' : 'new peers'} may not get in while it lasts`,
+  };
 }
 
 /** Providers whose adverts came dated ahead, said in one sentence (without its code). */
@@ -105,6 +127,8 @@ export function assessNetwork(c: ConnectivityStatus, liveAdverts: number, opts: 
     ...(opts.duplicates ?? []).map((d) => duplicateWarning(d, opts.now ?? Date.now())),
     // beside an ok state, on a node in the market (NET_NO_MARKET says it in its reason; the other states come first)
     ...(ahead.length && a.state === 'ok' && opts.market !== false ? [{ code: 'NET_ADVERTS_FROM_FUTURE', message: advertsAheadText(ahead, opts.skewMs ?? DEFAULT_SKEW_MS) }] : []),
+    // libp2p's per-address rate is met by honest bursts too (a devnet's nodes on one machine starting at once): logged only
+    ...(opts.inboundRefusals ?? []).filter((r) => r.code !== 'NET_INBOUND_RATE_LIMIT').map(inboundRefusalWarning),
   ];
   return warnings.length ? { ...a, warnings } : a;
 }

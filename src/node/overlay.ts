@@ -689,7 +689,7 @@ export class OverlayNode {
     let live = 0;
     for (const a of this.market.adverts.latest.values()) if (a.record.expiresAt > now) live++;
     // NET_NO_MARKET only where adverts matter: a buyer's or a provider's node (a witness or steward alone needs none)
-    return assessNetwork(this.net.connectivity(), live, { market: this.roles.includes('buyer') || this.roles.includes('provider'), duplicates: this.net.duplicates(), gossipQuietMs: this.net.gossipQuietMs(), now, advertsAhead: this.net.advertsAhead?.() ?? [], skewMs: this.d.network.clockSkewMs });
+    return assessNetwork(this.net.connectivity(), live, { market: this.roles.includes('buyer') || this.roles.includes('provider'), duplicates: this.net.duplicates(), gossipQuietMs: this.net.gossipQuietMs(), now, advertsAhead: this.net.advertsAhead?.() ?? [], skewMs: this.d.network.clockSkewMs, inboundRefusals: this.net.inboundRefusals?.() ?? [] });
   }
 
   /**
