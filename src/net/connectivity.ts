@@ -17,7 +17,8 @@
  * done, at the earliest target's due time, and every `idleTickMs` when every
  * target is connected; a lost peer (`wake()`) checks at once.
  */
-import { readFileSync, writeFileSync, renameSync } from 'node:fs';
+import { readFileSync, renameSync } from 'node:fs';
+import { writeFileAtomic } from '../util/atomic-file.js';
 import type { Logger } from '../util/log.js';
 import { monotonicClock, systemClock, type Clock } from '../util/clock.js';
 import { PeerLog } from '../util/peer-log.js';
@@ -187,27 +188,79 @@ export interface RememberedPeer {
 
 /** Where remembered peers survive a restart (a JSON file in the data dir; none in tests). */
 export interface RememberStore {
-  load(): RememberedPeer[];
-  save(peers: RememberedPeer[]): void;
+  /** `log`: where a damaged or unreadable store is said. */
+  load(log?: Logger): RememberedPeer[];
+  save(peers: RememberedPeer[], log?: Logger): void;
 }
 
-/** A JSON file store (written atomically; a missing or unreadable file is an empty list). */
-export function fileRememberStore(path: string): RememberStore {
+/** A remembered peer as the file holds it: the fields and types `load` keeps. */
+function wellFormed(p: unknown): p is RememberedPeer {
+  const e = p as Partial<RememberedPeer> | null;
+  return (
+    typeof e === 'object' &&
+    e !== null &&
+    typeof e.peerId === 'string' &&
+    Array.isArray(e.addrs) &&
+    e.addrs.every((a) => typeof a === 'string') &&
+    typeof e.lastUsefulAt === 'number' &&
+    (e.failures === undefined || typeof e.failures === 'number') &&
+    (e.refused === undefined || typeof e.refused === 'number')
+  );
+}
+
+/**
+ * A JSON file store (written atomically: synced, then renamed over the file). A missing file is an empty list. A file
+ * that is not the store's JSON (truncated by a crash or a full disk, edited by hand) is moved aside to
+ * `<file>.damaged-<time>` and said (WARN, `NET_PEERS_FILE_DAMAGED`): with the bootstrap peers down it is the node's
+ * only way back to the network, so it is kept for the operator, never overwritten. Entries of the wrong shape are
+ * left out and counted in a WARN (`NET_PEERS_FILE_ENTRIES_DROPPED`). A save that fails is a WARN
+ * (`NET_PEERS_FILE_UNWRITABLE`) once, and again after a save that worked (QA ffNetDay2 F2: every one of these was
+ * silent, and a damaged file was replaced by the peers of the new run).
+ */
+export function fileRememberStore(path: string, opts: { clock?: () => number } = {}): RememberStore {
+  let saveFailed = false;
   return {
-    load() {
+    load(log) {
+      let text: string;
       try {
-        const v = JSON.parse(readFileSync(path, 'utf8')) as { peers?: RememberedPeer[] };
-        return (v.peers ?? []).filter((p) => typeof p.peerId === 'string' && Array.isArray(p.addrs) && p.addrs.every((a) => typeof a === 'string') && typeof p.lastUsefulAt === 'number' && (p.failures === undefined || typeof p.failures === 'number') && (p.refused === undefined || typeof p.refused === 'number'));
-      } catch {
+        text = readFileSync(path, 'utf8');
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code !== 'ENOENT') log?.warn({ code: 'NET_PEERS_FILE_UNREADABLE', file: path, err: (e as Error).message }, 'the remembered-peers file cannot be read: starting with no remembered peer (the file is left as it is)');
         return [];
       }
-    },
-    save(peers) {
+      let peers: unknown[];
       try {
-        writeFileSync(`${path}.tmp`, JSON.stringify({ peers }, null, 1));
-        renameSync(`${path}.tmp`, path);
-      } catch {
-        /* best effort: memory still holds them */
+        const v = JSON.parse(text) as { peers?: unknown } | null;
+        if (typeof v !== 'object' || v === null || Array.isArray(v) || (v.peers !== undefined && !Array.isArray(v.peers))) throw new Error('not an object with a "peers" list');
+        peers = (v.peers as unknown[] | undefined) ?? [];
+      } catch (e) {
+        const aside = `${path}.damaged-${new Date((opts.clock ?? Date.now)()).toISOString().replace(/[:.]/g, '-')}`;
+        let moved = true;
+        try {
+          renameSync(path, aside);
+        } catch {
+          moved = false;
+        }
+        log?.warn(
+          { code: 'NET_PEERS_FILE_DAMAGED', file: path, err: (e as Error).message.slice(0, 200), ...(moved ? { keptAs: aside } : {}), bytes: text.length },
+          moved ? 'the remembered-peers file is damaged: kept aside, starting with no remembered peer (bootstrap peers are dialled as usual)' : 'the remembered-peers file is damaged and could not be moved aside: starting with no remembered peer',
+        );
+        return [];
+      }
+      const kept = peers.filter(wellFormed);
+      if (kept.length < peers.length) log?.warn({ code: 'NET_PEERS_FILE_ENTRIES_DROPPED', file: path, dropped: peers.length - kept.length, kept: kept.length }, 'remembered-peers file: entries of the wrong shape left out');
+      return kept;
+    },
+    save(peers, log) {
+      try {
+        writeFileAtomic(path, JSON.stringify({ peers }, null, 1));
+        if (saveFailed) log?.info({ file: path }, 'the remembered-peers file is written again');
+        saveFailed = false;
+      } catch (e) {
+        // memory still holds them; said once until a save works again
+        if (!saveFailed) log?.warn({ code: 'NET_PEERS_FILE_UNWRITABLE', file: path, err: (e as Error).message }, 'the remembered-peers file cannot be written: peers are remembered in memory only until it can');
+        saveFailed = true;
       }
     },
   };
@@ -311,7 +364,7 @@ export class Connectivity {
     });
     this.schedule = new ReconnectSchedule((key) => (bootKeys.has(key) ? this.opts.bootstrap : this.opts.remembered), d.rand);
     const wall = this.#wall();
-    for (const p of d.store?.load() ?? []) {
+    for (const p of d.store?.load(d.log) ?? []) {
       // Older files: any number of addresses, and possibly a monotonic stamp (counted from now: the peer gets the full forgetAfterMs).
       const addrs = [...new Set(p.addrs.map(bare))].slice(0, this.opts.rememberAddrs);
       this.#loaded.set(p.peerId, addrs);
@@ -524,7 +577,7 @@ export class Connectivity {
   #save(): void {
     this.#dirty = false;
     this.#savedAt = this.#clock();
-    this.d.store?.save([...this.#remembered.values()]);
+    this.d.store?.save([...this.#remembered.values()], this.d.log);
   }
 
   /**
