@@ -65,6 +65,13 @@ export const CONNECTIVITY_DEFAULTS = {
   forgetRefusedAfterFailures: 10,
   /** While a remembered peer is connected its `lastUsefulAt` is renewed this often, ms (saved with the next write). */
   usefulEveryMs: 3_600_000,
+  /**
+   * A remembered peer is *established* once it has been useful over this span, ms (5 minutes): connected that long, or
+   * useful again that long after it was first remembered. Over the cap, newcomers go before established peers, and
+   * at most half the entries may be newcomers (QA ffNetDay2 F3: 34 keys that connected once for a second each pushed
+   * every peer not connected at that moment out of the list).
+   */
+  establishedAfterMs: 5 * 60_000,
   /** A remembered peer is forgotten after this many consecutive failed redials (counted across restarts; a failure while this node has no connection at all is not counted). */
   forgetAfterFailures: 120,
   /** Failure counts are written to the store at most this often (and at stop), ms. */
@@ -182,6 +189,11 @@ export interface RememberedPeer {
   lastUsefulAt: number;
   /** Consecutive failed redials since it was last useful, counted across restarts (absent: none; files before it have none). */
   failures?: number;
+  /**
+   * Wall-clock time it was first remembered, ms (absent in files before it: such an entry counts as established). It is
+   * established once `lastUsefulAt` is `establishedAfterMs` past this.
+   */
+  seenAt?: number;
   /** Of those, the latest in a row that found every address refused (absent: none), counted across restarts. */
   refused?: number;
 }
@@ -204,7 +216,8 @@ function wellFormed(p: unknown): p is RememberedPeer {
     e.addrs.every((a) => typeof a === 'string') &&
     typeof e.lastUsefulAt === 'number' &&
     (e.failures === undefined || typeof e.failures === 'number') &&
-    (e.refused === undefined || typeof e.refused === 'number')
+    (e.refused === undefined || typeof e.refused === 'number') &&
+    (e.seenAt === undefined || typeof e.seenAt === 'number')
   );
 }
 
@@ -368,7 +381,7 @@ export class Connectivity {
       // Older files: any number of addresses, and possibly a monotonic stamp (counted from now: the peer gets the full forgetAfterMs).
       const addrs = [...new Set(p.addrs.map(bare))].slice(0, this.opts.rememberAddrs);
       this.#loaded.set(p.peerId, addrs);
-      this.#remembered.set(p.peerId, { peerId: p.peerId, addrs, lastUsefulAt: p.lastUsefulAt < WALL_CLOCK_MIN ? wall : p.lastUsefulAt, ...(p.failures ? { failures: p.failures } : {}), ...(p.failures && p.refused ? { refused: p.refused } : {}) });
+      this.#remembered.set(p.peerId, { peerId: p.peerId, addrs, lastUsefulAt: p.lastUsefulAt < WALL_CLOCK_MIN ? wall : p.lastUsefulAt, ...(p.failures ? { failures: p.failures } : {}), ...(p.failures && p.refused ? { refused: p.refused } : {}), ...(p.seenAt !== undefined && p.seenAt >= WALL_CLOCK_MIN ? { seenAt: p.seenAt } : {}) });
     }
     this.#trim();
   }
@@ -449,9 +462,12 @@ export class Connectivity {
     // they were kept (one a redial reached moved first), then new ones as announced. An address no longer announced is dropped.
     const announced = new Set(addrs.map(bare));
     const kept = [...new Set([...(used ? [bare(used)] : []), ...(prev?.addrs ?? []).filter((a) => announced.has(a)), ...announced])].slice(0, this.opts.rememberAddrs);
-    const changed = !prev || prev.addrs.join(' ') !== kept.join(' ') || !!prev.failures;
+    const changed = !prev || prev.addrs.join(' ') !== kept.join(' ') || !!prev.failures || (!this.#established(prev) && this.#established({ ...prev, lastUsefulAt: this.#wall() }));
     this.#remembered.delete(peerId);
-    this.#remembered.set(peerId, { peerId, addrs: kept, lastUsefulAt: this.#wall() });
+    const wall = this.#wall();
+    // first remembered now (a newcomer), or as before (an entry from an older file has no seenAt: established)
+    const seenAt = prev ? prev.seenAt : wall;
+    this.#remembered.set(peerId, { peerId, addrs: kept, lastUsefulAt: wall, ...(seenAt !== undefined ? { seenAt } : {}) });
     this.schedule.connected(peerId);
     this.#trim();
     if (changed) this.#save();
@@ -525,7 +541,8 @@ export class Connectivity {
         // useful while connected: a peer kept connected for a week is not idle for a week when its link first blips
         // (second-round review: it was forgotten at its first failed redial, by both sides, and never reconnected)
         const wall = this.#wall();
-        if (wall - p.lastUsefulAt >= this.opts.usefulEveryMs) {
+        // connected for establishedAfterMs: established (saved with the next write)
+        if (wall - p.lastUsefulAt >= this.opts.usefulEveryMs || (!this.#established(p) && this.#established({ ...p, lastUsefulAt: wall }))) {
           p.lastUsefulAt = wall;
           this.#dirty = true;
         }
@@ -699,19 +716,28 @@ export class Connectivity {
     }
   }
 
-  /** Over the cap: drop the least recently useful peer that is not connected (else the least recently useful). */
+  /** Useful over `establishedAfterMs` (an entry from a file before `seenAt` counts as established). */
+  #established(p: RememberedPeer): boolean {
+    return p.seenAt === undefined || p.lastUsefulAt - p.seenAt >= this.opts.establishedAfterMs;
+  }
+
+  /**
+   * Over the cap, the least recently useful of: a newcomer not connected; any newcomer while newcomers hold more than
+   * half the entries; an established peer not connected; else the least recently useful. So keys that connect once
+   * and leave take each other's places, not those of the peers this node has worked with (QA ffNetDay2 F3).
+   */
   #trim(): void {
     while (this.#remembered.size > this.opts.rememberMax) {
-      let drop: string | undefined;
-      for (const k of this.#remembered.keys()) {
-        if (!this.d.host.isConnected(k)) {
-          drop = k;
-          break;
-        }
-      }
-      drop ??= this.#remembered.keys().next().value as string;
-      this.#remembered.delete(drop);
-      this.schedule.forget(drop);
+      const all = [...this.#remembered.values()];
+      const fresh = all.filter((p) => !this.#established(p));
+      const drop =
+        fresh.find((p) => !this.d.host.isConnected(p.peerId)) ??
+        (fresh.length > this.opts.rememberMax / 2 ? fresh[0] : undefined) ??
+        all.find((p) => !this.d.host.isConnected(p.peerId)) ??
+        all[0]!;
+      this.#remembered.delete(drop.peerId);
+      this.schedule.forget(drop.peerId);
     }
   }
+
 }
