@@ -5,7 +5,7 @@
  * Before (QA ffBuyerDay2 F1) they were dropped: a directory removed while the job ran, a full disk or a path under
  * /proc lost an output that was paid for, and running the job again pays again.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { C0Error } from '../errors.js';
@@ -26,17 +26,23 @@ export function keepOutput(output: Uint8Array, job: string, dataDir: string): { 
     makeDirs(dir, { code: 'OUTPUT_UNWRITABLE', field: 'output', what: `cannot write ${dir}`, mode: 0o700 });
     const path = join(dir, name);
     writeFileAtomic(path, output);
+    // only the operator reads it, whatever mode an `outputs/` made earlier has (a sealed input's output too)
+    chmodSync(path, 0o600);
     return { path, problems };
   } catch (e) {
     problems.push((e as Error).message);
   }
+  let tmp: string | undefined;
   try {
     // a directory of its own (0700), so nobody else on the machine reads or replaces it
-    const path = join(mkdtempSync(join(tmpdir(), 'c0mpute-output-')), name);
+    tmp = mkdtempSync(join(tmpdir(), 'c0mpute-output-'));
+    const path = join(tmp, name);
     writeFileSync(path, output, { mode: 0o600 });
     return { path, problems };
   } catch (e) {
     problems.push((e as Error).message);
+    // a part written (a full disk) is no output: not left behind while the message says it is lost
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
   }
   return { problems };
 }

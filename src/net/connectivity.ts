@@ -66,8 +66,8 @@ export const CONNECTIVITY_DEFAULTS = {
   /** While a remembered peer is connected its `lastUsefulAt` is renewed this often, ms (saved with the next write). */
   usefulEveryMs: 3_600_000,
   /**
-   * A remembered peer is *established* once it has been useful over this span, ms (5 minutes): connected that long, or
-   * useful again that long after it was first remembered. Over the cap, newcomers go before established peers, and
+   * A remembered peer is *established* once it has stayed connected this long, ms (5 minutes; sampled at each tick):
+   * two short visits five minutes apart do not make one (review s56). Over the cap, newcomers go before established peers, and
    * at most half the entries may be newcomers (QA ffNetDay2 F3: 34 keys that connected once for a second each pushed
    * every peer not connected at that moment out of the list).
    */
@@ -190,10 +190,10 @@ export interface RememberedPeer {
   /** Consecutive failed redials since it was last useful, counted across restarts (absent: none; files before it have none). */
   failures?: number;
   /**
-   * Wall-clock time it was first remembered, ms (absent in files before it: such an entry counts as established). It is
-   * established once `lastUsefulAt` is `establishedAfterMs` past this.
+   * Present while it is a newcomer: the wall-clock time it was first remembered, ms. Dropped once it has stayed
+   * connected `establishedAfterMs` (established). An entry from a file before it has none: established.
    */
-  seenAt?: number;
+  newSince?: number;
   /** Of those, the latest in a row that found every address refused (absent: none), counted across restarts. */
   refused?: number;
 }
@@ -217,7 +217,7 @@ function wellFormed(p: unknown): p is RememberedPeer {
     typeof e.lastUsefulAt === 'number' &&
     (e.failures === undefined || typeof e.failures === 'number') &&
     (e.refused === undefined || typeof e.refused === 'number') &&
-    (e.seenAt === undefined || typeof e.seenAt === 'number')
+    (e.newSince === undefined || typeof e.newSince === 'number')
   );
 }
 
@@ -339,6 +339,8 @@ export class Connectivity {
   readonly schedule: ReconnectSchedule;
   #boot: Array<{ addr: string; key: string; peerId?: string; lastError?: { code: string; message: string } }>;
   #remembered = new Map<string, RememberedPeer>();
+  /** Since when (monotonic) each remembered newcomer's connection has been seen by every tick: it is established at `establishedAfterMs`. */
+  #connectedSince = new Map<string, number>();
   /** Each remembered peer's addresses as the store held them at start (`knownAddrs`), whatever identify says since. */
   #loaded = new Map<string, string[]>();
   #inflight = new Set<string>();
@@ -381,7 +383,7 @@ export class Connectivity {
       // Older files: any number of addresses, and possibly a monotonic stamp (counted from now: the peer gets the full forgetAfterMs).
       const addrs = [...new Set(p.addrs.map(bare))].slice(0, this.opts.rememberAddrs);
       this.#loaded.set(p.peerId, addrs);
-      this.#remembered.set(p.peerId, { peerId: p.peerId, addrs, lastUsefulAt: p.lastUsefulAt < WALL_CLOCK_MIN ? wall : p.lastUsefulAt, ...(p.failures ? { failures: p.failures } : {}), ...(p.failures && p.refused ? { refused: p.refused } : {}), ...(p.seenAt !== undefined && p.seenAt >= WALL_CLOCK_MIN ? { seenAt: p.seenAt } : {}) });
+      this.#remembered.set(p.peerId, { peerId: p.peerId, addrs, lastUsefulAt: p.lastUsefulAt < WALL_CLOCK_MIN ? wall : p.lastUsefulAt, ...(p.failures ? { failures: p.failures } : {}), ...(p.failures && p.refused ? { refused: p.refused } : {}), ...(p.newSince !== undefined && p.newSince >= WALL_CLOCK_MIN ? { newSince: p.newSince } : {}) });
     }
     this.#trim();
   }
@@ -462,12 +464,12 @@ export class Connectivity {
     // they were kept (one a redial reached moved first), then new ones as announced. An address no longer announced is dropped.
     const announced = new Set(addrs.map(bare));
     const kept = [...new Set([...(used ? [bare(used)] : []), ...(prev?.addrs ?? []).filter((a) => announced.has(a)), ...announced])].slice(0, this.opts.rememberAddrs);
-    const changed = !prev || prev.addrs.join(' ') !== kept.join(' ') || !!prev.failures || (!this.#established(prev) && this.#established({ ...prev, lastUsefulAt: this.#wall() }));
+    const changed = !prev || prev.addrs.join(' ') !== kept.join(' ') || !!prev.failures;
     this.#remembered.delete(peerId);
     const wall = this.#wall();
-    // first remembered now (a newcomer), or as before (an entry from an older file has no seenAt: established)
-    const seenAt = prev ? prev.seenAt : wall;
-    this.#remembered.set(peerId, { peerId, addrs: kept, lastUsefulAt: wall, ...(seenAt !== undefined ? { seenAt } : {}) });
+    // first remembered now (a newcomer), or as before: established only by staying connected (tick)
+    const newSince = prev ? prev.newSince : wall;
+    this.#remembered.set(peerId, { peerId, addrs: kept, lastUsefulAt: wall, ...(newSince !== undefined ? { newSince } : {}) });
     this.schedule.connected(peerId);
     this.#trim();
     if (changed) this.#save();
@@ -484,6 +486,7 @@ export class Connectivity {
     this.#loaded.delete(peerId);
     if (!p) return;
     this.#remembered.delete(peerId);
+    this.#connectedSince.delete(peerId);
     if (!this.#boot.some((b) => b.key === peerId)) this.schedule.forget(peerId);
     this.d.log.info({ peer: peerId, addr: p.addrs[0], why }, `remembered peer forgotten: ${why}`);
     this.#save();
@@ -541,13 +544,21 @@ export class Connectivity {
         // useful while connected: a peer kept connected for a week is not idle for a week when its link first blips
         // (second-round review: it was forgotten at its first failed redial, by both sides, and never reconnected)
         const wall = this.#wall();
-        // connected for establishedAfterMs: established (saved with the next write)
-        if (wall - p.lastUsefulAt >= this.opts.usefulEveryMs || (!this.#established(p) && this.#established({ ...p, lastUsefulAt: wall }))) {
+        if (wall - p.lastUsefulAt >= this.opts.usefulEveryMs) {
           p.lastUsefulAt = wall;
+          this.#dirty = true;
+        }
+        // a newcomer that stayed connected establishedAfterMs (every tick since found it so): established (saved with
+        // the next write); the span starts over at each disconnection a tick sees
+        const since = this.#connectedSince.get(p.peerId);
+        if (since === undefined) this.#connectedSince.set(p.peerId, now);
+        else if (p.newSince !== undefined && now - since >= this.opts.establishedAfterMs) {
+          delete p.newSince;
           this.#dirty = true;
         }
         continue;
       }
+      this.#connectedSince.delete(p.peerId);
       if (this.d.host.refused?.(p.peerId)) continue;
       this.schedule.disconnected(p.peerId, now);
       if (this.schedule.due(p.peerId, now) && !this.#inflight.has(p.peerId)) dials.push(this.#dial(p.peerId, { peerId: p.peerId, addrs: p.addrs.map((a) => `${a}/p2p/${p.peerId}`) }, 'remembered'));
@@ -630,6 +641,7 @@ export class Connectivity {
     const refusedOnly = (p.refused ?? 0) >= this.opts.forgetRefusedAfterFailures && idleMs >= this.opts.forgetRefusedAfterMs;
     if (tooMany || refusedOnly || (idleMs >= this.opts.forgetAfterMs && p.failures >= this.opts.forgetIdleAfterFailures)) {
       this.#remembered.delete(key);
+      this.#connectedSince.delete(key);
       this.schedule.forget(key);
       this.d.log.info({ peer: key, addr: t.addrs[0], failures: p.failures, ...(p.refused ? { refused: p.refused } : {}), lastUsefulAgoMs: Math.round(idleMs) }, tooMany ? 'remembered peer forgotten: too many failed redials' : refusedOnly ? 'remembered peer forgotten: every address refused the connection, redial after redial' : 'remembered peer forgotten: not useful for too long');
       this.#save();
@@ -716,9 +728,9 @@ export class Connectivity {
     }
   }
 
-  /** Useful over `establishedAfterMs` (an entry from a file before `seenAt` counts as established). */
+  /** Stayed connected `establishedAfterMs` (an entry from a file before `newSince` counts as established). */
   #established(p: RememberedPeer): boolean {
-    return p.seenAt === undefined || p.lastUsefulAt - p.seenAt >= this.opts.establishedAfterMs;
+    return p.newSince === undefined;
   }
 
   /**
@@ -736,6 +748,7 @@ export class Connectivity {
         all.find((p) => !this.d.host.isConnected(p.peerId)) ??
         all[0]!;
       this.#remembered.delete(drop.peerId);
+      this.#connectedSince.delete(drop.peerId);
       this.schedule.forget(drop.peerId);
     }
   }

@@ -158,7 +158,7 @@ export async function createNetwork(opts: NetworkOptions): Promise<Network> {
   };
 
   // inbound connections still handshaking, per address, and what was refused before its handshake (inbound-guard.ts)
-  const pending = new PendingInbound({ perIp: MAX_PENDING_INBOUND_PER_IP, clock: mono });
+  const pending = new PendingInbound({ perIp: MAX_PENDING_INBOUND_PER_IP, clock: mono, localShared: loopback });
   const libp2p = await createHost(opts, { overlay, loopback, abuse, refusals, msgIdFn, pending });
   ref.node = libp2p;
   const pubsub = libp2p.services.pubsub;

@@ -18,7 +18,7 @@ import { checkJobDeadlineMs } from '../records/freshness.js';
 import { requirementsSchema } from '../matching/batch-input.js';
 import { parsePlainYaml } from '../util/yaml.js';
 import { parseDid } from '../records/did.js';
-import { parseDocument } from 'yaml';
+import { isAlias, isScalar, parseDocument } from 'yaml';
 
 const duration = z.union([z.number().int().positive(), z.string().regex(/^[0-9]*[1-9][0-9]*(ms|s|m|h)$/, 'a positive duration like 90s, 5m, 1h or milliseconds')]);
 
@@ -113,8 +113,10 @@ function moneyIn(text: string, path: string): ReturnType<typeof parseMoney> {
  * "1000". A number written otherwise (hex, octal, an exponent, `+5`, `.inf`) is JOB_FILE_INVALID: quote it.
  */
 function paramsAsWritten(text: string, path: string): string {
-  const node = parseDocument(text, { logLevel: 'silent' }).get('params', true) as { source?: unknown } | undefined;
-  const src = typeof node?.source === 'string' ? node.source : undefined;
+  const node = parseDocument(text, { logLevel: 'silent' }).get('params', true);
+  // only a scalar written here: an alias's `source` is its anchor's name (`params: *5` after `&5 60000` read "5"; review s56)
+  if (isAlias(node)) throw new C0Error('JOB_FILE_INVALID', `${path}: params: an alias (*${String(node.source).slice(0, 40)}) is not taken for params: write the value itself, quoted`, { field: 'params' });
+  const src = isScalar(node) && typeof node.source === 'string' ? node.source : undefined;
   if (src !== undefined && /^-?[0-9]+(\.[0-9]+)?$/.test(src)) return src;
   throw new C0Error('JOB_FILE_INVALID', `${path}: params: ${String(src ?? 'the number').slice(0, 40)} is a number not written in decimal digits; params are sent as text, so quote what the workload should get (params: "${String(src ?? '').slice(0, 40)}")`, { field: 'params' });
 }
@@ -127,9 +129,10 @@ const PARAMS_MAX_CHARS = 4096;
  * allowlist entry that is not a DID or an empty allowlist was `RECORD_FIELD_INVALID` and a params text over 4096
  * characters too, a timeout past what a record holds `JOB_SPEC_INVALID … timeoutMs`, none naming the file or its key.
  */
-function refuseRecordLimits(j: { params?: string | number | undefined; requirements?: { allowlist?: string[] | undefined } | undefined }, timeoutMs: number | undefined, path: string): void {
+function refuseRecordLimits(j: { params?: string | undefined; requirements?: { allowlist?: string[] | undefined } | undefined }, timeoutMs: number | undefined, path: string): void {
   const bad = (field: string, why: string) => new C0Error('JOB_FILE_INVALID', `${path}: ${field}: ${why}`, { field });
-  if (typeof j.params === 'string' && j.params.length > PARAMS_MAX_CHARS) throw bad('params', `longer than ${PARAMS_MAX_CHARS} characters (${j.params.length}), the job record's limit`);
+  // the text sent: a number's is the digits as written (paramsAsWritten), so 5,000 of them are caught here too
+  if (j.params !== undefined && j.params.length > PARAMS_MAX_CHARS) throw bad('params', `longer than ${PARAMS_MAX_CHARS} characters (${j.params.length}), the job record's limit`);
   const allow = j.requirements?.allowlist;
   if (allow !== undefined) {
     if (allow.length === 0) throw bad('requirements.allowlist', 'an empty allowlist admits no provider: name at least one DID, or leave allowlist out');
@@ -142,30 +145,6 @@ function refuseRecordLimits(j: { params?: string | number | undefined; requireme
     });
   }
   if (timeoutMs !== undefined && !Number.isSafeInteger(timeoutMs)) throw bad('timeout', `${timeoutMs} ms is more than a job record holds; the run ends at the deadline anyway (at most 2160h)`);
-}
-
-/** A duration for a message: whole seconds as `Ns`, else milliseconds. */
-function durationText(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000}s` : `${ms}ms`;
-}
-
-/**
- * A job spec's deadline against the window of the buyer that will run it, once that is known: the running daemon's
- * `buyer.collectWindowMs` (GET /v1/status `buyer`), which the job file's own check (the default window) cannot know.
- * An order collects no offers and is not held to it. Before (QA ffBuyerDay2 F2) a 10 s deadline on a daemon collecting
- * for 20 s was signed and published, collected past its deadline and ended "no eligible provider" (OFFER_EXPIRED).
- */
-export function checkDeadlineForWindow(spec: { deadlineMs: number; order?: unknown }, collectWindowMs: number, path: string): void {
-  if (spec.order !== undefined) return;
-  checkTooShort(
-    'deadline',
-    durationText(spec.deadlineMs),
-    spec.deadlineMs,
-    minJobDeadlineMs(collectWindowMs),
-    path,
-    `the buyer (the running daemon, buyer.collectWindowMs) collects offers for ${collectWindowMs} ms and then needs time to run the job, so it would pass before anyone could run it`,
-    collectWindowMs,
-  );
 }
 
 /**
@@ -216,13 +195,14 @@ export function parseJobFileText(text: string, path: string, opts: JobFileOption
   checkTooShort('deadline', j.deadline, deadlineMs, minDeadlineMs, path, isOrder ? 'an order must leave a provider time to claim it' : `the buyer collects offers for ${collectWindowMs} ms and then needs time to run the job, so it would pass before anyone could run it`, collectWindowMs);
   const timeoutMs = j.timeout === undefined ? undefined : parseDuration(j.timeout);
   // what the job record would refuse later, without the file's name (RECORD_FIELD_INVALID, JOB_SPEC_INVALID): said here
-  refuseRecordLimits(j, timeoutMs, path);
+  const params = j.params === undefined ? undefined : typeof j.params === 'number' ? paramsAsWritten(text, path) : j.params;
+  refuseRecordLimits({ params, requirements: j.requirements }, timeoutMs, path);
   if (timeoutMs !== undefined) checkTooShort('timeout', j.timeout!, timeoutMs, MIN_JOB_TIMEOUT_MS, path, 'the run would time out before its work started', collectWindowMs);
   const policy = opts.policy ?? j.policy;
   if (policy !== undefined && !(POLICIES as readonly string[]).includes(policy)) throw new C0Error('POLICY_UNKNOWN', `unknown policy "${policy}"; one of ${POLICIES.join(', ')}`);
   return {
     workload: j.workload,
-    ...(j.params === undefined ? {} : { params: typeof j.params === 'number' ? paramsAsWritten(text, path) : j.params }),
+    ...(params === undefined ? {} : { params }),
     maxPrice: typeof j.maxPrice === 'string' ? moneyIn(j.maxPrice, path) : j.maxPrice,
     deadlineMs,
     ...(timeoutMs === undefined ? {} : { timeoutMs }),

@@ -16,7 +16,6 @@ import { apiCall, apiStream, consoleLoginUrl } from '../../node/api-client.js';
 import { ensureToken } from '../../node/api.js';
 import { eventToWire, resultToWire, type WireEvent } from '../../node/events.js';
 import { parseJobSpec } from '../../node/control.js';
-import { checkDeadlineForWindow } from '../../node/jobfile.js';
 import type { BuyerEvent, JobSpec } from '../../roles/buyer.js';
 import { peerIdFromDid } from '../../node/peer-id.js';
 import { createLogger } from '../../util/log.js';
@@ -495,6 +494,25 @@ export function refuseStartFlags(f: StartFlags): void {
   );
 }
 
+/** The running daemon's offer window (GET /v1/status `buyer.collectWindowMs`); undefined from a daemon before it, or a status that failed (the run itself says what is wrong). */
+async function daemonWindow(client: { api: string; token: string }): Promise<number | undefined> {
+  try {
+    const w = ((await apiCall(client.api, client.token, 'GET', '/v1/status')) as { buyer?: { collectWindowMs?: unknown } }).buyer?.collectWindowMs;
+    return typeof w === 'number' ? w : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** This node's configured offer window, for a run without a daemon; undefined when the config does not read (said where the run reads it). */
+function configWindow(dataDir: string, f: RunFlags): number | undefined {
+  try {
+    return nodeConfig(dataDir, f).buyer.collectWindowMs;
+  } catch {
+    return undefined;
+  }
+}
+
 /** `c0mpute run` */
 export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<void> {
   const { dataDir } = globals(cmd);
@@ -506,7 +524,12 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
   // an order any provider may claim, and one only this provider may: the two flags ask for different things (QA s49:
   // --open was dropped without a word and the order posted designated)
   if (f.open && f.designated !== undefined) throw new UsageError('JOB_ORDER_CONFLICT', '--open posts an order any provider may claim; --designated one only that provider may: give one of them', { field: 'open' });
-  const spec = readJobFile(jobFile, { ...(f.input ? { input: f.input } : {}), ...(f.policy ? { policy: f.policy } : {}), ...(f.open ? { open: true } : {}), ...(f.designated ? { designated: f.designated } : {}) });
+  // The deadline is checked against the offer window of the buyer that runs the job (buyer.collectWindowMs): the running
+  // daemon's (GET /v1/status `buyer`), else this node's config, read first; unknown (a daemon before it, a status that
+  // fails, a config that does not read: said later, where it is read), the default window (QA ffBuyerDay2 F2)
+  const client = daemonClient(dataDir);
+  const window = client ? await daemonWindow(client) : configWindow(dataDir, f);
+  const spec = readJobFile(jobFile, { ...(f.input ? { input: f.input } : {}), ...(f.policy ? { policy: f.policy } : {}), ...(f.open ? { open: true } : {}), ...(f.designated ? { designated: f.designated } : {}), ...(window !== undefined ? { collectWindowMs: window } : {}) });
   // An --output that cannot be written is refused before the job is bought, not after it is paid for.
   if (f.output) checkWritable(f.output);
   // events go to stderr (or stdout as JSON lines); what they said is not repeated by the final answer
@@ -527,12 +550,8 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
     }, { limit });
   };
   let result: Record<string, unknown> | undefined;
-  const client = daemonClient(dataDir);
   if (client) {
     refuseStartFlags(f);
-    // the deadline against the daemon's own offer window (buyer.collectWindowMs), which the file's check could not know
-    const window = ((await apiCall(client.api, client.token, 'GET', '/v1/status')) as { buyer?: { collectWindowMs?: unknown } }).buyer?.collectWindowMs;
-    if (typeof window === 'number') checkDeadlineForWindow(spec as { deadlineMs: number; order?: unknown }, window, jobFile);
     // Ctrl-C closes the stream: the daemon withdraws a job no provider was selected for yet, and lets one that was
     // run to its end (docs/node.md "A run whose client went away"); the line it ends with says which (run-interrupt.ts)
     const heard: RunHeard = {};
@@ -562,7 +581,6 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
     // market (the daemon's control API answers these at once too).
     const parsed = parseJobSpec(spec);
     const config = nodeConfig(dataDir, f);
-    checkDeadlineForWindow(parsed, config.buyer.collectWindowMs, jobFile);
     await checkSpecOffline(parsed, config, f.overlay);
     // Ctrl-C (docs/node.md "A run whose client went away"): the first withdraws a job no provider was selected for yet
     // (the run's client gone, as a daemon's is), or says that a selected one runs to its end here; a second stops the

@@ -24,6 +24,8 @@ const dataDir = join(root, 'buyer');
 const job = `sha256:${'ab'.repeat(32)}`;
 let runs = 0;
 let server: Server;
+/** What the fake daemon's status says of its offer window (undefined: a daemon before it; 'fail': the status errs). */
+let window: number | undefined | 'fail' = 20_000;
 
 const file = (name: string, extra: string) => {
   const path = join(root, name);
@@ -35,8 +37,9 @@ before(async () => {
   server = createServer((req, res) => {
     req.resume();
     if (req.url === '/v1/status') {
+      if (window === 'fail') return void res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'INTERNAL', message: 'status broke' } }));
       res.writeHead(200, { 'content-type': 'application/json' });
-      return void res.end(JSON.stringify({ did: 'did:key:z6Mk', buyer: { collectWindowMs: 20_000 } }));
+      return void res.end(JSON.stringify({ did: 'did:key:z6Mk', ...(window === undefined ? {} : { buyer: { collectWindowMs: window } }) }));
     }
     if (!req.url?.startsWith('/v1/run')) return void res.writeHead(404).end();
     runs++;
@@ -66,7 +69,7 @@ describe("run: a job's deadline against the buyer's own offer window", () => {
     runs = 0;
     const r = await run(dataDir, file('short.yaml', 'deadline: 10s\n'));
     assert.equal(r.status, EXIT.OPERATOR, r.stderr);
-    assert.match(r.stderr, /^error JOB_DEADLINE_TOO_SOON: .*short\.yaml: deadline 10s is 10000 ms: the buyer \(the running daemon, buyer\.collectWindowMs\) collects offers for 20000 ms.*give at least 25000 ms/m);
+    assert.match(r.stderr, /^error JOB_DEADLINE_TOO_SOON: .*short\.yaml: deadline 10s is 10000 ms.*the buyer collects offers for 20000 ms.*give at least 25000 ms/m);
     assert.equal(runs, 0, 'no job posted');
   });
 
@@ -77,6 +80,22 @@ describe("run: a job's deadline against the buyer's own offer window", () => {
     const order = await run(dataDir, file('order.yaml', 'deadline: 10s\norder: {}\n'));
     assert.equal(order.status, EXIT.OK, order.stderr);
     assert.equal(runs, 2);
+  });
+
+  it("a daemon's window under the default 3 s takes a deadline the default would refuse; a status that fails or says no window leaves the default check (review s56)", async () => {
+    runs = 0;
+    window = 1000;
+    const seven = file('seven.yaml', 'deadline: 7s\n');
+    const r = await run(dataDir, seven);
+    assert.equal(r.status, EXIT.OK, r.stderr);
+    assert.equal(runs, 1, 'a 7 s deadline on a 1 s window runs');
+    for (const w of [undefined, 'fail'] as const) {
+      window = w;
+      const d = await run(dataDir, seven);
+      assert.equal(d.status, EXIT.OPERATOR, d.stderr);
+      assert.match(d.stderr, /^error JOB_DEADLINE_TOO_SOON: .*collects offers for 3000 ms/m, `window ${String(w)}`);
+    }
+    window = 20_000;
   });
 
   it("without a daemon, the node config's window: refused before a node starts", async () => {

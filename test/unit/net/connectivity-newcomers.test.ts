@@ -34,6 +34,8 @@ test('throwaway keys do not push established peers out; newcomers hold at most h
     host.conns.add(p);
     c.noteUseful(p, [`/ip4/10.0.0.1/tcp/${p.slice(1)}`]);
   }
+  // a tick sees them connected, and one more past establishedAfterMs
+  await c.tick();
   wall += 6 * 60_000;
   mono += 6 * 60_000;
   await c.tick();
@@ -68,11 +70,24 @@ test('a newcomer connected for establishedAfterMs becomes established, and survi
   const c = new Connectivity({ host, bootstrap: [], clock: () => wall, monoClock: () => mono, rand: () => 0.5, log: silent, store, options: { rememberMax: 4 } });
   host.conns.add('P');
   c.noteUseful('P', ['/ip4/10.0.0.2/tcp/1']);
+  // two short visits five minutes apart do not make it established (review s56): the span starts over at a disconnection
+  await c.tick();
+  host.conns.delete('P');
+  wall += 1000;
+  mono += 1000;
+  await c.tick();
+  host.conns.add('P');
+  wall += 5 * 60_000;
+  mono += 5 * 60_000;
+  c.noteUseful('P', ['/ip4/10.0.0.2/tcp/1']);
+  await c.tick();
+  assert.notEqual(c.remembered().find((x) => x.peerId === 'P')!.newSince, undefined, 'still a newcomer');
+  // then connected throughout, every tick seeing it: established
   wall += 5 * 60_000 + 1;
   mono += 5 * 60_000 + 1;
   await c.tick();
   c.stop?.();
   const p = c.remembered().find((x) => x.peerId === 'P')!;
-  assert.equal(p.lastUsefulAt - p.seenAt!, 5 * 60_000 + 1);
+  assert.equal(p.newSince, undefined, 'established');
   assert.deepEqual(saved.map((x) => (x as { peerId: string }).peerId), ['P'], 'written (at stop)');
 });

@@ -42,3 +42,15 @@ test('status names inbound refusals beside an ok state, but not libp2p’s per-a
   assert.deepEqual(a.warnings?.map((w) => w.code), ['NET_INBOUND_PENDING_PER_IP']);
   assert.match(a.warnings![0]!.message, /^40 inbound connections refused in the last 10 min from 1 address \(last from 198\.51\.100\.9\): more than 8 connections from one address were still handshaking/);
 });
+
+test('on loopback, 127.0.0.1 and ::1 (every local node dials from them) are held to the node-wide bound only; other addresses keep theirs (review s56)', () => {
+  const local = new PendingInbound({ perIp: 2, clock: () => 0, localShared: true });
+  for (let i = 0; i < 5; i++) assert.equal(local.take('127.0.0.1'), true);
+  for (let i = 0; i < 5; i++) assert.equal(local.take('0:0:0:0::/64'), true);
+  assert.equal(local.take('127.0.0.2'), true);
+  assert.equal(local.take('127.0.0.2'), true);
+  assert.equal(local.take('127.0.0.2'), false, 'another loopback address keeps its bound');
+  const wild = new PendingInbound({ perIp: 2, clock: () => 0 });
+  assert.equal(wild.take('127.0.0.1') && wild.take('127.0.0.1'), true);
+  assert.equal(wild.take('127.0.0.1'), false, 'not on loopback: 127.0.0.1 is an address like any other');
+});

@@ -61,3 +61,14 @@ test("the job record's limits are JOB_FILE_INVALID naming the file and the key: 
   // at the limits: taken
   assert.equal((parseJobFileText(`${base}input: "x"\nparams: "${'a'.repeat(4096)}"\n`, 'job.yaml').params as string).length, 4096);
 });
+
+test('params given by an alias is refused (its source is the anchor’s name: `*5` after `&5 60000` was sent as "5"); a long number is caught by the record limit, naming the file (review s56)', () => {
+  const aliased = `workload: builtin.sha256\nmaxPrice: "0.01 USD"\ndeadline: &5 60000\ninput: "x"\nparams: *5\n`;
+  const e = refusal(() => parseJobFileText(aliased, 'job.yaml'));
+  assert.equal(e.code, 'JOB_FILE_INVALID');
+  assert.equal(e.field, 'params');
+  assert.match(e.message, /an alias \(\*5\) is not taken for params/);
+  const long = refusal(() => parseJobFileText(`${base}input: "x"\nparams: 1.${'0'.repeat(5000)}\n`, 'job.yaml'));
+  assert.equal(long.code, 'JOB_FILE_INVALID');
+  assert.match(long.message, /^job\.yaml: params: longer than 4096 characters \(5002\)/);
+});
