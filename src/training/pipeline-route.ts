@@ -107,7 +107,8 @@ function checkWeights(route: RouteStage[], S: StageServes[], expected: string | 
       detail: { stage: route[k]!.did, index: k, weights: s.weights, expected: ref },
     });
   }
-  const unsaid = S.flatMap((s, k) => (s.weights === undefined ? [k] : []));
+  // the stages past the answer (after one of a build before stages said what they serve) say nothing either
+  const unsaid = [...S.flatMap((s, k) => (s.weights === undefined ? [k] : [])), ...route.slice(S.length).map((_, i) => S.length + i)];
   if (!unsaid.length) return [];
   return [
     {

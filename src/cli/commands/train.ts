@@ -4,7 +4,7 @@
  * step commitment's inclusion in a committed epoch; `stage` serves one pipeline
  * stage and `infer` drives a pipeline of them (train-infer.ts).
  */
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
@@ -32,12 +32,25 @@ function runsHeld(base: string): string[] {
  * least 4 hex digits. Undefined when the text is not such a name (a bundle's path), or is a file; a name that matches
  * no run, or several, is TRAIN_RUN_UNKNOWN listing them. QA ffTrainDay2 F3: a provider with two runs could not show either.
  */
-function runById(text: string, held: string[]): string | undefined {
-  if (existsSync(text)) return undefined;
+function runById(text: string, held: string[], base: string): string | undefined {
+  // a bundle's path is a file; a run's directory, here or under `train/`, is named by its name (review s56)
+  if (existsSync(text) && statSync(text).isFile()) return undefined;
   const m = /^(?:sha256:)?([0-9a-f]{4,64})$/.exec(text);
   if (!m) return undefined;
   const hex = m[1]!;
-  const hits = held.filter((d) => (hex.length >= 16 ? hex.startsWith(d) : d.startsWith(hex)));
+  // more than a directory name's 16 digits: the rest must agree with the run's address its status holds (one pruned,
+  // with no status, on its directory name alone); before (review s56) only the first 16 were compared
+  const agrees = (d: string) => {
+    if (hex.length <= 16) return d.startsWith(hex);
+    if (!hex.startsWith(d)) return false;
+    try {
+      const run = (JSON.parse(readFileSync(join(base, d, 'status.json'), 'utf8')) as { run?: unknown }).run;
+      return typeof run !== 'string' || run.replace(/^sha256:/, '').startsWith(hex);
+    } catch {
+      return true;
+    }
+  };
+  const hits = held.filter(agrees);
   if (hits.length === 1) return hits[0];
   throw new C0Error('TRAIN_RUN_UNKNOWN', hits.length ? `${text} names ${hits.length} runs here (${hits.join(', ')}): give more of its address` : `no run ${text} in this data directory${held.length ? ` (runs here: ${held.slice(0, 20).join(', ')}${held.length > 20 ? `, and ${held.length - 20} more` : ''})` : ''}`, { field: 'run', detail: { runs: hits.length ? hits : held } });
 }
@@ -190,7 +203,7 @@ export function register(program: Command): void {
       const base = join(dataDir, 'train');
       const held = runsHeld(base);
       let dir: string;
-      const byId = runArg === undefined ? undefined : runById(runArg, held);
+      const byId = runArg === undefined ? undefined : runById(runArg, held, base);
       if (byId !== undefined) dir = join(base, byId);
       else if (runArg !== undefined) dir = runDir(dataDir, (await import('../../roles/trainer/run-file.js')).readRunBundle(runArg).run.address);
       else {

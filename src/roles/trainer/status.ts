@@ -98,8 +98,8 @@ export function statusView(w: StatusSource, more: { self: string; stepsPerSec: n
     losses: w.losses.slice(-50),
     contributions: more.contributions,
     // the committed epochs: how many, and the last STATUS_EPOCHS of them (each is in epochs/<e>.json): the file is
-    // rewritten at every epoch's end, so a list of every epoch grew it without bound (QA ffTrainDay2 F2: 24 MB and
-    // 0.6 s a write at 50,000 epochs, and a member job's output past 16 MiB)
+    // rewritten at every epoch's end, so a list of every epoch grew it without bound (QA ffTrainDay2 F2: 618 KB after 1,500 epochs,
+    // about 4 MB a write at the 10,000 epochs a run may ask for, more with many witnesses per epoch)
     epochsCommitted: w.epochs.length,
     epochs: w.epochs.slice(-STATUS_EPOCHS).map((e) => ({ epoch: e.epoch, view: e.view, root: e.root, address: e.address, coordinator: e.coordinator, witnesses: e.witnesses.map((x) => x.did) })),
     views: w.views,

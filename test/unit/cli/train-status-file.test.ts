@@ -111,6 +111,13 @@ describe('train status: a status.json that is not a worker status, stray files',
     const ambiguous = await status(d, 'fedcba98');
     assert.equal(ambiguous.status, EXIT.OPERATOR);
     assert.match(ambiguous.stderr, /^error TRAIN_RUN_UNKNOWN: fedcba98 names 2 runs here \(fedcba9876543210, fedcba98aaaaaaaa\): give more of its address/);
+    // more than 16 digits must agree with the run's address, not only with its directory name (review s56)
+    const wrongTail = await status(d, 'sha256:fedcba9876543210' + '2'.repeat(48));
+    assert.equal(wrongTail.status, EXIT.OPERATOR, wrongTail.stdout);
+    assert.match(wrongTail.stderr, /^error TRAIN_RUN_UNKNOWN: no run sha256:fedcba98/);
+    // the run's directory named from within train/ (an existing directory, not a bundle file): the run
+    const inTrain = await runNode([bin, '--data-dir', d, 'train', 'status', 'fedcba9876543210'], { env, timeout: 30_000, cwd: join(d, 'train') });
+    assert.equal(inTrain.status, EXIT.OK, inTrain.stdout + inTrain.stderr);
     const unknown = await status(d, 'abcd1234');
     assert.match(unknown.stderr, /^error TRAIN_RUN_UNKNOWN: no run abcd1234 in this data directory \(runs here: 0123456789abcdef, /);
     // a member job's run dropped with the job history: said so, not "not joined"
