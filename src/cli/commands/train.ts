@@ -13,7 +13,6 @@ import type { VerifyResult } from '../../training/verify.js';
 import type { StatusFileView } from '../../roles/trainer/status.js';
 import { NegativeAnswer, out, outJson, readInput, UsageError, writingTo } from '../context.js';
 import { globals } from './index.js';
-import { readMark } from '../../roles/trainer/run-dirs.js';
 import { registerBuy } from './train-buy.js';
 import { parseLayers, registerInfer } from './train-infer.js';
 
@@ -56,7 +55,7 @@ function runById(text: string, held: string[], base: string): string | undefined
 }
 
 /** Several runs and none named: TRAIN_RUN_UNKNOWN listing each (directory, name, state) so the operator can name one. */
-function severalRuns(base: string, held: string[]): C0Error {
+function severalRuns(base: string, held: string[], readMark: (dir: string) => { prunedAt?: number } | undefined): C0Error {
   const runs = held.map((d) => {
     try {
       const s = JSON.parse(readFileSync(join(base, d, 'status.json'), 'utf8')) as { run?: unknown; name?: unknown; status?: unknown };
@@ -208,13 +207,14 @@ export function register(program: Command): void {
       else if (runArg !== undefined) dir = runDir(dataDir, (await import('../../roles/trainer/run-file.js')).readRunBundle(runArg).run.address);
       else {
         if (held.length === 0) throw new C0Error('TRAIN_RUN_UNKNOWN', 'no training run in this data directory');
-        if (held.length > 1) throw severalRuns(base, held);
+        // (loaded here: `c0mpute --help` and the other commands load no trainer module, test/e2e/cli-lazy.test.ts)
+        if (held.length > 1) throw severalRuns(base, held, (await import('../../roles/trainer/run-dirs.js')).readMark);
         dir = join(base, held[0]!);
       }
       const p = join(dir, 'status.json');
       if (!existsSync(p)) {
         // a member job's run dropped with the job history keeps only its mark (run-dirs.ts): said, not "not joined"
-        const mark = readMark(dir);
+        const mark = (await import('../../roles/trainer/run-dirs.js')).readMark(dir);
         if (mark?.prunedAt !== undefined) throw new C0Error('TRAIN_RUN_PRUNED', `this node took part in that run (a member job), but its records were dropped with the job history (history.keepDays) at ${new Date(mark.prunedAt).toISOString()}`, { detail: { dir } });
         throw new C0Error('TRAIN_RUN_UNKNOWN', 'this node has not joined that run');
       }
