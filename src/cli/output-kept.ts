@@ -18,7 +18,7 @@ function keptName(job: string): string {
 }
 
 /** Where the output went: the first of the data directory's `outputs/` and a temporary directory that takes it. */
-export function keepOutput(output: Uint8Array, job: string, dataDir: string): { path?: string; problems: string[] } {
+function keepOutput(output: Uint8Array, job: string, dataDir: string): { path?: string; problems: string[] } {
   const problems: string[] = [];
   const name = keptName(job);
   try {

@@ -60,13 +60,14 @@ export function addressKey(remoteAddr: string): string {
 /** Per-address counts of inbound connections still handshaking, and the refusals seen lately. Pure but for its clock. */
 export class PendingInbound {
   #byIp = new Map<string, number>();
-  #recent = new Map<InboundRefusalCode, { times: number[]; lastFrom: string; lastAt: number; from: Map<string, number> }>();
+  /** Per code: refusals counted per second of the monotonic clock (at most RECENT_MS / 1000 entries, oldest first), the last one, and the addresses lately refused. */
+  #recent = new Map<InboundRefusalCode, { seconds: Map<number, number>; lastFrom: string; lastAt: number; from: Map<string, number> }>();
   /**
    * `localShared`: the node runs on loopback (`network.loopback`, a devnet, a local simulation): 127.0.0.1 and ::1,
    * the address every local node dials from, are held to the node-wide bound only, as before the per-address one
    * (review s56: 30 local nodes starting together came from one address); other loopback addresses keep `perIp`.
    */
-  constructor(private o: { perIp: number; clock: () => number; recentMs?: number; localShared?: boolean }) {}
+  constructor(private o: { perIp: number; clock: () => number; localShared?: boolean }) {}
 
   get perIp(): number {
     return this.o.perIp;
@@ -86,10 +87,6 @@ export class PendingInbound {
     else this.#byIp.delete(ip);
   }
 
-  held(ip: string): number {
-    return this.#byIp.get(ip) ?? 0;
-  }
-
   get total(): number {
     let t = 0;
     for (const n of this.#byIp.values()) t += n;
@@ -98,9 +95,12 @@ export class PendingInbound {
 
   noteRefused(code: InboundRefusalCode, ip: string): void {
     const now = this.o.clock();
-    const r = this.#recent.get(code) ?? { times: [], lastFrom: ip, lastAt: now, from: new Map<string, number>() };
-    r.times.push(now);
-    if (r.times.length > 10_000) r.times.splice(0, r.times.length - 10_000);
+    const r = this.#recent.get(code) ?? { seconds: new Map<number, number>(), lastFrom: ip, lastAt: now, from: new Map<string, number>() };
+    // counted per second, O(1) a refusal: a flood of refusals costs no more than the count (before, an array of times
+    // spliced at 10,000)
+    const s = Math.floor(now / 1000);
+    r.seconds.set(s, (r.seconds.get(s) ?? 0) + 1);
+    prune(r.seconds, Math.ceil((now - RECENT_MS) / 1000));
     r.lastFrom = ip;
     r.lastAt = now;
     r.from.delete(ip);
@@ -112,18 +112,28 @@ export class PendingInbound {
   /** The refusals within RECENT_MS, one per code. */
   recent(): InboundRefusal[] {
     const now = this.o.clock();
-    const since = now - (this.o.recentMs ?? RECENT_MS);
+    const since = now - RECENT_MS;
     const out: InboundRefusal[] = [];
     for (const [code, r] of this.#recent) {
-      while (r.times.length && r.times[0]! < since) r.times.shift();
+      prune(r.seconds, Math.ceil(since / 1000));
       for (const [ip, at] of r.from) if (at < since) r.from.delete(ip);
-      if (!r.times.length) {
+      let count = 0;
+      for (const n of r.seconds.values()) count += n;
+      if (!count) {
         this.#recent.delete(code);
         continue;
       }
-      out.push({ code, count: r.times.length, lastFrom: r.lastFrom, lastAt: r.lastAt, from: r.from.size });
+      out.push({ code, count, lastFrom: r.lastFrom, lastAt: r.lastAt, from: r.from.size });
     }
     return out;
+  }
+}
+
+/** Drop the seconds before `first` (the map holds them oldest first): a second counts while it began within RECENT_MS. */
+function prune(seconds: Map<number, number>, first: number): void {
+  for (const s of seconds.keys()) {
+    if (s >= first) break;
+    seconds.delete(s);
   }
 }
 

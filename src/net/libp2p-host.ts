@@ -33,8 +33,7 @@ import { decodeMessage } from './framing.js';
 import { patchLengthPrefixedDecoder, patchYamuxWindowUpdate, patchMuxerCloseListeners, patchGossipsubStop, patchGossipsubScoreCache } from './libp2p-patches.js';
 import { noiseCrypto } from './noise-crypto.js';
 import { newRunTag, ONE_SHOT_TAG } from './peer-conns.js';
-import { guardInbound, PendingInbound, MAX_PENDING_INBOUND, MAX_PENDING_INBOUND_PER_IP, INBOUND_PER_SECOND } from './inbound-guard.js';
-import { monotonicClock } from '../util/clock.js';
+import { guardInbound, MAX_PENDING_INBOUND, INBOUND_PER_SECOND, type PendingInbound } from './inbound-guard.js';
 
 export { DHT_PROTOCOL };
 
@@ -201,8 +200,8 @@ export interface HostDeps {
   loopback: boolean;
   abuse: AbusePolicy;
   refusals: RefusalLog;
-  /** Inbound connections still handshaking, per address, and the refusals lately (inbound-guard.ts; default: a fresh one). */
-  pending?: PendingInbound;
+  /** Inbound connections still handshaking, per address, and the refusals lately (inbound-guard.ts). */
+  pending: PendingInbound;
   /** gossipsub's message id (default GOSSIP_BASE's: `messageId`); the network's binds the messages of topics it did not join to their topic. */
   msgIdFn?: (msg: { topic: string; data: Uint8Array }) => Uint8Array;
 }
@@ -258,7 +257,7 @@ export async function createHost(opts: NetworkOptions, { overlay, loopback, abus
       dht: dhtService({ loopback, privateNetwork, clientMode }),
     },
   });
-  guardInbound(host, { refusals, pending: pending ?? new PendingInbound({ perIp: MAX_PENDING_INBOUND_PER_IP, clock: monotonicClock }), maxConnections });
+  guardInbound(host, { refusals, pending, maxConnections });
   patchGossipsubStop(host.services.pubsub);
   patchGossipsubScoreCache(host.services.pubsub);
   return host;

@@ -99,7 +99,7 @@ export const OUTCOME_ROUTE: DirectRoute = {
 
 export interface DirectServeDeps {
   /** The record pipeline, as for gossip (source 'direct'). `signer`: the record's signer, which is the sending peer's key. */
-  validate(kind: TopicKind, data: Uint8Array, from: string, signer: string): Promise<ValidationOutcome>;
+  validate(kind: TopicKind, data: Uint8Array, from: string): Promise<ValidationOutcome>;
   /**
    * Hand an accepted outcome (of the message `data`) to the subscribers (the same path as gossip); resolves once they
    * handled its primary record: true when they all took it, false when it was dropped (the delivery queue full) or a
@@ -153,7 +153,7 @@ export function directHandler(route: DirectRoute, d: DirectServeDeps): ProtocolH
       peer = undefined;
     }
     if (head.signer !== peer) throw invalid(route.err.NOT_FROM_PEER, `a peer may send only the ${route.kinds.join(' and ')} records it signed`);
-    const out = await d.validate(kind, data, from, head.signer);
+    const out = await d.validate(kind, data, from);
     if (out.verdict === 'reject') throw invalid(out.reason, `${kind} rejected: ${out.reason}`);
     // accept only once the subscribers took it (the sender forgets what was accepted): within the stream's deadline
     if (out.verdict === 'accept' && !(await untilAborted(d.accept(out, from, data), ctx.signal)))

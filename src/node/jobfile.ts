@@ -10,7 +10,7 @@
 import { dirname, resolve } from 'node:path';
 import { z } from 'zod';
 import { C0Error } from '../errors.js';
-import { GRADES, POLICIES, WORKLOAD_RE } from '../records/kinds.js';
+import { GRADES, JOB_PARAMS_MAX, POLICIES, WORKLOAD_RE } from '../records/kinds.js';
 import { AMOUNT_RE, CURRENCY_RE, parseMoney } from '../records/money.js';
 import { configError } from './config.js';
 import { readInputFile } from './job-input.js';
@@ -121,8 +121,6 @@ function paramsAsWritten(text: string, path: string): string {
   throw new C0Error('JOB_FILE_INVALID', `${path}: params: ${String(src ?? 'the number').slice(0, 40)} is a number not written in decimal digits; params are sent as text, so quote what the workload should get (params: "${String(src ?? '').slice(0, 40)}")`, { field: 'params' });
 }
 
-/** The job record's limit on `params` (src/records/kinds.ts). */
-const PARAMS_MAX_CHARS = 4096;
 
 /**
  * The job record's own limits on what the file gives, checked where the file is named: before (QA ffBuyerDay2 F6) an
@@ -132,7 +130,7 @@ const PARAMS_MAX_CHARS = 4096;
 function refuseRecordLimits(j: { params?: string | undefined; requirements?: { allowlist?: string[] | undefined } | undefined }, timeoutMs: number | undefined, path: string): void {
   const bad = (field: string, why: string) => new C0Error('JOB_FILE_INVALID', `${path}: ${field}: ${why}`, { field });
   // the text sent: a number's is the digits as written (paramsAsWritten), so 5,000 of them are caught here too
-  if (j.params !== undefined && j.params.length > PARAMS_MAX_CHARS) throw bad('params', `longer than ${PARAMS_MAX_CHARS} characters (${j.params.length}), the job record's limit`);
+  if (j.params !== undefined && j.params.length > JOB_PARAMS_MAX) throw bad('params', `longer than ${JOB_PARAMS_MAX} characters (${j.params.length}), the job record's limit`);
   const allow = j.requirements?.allowlist;
   if (allow !== undefined) {
     if (allow.length === 0) throw bad('requirements.allowlist', 'an empty allowlist admits no provider: name at least one DID, or leave allowlist out');

@@ -43,7 +43,7 @@ import type { TopicKind } from '../net/topics.js';
 import { open, type Opened } from '../records/envelope.js';
 import { T, type Acceptance, type Advert, type Job, type Offer, type Receipt } from '../records/kinds.js';
 import { moneyEquals } from '../records/money.js';
-import { receiptProviderFor, RosterView } from '../pools/chain.js';
+import { chainOf, receiptProviderFor, RosterView } from '../pools/chain.js';
 import type { C0Error } from '../errors.js';
 import type { WitnessReceipt } from '../ledger/entry.js';
 import type { EquivocationEvidence } from '../ledger/evidence.js';
@@ -155,7 +155,7 @@ export function recordHooks(l: RecordLookups, options: Partial<RecordHookOptions
   const currentRoster = (a: Opened<Advert>, now: number) => {
     if (!a.record.pool) return;
     try {
-      rosters.check(a.record.pool, a.signer, now);
+      rosters.check(a.record.pool, a.signer, now, chainOf(a));
     } catch (e) {
       throw ignoreError((e as C0Error).code ?? 'POOL_ROSTER_INVALID', (e as Error).message, 'pool');
     }

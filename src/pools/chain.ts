@@ -61,12 +61,9 @@ setPoolProofCheck((proof, signer) => verifyPoolProof(proof, signer).pool);
 /** The provider a market entry stands for: the pool's DID for a pooled advert or receipt, else the signer. */
 export function providerOf(rec: Opened<{ pool?: PoolProof }>): string {
   if (!rec.record.pool) return rec.signer;
-  let p = poolOf.get(rec);
-  if (p === undefined) poolOf.set(rec, (p = verifyPoolProof(rec.record.pool, rec.signer).pool));
-  return p;
+  // verified once per object (chainOf: scoring asks on every decision); one that does not verify throws its code
+  return chainOf(rec)?.pool ?? verifyPoolProof(rec.record.pool, rec.signer).pool;
 }
-/** The pool of an opened pooled record (verified once per object: scoring asks for it on every decision). */
-const poolOf = new WeakMap<object, string>();
 
 /**
  * The chain of a pooled record, verified once per object (its roster, its signer's membership and roster entry);
@@ -146,8 +143,9 @@ export class RosterView {
   }
 
   /** Verify a proof against the chain and against what this view knows (and learn its roster). */
-  check(proof: PoolProof, signer: string, now: number): VerifiedChain {
-    const v = verifyPoolProof(proof, signer);
+  check(proof: PoolProof, signer: string, now: number, verified?: VerifiedChain): VerifiedChain {
+    // `verified`: the record's chain as chainOf cached it (a held advert checked again on each offer citing it)
+    const v = verified ?? verifyPoolProof(proof, signer);
     if (now >= v.roster.record.expiresAt) throw new C0Error('POOL_ROSTER_EXPIRED', 'pool: the roster has expired', { field: 'pool.roster' });
     this.learn(v.roster);
     const newest = this.#newest.get(v.pool)!;

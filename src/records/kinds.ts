@@ -410,6 +410,9 @@ const NONDELIVERY3_SCHEMA = {
   },
 } satisfies Schema;
 
+/** The longest a job's `params` may be, in characters (a job file names it when over: src/node/jobfile.ts). */
+export const JOB_PARAMS_MAX = 4096;
+
 export const SCHEMAS: Record<string, Schema> = {
   'c0mpute.advert/1': {
     seq: { t: 'uint', doc: 'sequence number; a higher seq replaces the provider’s advert, an equal one does not' },
@@ -496,7 +499,7 @@ export const SCHEMAS: Record<string, Schema> = {
       },
     },
     inputSealed: { t: 'enum', values: ['yes', 'no'], doc: 'whether the input is sealed to the winner’s box key' },
-    params: { t: 'text', maxLen: 4096, optional: true, doc: 'workload parameters (opaque to the market)' },
+    params: { t: 'text', maxLen: JOB_PARAMS_MAX, optional: true, doc: 'workload parameters (opaque to the market)' },
     nonce: { t: 'bytes', maxLen: 32, optional: true, doc: 'makes otherwise identical jobs distinct' },
     order: {
       t: 'object',

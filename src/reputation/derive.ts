@@ -69,8 +69,8 @@
  * with dealt-with buyers on, all the attacker's buyer keys together add at
  * most w × K to s, K = the jobs this node ran for them and they accepted.
  */
-import { T, type Acceptance, type AnyNonDelivery, type Offer, type PoolProof, type Receipt } from '../records/kinds.js';
-import { providerOf, verifyPoolProof, type VerifiedChain } from '../pools/chain.js';
+import { T, type Acceptance, type AnyNonDelivery, type Offer, type Receipt } from '../records/kinds.js';
+import { chainOf, type VerifiedChain } from '../pools/chain.js';
 import type { Opened } from '../records/envelope.js';
 import type { ReputationView } from '../market/policy.js';
 import { compareDids } from '../records/did.js';
@@ -208,23 +208,6 @@ function offeredAt(r: Opened<Receipt>, offers: ReadonlyMap<string, Opened<Offer>
   const o = offers.get(r.record.offer);
   return o && o.signer === r.signer && o.record.job === r.record.job ? o.record.issuedAt : r.record.startedAt;
 }
-
-/** A pooled record's verified chain (once per object), or undefined: not pooled, or its chain does not verify. */
-function chainOf(r: Opened<{ pool?: PoolProof }>): VerifiedChain | undefined {
-  if (!r.record.pool) return undefined;
-  let c = chains.get(r);
-  if (c === undefined) {
-    try {
-      c = verifyPoolProof(r.record.pool, r.signer);
-      providerOf(r); // the same check; fills its cache
-    } catch {
-      c = null;
-    }
-    chains.set(r, c);
-  }
-  return c ?? undefined;
-}
-const chains = new WeakMap<object, VerifiedChain | null>();
 
 /**
  * Whether a pooled receipt's roster was already replaced, when the work was offered (`at`: offeredAt), by a newer roster of its

@@ -295,7 +295,7 @@ export interface ReclaimDeps {
  * roster the advert carries (chainOf: verified once per advert), is counted instead (review s55: each member counted
  * another machine's GPUs).
  */
-export function devicesOf(a: Opened<Advert>): number {
+function devicesOf(a: Opened<Advert>): number {
   const hw = chainOf(a)?.member.hardware ?? a.record.hardware;
   return Math.max(1, (hw.gpus ?? []).reduce((n, g) => n + g.count, 0));
 }

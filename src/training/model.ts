@@ -259,8 +259,9 @@ export function weightsBytes(w: Float64Array): Uint8Array {
   return out;
 }
 
-export function weightsFromBytes(b: Uint8Array): Float64Array {
-  if (b.length % 8 !== 0) throw new C0Error('TRAIN_WEIGHTS_INVALID', 'weights: length is not a multiple of 8 bytes');
+/** `name`: the file the bytes came from, named when they are no float64 weights (QA ffTrainDay2 F4). */
+export function weightsFromBytes(b: Uint8Array, name?: string): Float64Array {
+  if (b.length % 8 !== 0) throw new C0Error('TRAIN_WEIGHTS_INVALID', name === undefined ? 'weights: length is not a multiple of 8 bytes' : `${name}: ${b.length} bytes, not a whole number of float64 weights (a run's weights.bin)`, { ...(name === undefined ? {} : { field: 'weightsFile' }) });
   const dv = new DataView(b.buffer, b.byteOffset, b.byteLength);
   const w = new Float64Array(b.length / 8);
   for (let i = 0; i < w.length; i++) w[i] = dv.getFloat64(i * 8, true);

@@ -108,6 +108,8 @@ export interface StageServerOptions {
   deadlineMs?: number;
   /** Where the stage says what it refused and what failed (default: nowhere). */
   log?: Logger;
+  /** The address of the weights it serves, when its caller has it (the file's SHA-256: `train stage`); else hashed when first asked. */
+  weights?: string;
 }
 
 /** A stage's log lines of one kind at most once per this many ms; the ones held back are counted in the next (`more`). */
@@ -222,9 +224,9 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
     if (new Set(route).size !== route.length) throw new C0Error('PIPELINE_BAD_REQUEST', 'the route names a stage twice: give each stage once, in order');
   };
   // the weights it serves, by address: a driver refuses a route whose stages serve different ones (checkRoute);
-  // hashed when first asked, so a request refused before compute reads no weight
+  // given by the caller, else hashed when first asked, so a request refused before compute reads no weight
   let selfServes: StageServes | undefined;
-  const serves = (): StageServes => (selfServes ??= { layers: [...o.shape.layers], from: o.range[0], to: o.range[1], weights: bytesToAddress(sha256(weightsBytes(o.w))) });
+  const serves = (): StageServes => (selfServes ??= { layers: [...o.shape.layers], from: o.range[0], to: o.range[1], weights: o.weights ?? bytesToAddress(sha256(weightsBytes(o.w))) });
   /**
    * A request asking what the stages of its route serve (`{ask: "serves", route}`, nothing after it): this stage's
    * entry, then the answer of the stages after it, asked in turn as a forward is (their failure is this stage's

@@ -504,12 +504,12 @@ async function daemonWindow(client: { api: string; token: string }): Promise<num
   }
 }
 
-/** This node's configured offer window, for a run without a daemon; undefined when the config does not read (said where the run reads it). */
-function configWindow(dataDir: string, f: RunFlags): number | undefined {
+/** This node's config for a run without a daemon, read once: the config, or why it does not read (thrown where the run needs it). */
+function runConfig(dataDir: string, f: RunFlags): { config: NodeConfig } | { error: unknown } {
   try {
-    return nodeConfig(dataDir, f).buyer.collectWindowMs;
-  } catch {
-    return undefined;
+    return { config: nodeConfig(dataDir, f) };
+  } catch (error) {
+    return { error };
   }
 }
 
@@ -528,7 +528,8 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
   // daemon's (GET /v1/status `buyer`), else this node's config, read first; unknown (a daemon before it, a status that
   // fails, a config that does not read: said later, where it is read), the default window (QA ffBuyerDay2 F2)
   const client = daemonClient(dataDir);
-  const window = client ? await daemonWindow(client) : configWindow(dataDir, f);
+  const offline = client ? undefined : runConfig(dataDir, f);
+  const window = client ? await daemonWindow(client) : offline && 'config' in offline ? offline.config.buyer.collectWindowMs : undefined;
   const spec = readJobFile(jobFile, { ...(f.input ? { input: f.input } : {}), ...(f.policy ? { policy: f.policy } : {}), ...(f.open ? { open: true } : {}), ...(f.designated ? { designated: f.designated } : {}), ...(window !== undefined ? { collectWindowMs: window } : {}) });
   // An --output that cannot be written is refused before the job is bought, not after it is paid for.
   if (f.output) checkWritable(f.output);
@@ -580,8 +581,8 @@ export async function run(jobFile: string, f: RunFlags, cmd: Command): Promise<v
     // What the run would refuse before publishing anything is said now, not after a node started and waited for a
     // market (the daemon's control API answers these at once too).
     const parsed = parseJobSpec(spec);
-    const config = nodeConfig(dataDir, f);
-    await checkSpecOffline(parsed, config, f.overlay);
+    if (!offline || 'error' in offline) throw offline?.error;
+    await checkSpecOffline(parsed, offline.config, f.overlay);
     // Ctrl-C (docs/node.md "A run whose client went away"): the first withdraws a job no provider was selected for yet
     // (the run's client gone, as a daemon's is), or says that a selected one runs to its end here; a second stops the
     // node, which breaks the run off; a third exits at once. The node is stopped before the command ends. Listened

@@ -380,13 +380,13 @@ function noSelection(j: JobsEntry): string {
   if (j.outcome?.code === 'ORDER_NOT_CLAIMED') return `unclaimed: ${order}, its deadline passed${j.outcome.at !== undefined ? ` at ${new Date(j.outcome.at).toISOString()}` : ''} with no claim taken (ORDER_NOT_CLAIMED)`;
   if (j.record.order && j.record.deadline !== undefined) return `no outcome held (${order}: no claim taken; it may be claimed until ${new Date(j.record.deadline).toISOString()})`;
   // how the run said it ended, as the daemon kept it with the job: in the words `c0mpute run` and the console use
+  // how its run ended, as the daemon kept it (JOB_NO_OFFERS, JOB_NO_PROVIDER_SELECTED, the error that ended it…): its
+  // words, else the ones `c0mpute run` and the console use for the code
   const code = j.outcome?.code;
+  if (code === undefined) return 'no outcome held (no provider was selected)';
   const kept = noProviderStatus(code);
-  if (kept) return `no outcome held: ${printable(j.outcome?.message ?? NO_PROVIDER_ENDED[kept].said)} (${code})`;
-  if (code === 'JOB_INTERRUPTED') return `no outcome held: ${printable(j.outcome?.message ?? 'the run was broken off by this node’s stop or crash')} (JOB_INTERRUPTED)`;
-  // another ending its run kept (JOB_NO_PROVIDER_SELECTED, the error that ended it)
-  if (code !== undefined) return `no outcome held: ${printable(j.outcome?.message ?? 'no provider was selected')} (${printable(code)})`;
-  return 'no outcome held (no provider was selected)';
+  const said = kept ? NO_PROVIDER_ENDED[kept].said : code === 'JOB_INTERRUPTED' ? 'the run was broken off by this node’s stop or crash' : 'no provider was selected';
+  return `no outcome held: ${printable(j.outcome?.message ?? said)} (${printable(code)})`;
 }
 
 /**

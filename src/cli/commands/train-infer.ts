@@ -60,7 +60,7 @@ async function stageDid(addr: string, k: number): Promise<string> {
  * `--weights`: a weights address (`sha256:` and 64 hex digits, as `train stage` prints it) or a weights file, whose
  * address is the SHA-256 of its bytes; anything else is TRAIN_BAD_OPTION, a file that cannot be read INPUT_UNREADABLE.
  */
-export async function weightsOption(text: string): Promise<string> {
+async function weightsOption(text: string): Promise<string> {
   const { WEIGHTS_ADDRESS } = await import('../../training/pipeline-route.js');
   if (WEIGHTS_ADDRESS.test(text)) return text;
   if (text.startsWith('sha256:')) throw new UsageError('TRAIN_BAD_OPTION', `--weights: "${text.slice(0, 80)}" is not a weights address (sha256: and 64 lower-case hex digits) nor a file`, { field: 'weights' });

@@ -241,7 +241,7 @@ export function register(program: Command): void {
     .option('--allow <dids>', 'only these callers (DIDs, comma-separated: the driver for stage 0, the stage before for the others); others are refused PIPELINE_NOT_ALLOWED before their request is read (default: anyone)')
     .action(async (weightsFile: string, opts: { layers: string; stage: string; of: string; listen: string; next?: string; allow?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
-      const [{ loadNodeIdentity }, { partition, servesText }, { paramCount, weightsBytes, weightsFromBytes }, { createNetwork }, { serveStage, parseAllow }, { isMultiaddr, isPeerAddr }, { bytesToAddress, sha256 }] = await Promise.all([
+      const [{ loadNodeIdentity }, { partition, servesText }, { paramCount, weightsFromBytes }, { createNetwork }, { serveStage, parseAllow }, { isMultiaddr, isPeerAddr }, { bytesToAddress, sha256 }] = await Promise.all([
         import('../signer.js'),
         import('../../training/pipeline.js'),
         import('../../training/model.js'),
@@ -273,15 +273,16 @@ export function register(program: Command): void {
       const id = await loadNodeIdentity(dataDir);
       const bytes = readInput(weightsFile);
       // a file that is not float64 weights at all is named as the wrong count is (QA ffTrainDay2 F4: `weights: length is not…`)
-      if (bytes.length % 8 !== 0) throw new C0Error('TRAIN_WEIGHTS_INVALID', `${weightsFile}: ${bytes.length} bytes, not a whole number of float64 weights (a run's weights.bin)`, { field: 'weightsFile' });
-      const w = weightsFromBytes(bytes);
+      const w = weightsFromBytes(bytes, weightsFile);
+      // the weights it serves, by address: the file's SHA-256, hashed once (the stage's `serves` answer says it too)
+      const weights = bytesToAddress(sha256(bytes));
       if (w.length !== paramCount(shape)) throw new C0Error('TRAIN_WEIGHTS_INVALID', `${weightsFile}: ${w.length} weights, a ${opts.layers} model has ${paramCount(shape)}`);
       const { createLogger } = await import('../../util/log.js');
       // refusals, failed forwards and broken streams go to stderr (QA qaTrn F4: a stage logged nothing after its start line)
       const log = createLogger({ level: process.env.C0MPUTE_LOG_LEVEL ?? 'info', format: 'pretty' }).child({ module: 'stage' });
       const net = await createNetwork({ signer: id.signer, listen: [opts.listen], loopback: true, syncOnConnect: [], topics: [], listenAs: { who: 'this stage', fix: 'give another --listen' }, ...(opts.next && !last ? { bootstrap: [opts.next] } : {}) });
       try {
-        await serveStage(net, { shape, w, range, log, ...(allow ? { allow } : {}) });
+        await serveStage(net, { shape, w, range, log, weights, ...(allow ? { allow } : {}) });
         await net.start();
       } catch (e) {
         // a node that did not start (NET_LISTEN_FAILED) is stopped, or its open handles keep the process alive after the error
@@ -290,7 +291,7 @@ export function register(program: Command): void {
       }
       out(`serving stage ${opts.stage} of ${opts.of}, ${servesText(shape, range)}, as ${id.did} at ${net.addrs()[0]}${allow ? `, to ${allow.length} allowed caller${allow.length === 1 ? '' : 's'}` : ''}`);
       // the weights it serves, by address (the file's SHA-256): what `train infer --weights` checks (QA ffTrainDay2 F1)
-      out(`weights ${bytesToAddress(sha256(weightsBytes(w)))}`);
+      out(`weights ${weights}`);
       // --next dialled once now, its failure said (QA qaTrn F9: accepted silently); the stage serves on, and its node
       // keeps redialling it (a next stage started later is found), so a request's forward may still reach it
       // (not awaited before the stop signals are taken: a dial with no answer takes up to 10 s, and a Ctrl-C in it stops the node)

@@ -144,10 +144,12 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
   }
   const kept = d.sub('pool-roster');
   const saved = await kept.get('current');
+  // the pair kept while running, opened once (read below as the pair a roster that drops this node finds it on)
+  let pair: { roster: Opened<PoolRoster>; membership: Opened<PoolMembership> } | undefined;
   if (saved !== undefined) {
     const v = decodeCanonical(saved) as { roster: Uint8Array; membership: Uint8Array };
-    const r = open(v.roster, T.poolRoster);
-    const m = open(v.membership, T.poolMembership);
+    pair = { roster: open(v.roster, T.poolRoster), membership: open(v.membership, T.poolMembership) };
+    const { roster: r, membership: m } = pair;
     // A `left` record kept while running (PoolMember.leave) also wins over the config's files of the same seq; and so
     // does the pair kept when the config's of the same seq is not this node's place on it (a membership file
     // overwritten since: docs/pools.md "Running a member").
@@ -166,8 +168,7 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
   // no pair of this pool kept, it cannot start for the pool, and the error says so.
   let removedBy: Opened<PoolRoster> | undefined;
   if (unfit && !roster.record.members.some((m) => m.did === d.did)) {
-    const pair = saved === undefined ? undefined : (decodeCanonical(saved) as { roster: Uint8Array; membership: Uint8Array });
-    const r = pair && open(pair.roster, T.poolRoster);
+    const r = pair?.roster;
     // (an expired config roster is not one the member can be removed by: RosterState.heard ignores it, so the node would
     // quote on its older pair; it is refused as before)
     // (a kept pair of a seq at least the config's was taken above: only an older one, or none, comes here)
@@ -178,7 +179,7 @@ export async function startPoolMember(d: PoolWiringDeps): Promise<PoolMember> {
     d.log.warn({ code: 'POOL_NOT_MEMBER', roster: d.config.roster, seq: roster.record.seq, using: r.record.seq }, `pool: roster seq ${roster.record.seq} in ${d.config.roster} (pool.roster) does not list this node: the pool removed it. It starts on roster seq ${r.record.seq} kept in the database, removed: it quotes nothing for the pool and closes the dispatches in its trail. To serve alone, drop \`pool\` from its config`);
     removedBy = roster;
     roster = r;
-    membership = open(pair.membership, T.poolMembership);
+    membership = pair.membership;
     unfit = undefined;
   }
   if (unfit) throw new C0Error(unfit.code, `pool: ${d.config.membership} (pool.membership) is not this node's place on roster seq ${roster.record.seq} in ${d.config.roster} (pool.roster): ${unfit.message}`, { field: 'pool.membership' });
