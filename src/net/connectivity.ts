@@ -222,16 +222,35 @@ function wellFormed(p: unknown): p is RememberedPeer {
 }
 
 /**
- * A JSON file store (written atomically: synced, then renamed over the file). A missing file is an empty list. A file
- * that is not the store's JSON (truncated by a crash or a full disk, edited by hand) is moved aside to
- * `<file>.damaged-<time>` and said (WARN, `NET_PEERS_FILE_DAMAGED`): with the bootstrap peers down it is the node's
- * only way back to the network, so it is kept for the operator, never overwritten. Entries of the wrong shape are
- * left out and counted in a WARN (`NET_PEERS_FILE_ENTRIES_DROPPED`). A save that fails is a WARN
- * (`NET_PEERS_FILE_UNWRITABLE`) once, and again after a save that worked (QA ffNetDay2 F2: every one of these was
- * silent, and a damaged file was replaced by the peers of the new run).
+ * A JSON file store (written atomically: synced, then renamed over the file). A missing or empty file is an empty
+ * list. A file the store cannot take whole is moved aside to `<file>.damaged-<time>` before anything is written over
+ * it, and said: one that is not the store's JSON (truncated by a crash or a full disk, edited by hand; WARN
+ * `NET_PEERS_FILE_DAMAGED`), one with entries of the wrong shape (a newer build's, edited by hand; the others are kept,
+ * WARN `NET_PEERS_FILE_ENTRIES_DROPPED`), one that cannot be read (WARN `NET_PEERS_FILE_UNREADABLE`). With the
+ * bootstrap peers down this file is the node's only way back to the network, so it is kept for the operator, never
+ * overwritten: where it cannot be moved aside, the store leaves it as it is and writes nothing this run (the peers
+ * stay remembered in memory; `notMoved` in the WARN). A save that fails is a WARN (`NET_PEERS_FILE_UNWRITABLE`) once,
+ * and again after a save that worked (QA ffNetDay2 F2: every one of these was silent, and a damaged file was replaced
+ * by the peers of the new run).
  */
 export function fileRememberStore(path: string, opts: { clock?: () => number } = {}): RememberStore {
   let saveFailed = false;
+  /** The file was not taken whole and could not be moved aside: this run leaves it as it is. */
+  let leaveFile = false;
+  /** Moves the file aside; `undefined` when it could not be, and then nothing is written over it. */
+  const keepAside = (): string | undefined => {
+    const aside = `${path}.damaged-${new Date((opts.clock ?? Date.now)()).toISOString().replace(/[:.]/g, '-')}`;
+    try {
+      renameSync(path, aside);
+      return aside;
+    } catch {
+      leaveFile = true;
+      return undefined;
+    }
+  };
+  const where = (aside: string | undefined) => (aside === undefined ? { notMoved: true } : { keptAs: aside });
+  const fate = (aside: string | undefined) =>
+    aside === undefined ? 'it could not be moved aside, so it is left as it is and not written this run' : 'the file is kept aside';
   return {
     load(log) {
       let text: string;
@@ -239,33 +258,37 @@ export function fileRememberStore(path: string, opts: { clock?: () => number } =
         text = readFileSync(path, 'utf8');
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
-        if (code !== 'ENOENT') log?.warn({ code: 'NET_PEERS_FILE_UNREADABLE', file: path, err: (e as Error).message }, 'the remembered-peers file cannot be read: starting with no remembered peer (the file is left as it is)');
+        if (code === 'ENOENT') return [];
+        const aside = keepAside();
+        log?.warn({ code: 'NET_PEERS_FILE_UNREADABLE', file: path, err: (e as Error).message, ...where(aside) }, `the remembered-peers file cannot be read: starting with no remembered peer (${fate(aside)})`);
         return [];
       }
+      if (text.trim() === '') return [];
       let peers: unknown[];
       try {
         const v = JSON.parse(text) as { peers?: unknown } | null;
         if (typeof v !== 'object' || v === null || Array.isArray(v) || (v.peers !== undefined && !Array.isArray(v.peers))) throw new Error('not an object with a "peers" list');
         peers = (v.peers as unknown[] | undefined) ?? [];
       } catch (e) {
-        const aside = `${path}.damaged-${new Date((opts.clock ?? Date.now)()).toISOString().replace(/[:.]/g, '-')}`;
-        let moved = true;
-        try {
-          renameSync(path, aside);
-        } catch {
-          moved = false;
-        }
+        const aside = keepAside();
         log?.warn(
-          { code: 'NET_PEERS_FILE_DAMAGED', file: path, err: (e as Error).message.slice(0, 200), ...(moved ? { keptAs: aside } : {}), bytes: text.length },
-          moved ? 'the remembered-peers file is damaged: kept aside, starting with no remembered peer (bootstrap peers are dialled as usual)' : 'the remembered-peers file is damaged and could not be moved aside: starting with no remembered peer',
+          { code: 'NET_PEERS_FILE_DAMAGED', file: path, err: (e as Error).message.slice(0, 200), ...where(aside), bytes: text.length },
+          `the remembered-peers file is damaged: starting with no remembered peer, bootstrap peers are dialled as usual (${fate(aside)})`,
         );
         return [];
       }
       const kept = peers.filter(wellFormed);
-      if (kept.length < peers.length) log?.warn({ code: 'NET_PEERS_FILE_ENTRIES_DROPPED', file: path, dropped: peers.length - kept.length, kept: kept.length }, 'remembered-peers file: entries of the wrong shape left out');
+      if (kept.length < peers.length) {
+        const aside = keepAside();
+        log?.warn(
+          { code: 'NET_PEERS_FILE_ENTRIES_DROPPED', file: path, dropped: peers.length - kept.length, kept: kept.length, ...where(aside) },
+          `remembered-peers file: entries of the wrong shape left out (${fate(aside)})`,
+        );
+      }
       return kept;
     },
     save(peers, log) {
+      if (leaveFile) return;
       try {
         writeFileAtomic(path, JSON.stringify({ peers }, null, 1));
         if (saveFailed) log?.info({ file: path }, 'the remembered-peers file is written again');

@@ -1,10 +1,11 @@
 /**
- * The remembered-peers file (src/net/connectivity.ts fileRememberStore; QA ffNetDay2 F2): a damaged file is kept
- * aside and said, never silently replaced; entries of the wrong shape are counted; a save that fails is said once.
+ * The remembered-peers file (src/net/connectivity.ts fileRememberStore; QA ffNetDay2 F2): a file not taken whole
+ * (damaged, entries of the wrong shape, unreadable) is kept aside and said, never silently replaced, and one that
+ * cannot be moved aside is not written over; an empty file is an empty list; a save that fails is said once.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileRememberStore } from '../../../src/net/connectivity.js';
@@ -46,17 +47,54 @@ test('a damaged file is moved aside and said, not overwritten by the next save',
   }
 });
 
-test('entries of the wrong shape are left out and counted; a missing file is silent', () => {
+const at = Date.UTC(2026, 11, 8, 1, 0, 0);
+const asideName = 'peers-public.json.damaged-2026-12-08T01-00-00-000Z';
+
+test('entries of the wrong shape are left out, counted and kept aside; a missing or empty file is silent', () => {
   const dir = mkdtempSync(join(tmpdir(), 'c0-remember-'));
   try {
     const file = join(dir, 'peers-public.json');
     const { log, lines } = capture();
     assert.deepEqual(fileRememberStore(file).load(log), []);
-    assert.equal(lines.length, 0, 'no file yet: nothing to say');
-    writeFileSync(file, JSON.stringify({ peers: [peer, { peerId: 7 }, null] }));
-    assert.deepEqual(fileRememberStore(file).load(log), [peer]);
-    assert.deepEqual(lines.map((l) => [l.obj.code, l.obj.dropped, l.obj.kept]), [['NET_PEERS_FILE_ENTRIES_DROPPED', 2, 1]]);
-    assert.deepEqual(readdirSync(dir), ['peers-public.json'], 'a readable file is not moved');
+    writeFileSync(file, ' \n');
+    assert.deepEqual(fileRememberStore(file).load(log), []);
+    assert.equal(lines.length, 0, 'no file yet, or an empty one: nothing to say');
+    assert.deepEqual(readdirSync(dir), ['peers-public.json'], 'an empty file is not moved');
+    const whole = JSON.stringify({ peers: [peer, { peerId: 7 }, null] });
+    writeFileSync(file, whole);
+    const store = fileRememberStore(file, { clock: () => at });
+    assert.deepEqual(store.load(log), [peer]);
+    assert.deepEqual(lines.map((l) => [l.obj.code, l.obj.dropped, l.obj.kept, l.obj.keptAs]), [['NET_PEERS_FILE_ENTRIES_DROPPED', 2, 1, join(dir, asideName)]]);
+    store.save([peer], log);
+    assert.equal(readFileSync(join(dir, asideName), 'utf8'), whole, 'the entries left out are still on disk after a save');
+    assert.deepEqual(JSON.parse(readFileSync(file, 'utf8')), { peers: [peer] });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a file that cannot be read is kept aside; one that cannot be moved aside is never written over', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'c0-remember-'));
+  try {
+    const file = join(dir, 'peers-public.json');
+    const { log, lines } = capture();
+    mkdirSync(file);
+    const store = fileRememberStore(file, { clock: () => at });
+    assert.deepEqual(store.load(log), []);
+    assert.deepEqual(lines.map((l) => [l.obj.code, l.obj.keptAs]), [['NET_PEERS_FILE_UNREADABLE', join(dir, asideName)]]);
+    store.save([peer], log);
+    assert.deepEqual(JSON.parse(readFileSync(file, 'utf8')), { peers: [peer] }, 'written anew once the old one is aside');
+    // the place aside is taken (a directory that is not empty): the damaged file stays, and this run writes nothing
+    rmSync(join(dir, asideName), { recursive: true });
+    mkdirSync(join(dir, asideName));
+    writeFileSync(join(dir, asideName, 'x'), '');
+    writeFileSync(file, '{"peers": [');
+    lines.length = 0;
+    const held = fileRememberStore(file, { clock: () => at });
+    assert.deepEqual(held.load(log), []);
+    assert.deepEqual(lines.map((l) => [l.obj.code, l.obj.notMoved]), [['NET_PEERS_FILE_DAMAGED', true]]);
+    held.save([peer], log);
+    assert.equal(readFileSync(file, 'utf8'), '{"peers": [', 'the damaged file is left as it is');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
