@@ -18,7 +18,11 @@
  * Each refusal is counted (c0mpute_connections_refused_total{reason}, with
  * `cause` for a handshake: the console tells a wrong key from a peer gone); a WARN
  * line is written at most once per (reason, peer or remote IP) per `windowMs`,
- * carrying the number of refusals suppressed since the previous line.
+ * carrying the number of refusals suppressed since the previous line, and at
+ * most `linesPerReason` (20) per reason (and cause) per `windowMs` in all: a
+ * flood from many addresses (an IPv6 prefix, a botnet) writes 20 lines a
+ * minute, not one per address; the first line of the next window carries
+ * `suppressedOverBudget`, the refusals of that reason left unsaid.
  */
 import type { ConnectionGater, MultiaddrConnection, PeerId } from '@libp2p/interface';
 import type { Logger } from '../util/log.js';
@@ -70,18 +74,34 @@ const INBOUND_MESSAGES: Record<'ip' | 'total' | 'full' | 'rate', string> = {
 /** Rate-limits its lines per window on the monotonic clock (default performance.now): a wall-clock step hides none. */
 export class RefusalLog {
   #last = new Map<string, { at: number; suppressed: number }>();
-  constructor(private d: { log: Logger; count: (reason: RefusalReason, cause?: HandshakeFailure | PendingScope) => void; clock?: () => number; windowMs?: number; maxKeys?: number }) {}
+  /** Per reason (and cause): lines written in the window begun at `at`, and refusals left unsaid past the budget. */
+  #byReason = new Map<string, { at: number; lines: number; suppressed: number }>();
+  constructor(private d: { log: Logger; count: (reason: RefusalReason, cause?: HandshakeFailure | PendingScope) => void; clock?: () => number; windowMs?: number; maxKeys?: number; linesPerReason?: number }) {}
 
   /** `detail.cause` (for `handshake`): why the handshake failed, which picks the message and level; each cause is rate-limited on its own. */
   refused(reason: RefusalReason, who: string, detail: Record<string, unknown> & { cause?: HandshakeFailure | PendingScope } = {}): void {
     this.d.count(reason, detail.cause);
     const now = (this.d.clock ?? monotonicClock)();
-    const key = `${reason}${detail.cause ? `/${detail.cause}` : ''} ${who}`;
+    const windowMs = this.d.windowMs ?? 60_000;
+    const kind = `${reason}${detail.cause ? `/${detail.cause}` : ''}`;
+    const key = `${kind} ${who}`;
     const prev = this.#last.get(key);
-    if (prev && now - prev.at < (this.d.windowMs ?? 60_000)) {
+    if (prev && now - prev.at < windowMs) {
       prev.suppressed++;
       return;
     }
+    let budget = this.#byReason.get(kind);
+    if (!budget || now - budget.at >= windowMs) {
+      budget = { at: now, lines: 0, suppressed: budget?.suppressed ?? 0 };
+      this.#byReason.set(kind, budget);
+    }
+    if (budget.lines >= (this.d.linesPerReason ?? 20)) {
+      budget.suppressed++;
+      return;
+    }
+    budget.lines++;
+    const others = budget.suppressed;
+    budget.suppressed = 0;
     this.#last.delete(key);
     this.#last.set(key, { at: now, suppressed: 0 });
     while (this.#last.size > (this.d.maxKeys ?? 1_024)) this.#last.delete(this.#last.keys().next().value as string);
@@ -94,7 +114,7 @@ export class RefusalLog {
             ? // libp2p's 5 a second per address is met by honest bursts too (many nodes on one machine): said, not warned
               { level: reason === 'rate' ? ('info' as const) : ('warn' as const), msg: INBOUND_MESSAGES[reason === 'pending' ? (detail.cause === 'ip' ? 'ip' : 'total') : reason] }
             : HANDSHAKE_MESSAGES[(detail.cause as HandshakeFailure | undefined) ?? 'other'];
-    this.d.log[level]({ reason, from: who, suppressedSinceLast: prev?.suppressed ?? 0, ...detail }, msg);
+    this.d.log[level]({ reason, from: who, suppressedSinceLast: prev?.suppressed ?? 0, ...(others ? { suppressedOverBudget: others } : {}), ...detail }, msg);
   }
 }
 

@@ -265,6 +265,25 @@ test('refused connections are all counted; the log is rate-limited per peer with
   assert.deepEqual(lines.map((l) => [l.reason, l.from, l.suppressedSinceLast]), [['handshake', '10.0.0.1', 0], ['allowlist', 'peerA', 0], ['handshake', '10.0.0.1', 9]]);
 });
 
+test('refusal lines: at most 20 a reason per window across addresses, the rest counted in the next window\'s first line', () => {
+  let now = 0;
+  const lines: Array<Record<string, unknown>> = [];
+  const log = { ...silentLogger(), warn: (o: Record<string, unknown>) => void lines.push(o), info: (o: Record<string, unknown>) => void lines.push(o) } as unknown as Logger;
+  let counted = 0;
+  const r = new RefusalLog({ log, count: () => void counted++, clock: () => now, windowMs: 60_000 });
+  // a flood from 500 addresses, then one from another reason: the budget is the reason's
+  for (let i = 0; i < 500; i++) r.refused('pending', `2001:db8:${i.toString(16)}::/64`, { cause: 'ip' });
+  r.refused('pending', '10.0.0.9', { cause: 'total' });
+  assert.equal(counted, 501, 'every refusal is counted');
+  assert.equal(lines.filter((l) => l.cause === 'ip').length, 20);
+  assert.equal(lines.filter((l) => l.cause === 'total').length, 1, 'another cause has a budget of its own');
+  now = 60_000;
+  r.refused('pending', '10.0.0.1', { cause: 'ip' });
+  assert.equal(lines.at(-1)!.suppressedOverBudget, 480);
+  r.refused('pending', '10.0.0.2', { cause: 'ip' });
+  assert.equal(lines.at(-1)!.suppressedOverBudget, undefined, 'said once');
+});
+
 test('a gossip stream error on a connected peer is repaired at once, at most once per peer per 2 s', async () => {
   let now = 0;
   const actions: string[] = [];
