@@ -6,6 +6,8 @@
 //            `npm test` (CI must stay well inside 20 minutes on 2 cores); run by
 //            `npm run sim -- --scenarios`
 //   --isolated  every file in a process of its own, the unit files too
+// At the end it names the slowest files run alone, with the time their tests took
+// (scripts/file-times.mjs), so what makes CI slow shows in every run.
 //   any other argument: a substring filter on the test file path (the files it
 //            names each run in a process of their own)
 //
@@ -23,8 +25,9 @@
 // set the processes at a time and the unit files to a process; C0MPUTE_TEST_ALONE_PROCS (2)
 // the files run alone at a time (3 was no faster here: the end-to-end files keep
 // both cores busy, 1.6 cores on average).
-import { openSync, readSync, closeSync, readdirSync, statSync } from 'node:fs';
+import { openSync, readSync, closeSync, readdirSync, statSync, readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { tmpdir } from 'node:os';
 import { spawn } from 'node:child_process';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -127,10 +130,29 @@ async function runTogether() {
   return failed;
 }
 
+/** How many of the slowest files run alone are named at the end, with the time their tests took. */
+const SLOWEST_SHOWN = 10;
+const timesDir = mkdtempSync(join(tmpdir(), 'c0-test-times-'));
+const timesFile = join(timesDir, 'files.ndjson');
+
+/** The slowest files run alone, from scripts/file-times.mjs's lines: "41.2 s test/e2e/pools.test.ts". */
+function slowestFiles() {
+  let text = '';
+  try {
+    text = readFileSync(timesFile, 'utf8');
+  } catch {
+    return [];
+  }
+  const rows = text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  rows.sort((a, b) => b.ms - a.ms);
+  return rows.slice(0, SLOWEST_SHOWN).map((r) => `${(r.ms / 1000).toFixed(1)} s ${relative(root, r.file).replace(/^dist\//, '').replace(/\.js$/, '.ts')}`);
+}
+
 /** The other files, each in a process of its own, two at a time; the output streams as it comes. */
 function runAlone() {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--enable-source-maps', '--test', `--test-concurrency=${ALONE_PROCS}`, '--test-reporter=spec', ...alone], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
+    const reporters = ['--test-reporter=spec', '--test-reporter-destination=stdout', `--test-reporter=${join(root, 'scripts', 'file-times.mjs')}`, `--test-reporter-destination=${timesFile}`];
+    const child = spawn(process.execPath, ['--enable-source-maps', '--test', `--test-concurrency=${ALONE_PROCS}`, ...reporters, ...alone], { cwd: root, env, stdio: ['ignore', 'pipe', 'inherit'] });
     let rest = '';
     child.stdout.on('data', (c) => {
       const lines = (rest + c.toString('utf8')).split('\n');
@@ -153,6 +175,9 @@ const processes = Math.ceil(together.length / BATCH_FILES);
 console.log(`ℹ ${files.length} files: ${together.length ? `${together.length} unit files in ${processes} process${processes === 1 ? '' : 'es'}, ` : ''}${alone.length} in a process of their own`);
 for (const k of COUNTS) console.log(`ℹ ${k} ${total[k]}`);
 console.log(`ℹ duration_ms ${Date.now() - started}`);
+const slowest = slowestFiles();
+if (slowest.length > 1) console.log(`ℹ slowest files run alone (their tests' time): ${slowest.join(', ')}`);
+rmSync(timesDir, { recursive: true, force: true });
 for (const b of failedBatches) console.log(`✖ failed in ${b.slice(2)}`);
 if (failed && total.fail === 0) console.log('✖ a test process failed without a failing test: see its output above');
 process.exit(failed ? 1 : 0);
