@@ -81,6 +81,8 @@ export function registerInfer(train: Command): void {
     .action(async (opts: { stages: string; layers: string; input: string; micro: string; weights?: string; json?: boolean }, cmd: Command) => {
       const { dataDir } = globals(cmd);
       const layers = parseLayers(opts.layers);
+      // one standard input: the weights file would take it all and the rows read nothing
+      if (opts.weights === '-' && opts.input === '-') throw new UsageError('TRAIN_BAD_OPTION', '--weights - and --input -: only one of them can read standard input; give the other as a file (or the weights as their address)', { field: 'weights' });
       if (!/^[1-9][0-9]{0,5}$/.test(opts.micro)) throw new UsageError('TRAIN_BAD_OPTION', `--micro: "${opts.micro.slice(0, 40)}" is not a whole number of micro-batches from 1`, { field: 'micro' });
       const addrs = opts.stages.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
       if (addrs.length === 0) throw new UsageError('TRAIN_BAD_OPTION', '--stages: name every stage, stage 0 first', { field: 'stages' });

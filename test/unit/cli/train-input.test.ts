@@ -2,7 +2,8 @@
  * `c0mpute train start|join|stage` refuse bad input with a stable code naming what is wrong, never an internal error
  * (exit 70): a member's `addr` that is not a multiaddr (TRAIN_RUN_FILE naming members[i].addr at start, the bundle's
  * addrs entry at join), and `train stage --listen`/`--next` that are not multiaddrs (TRAIN_BAD_OPTION, exit 2, naming
- * the flag); `train stage --layers/--of/--stage` out of form (exit 2, naming the flag); witnesses that are not members (TRAIN_RUN_FILE naming witnesses[i], at start and wherever a bundle is
+ * the flag); `train stage --layers/--of/--stage` out of form (exit 2, naming the flag); `train infer` with both
+ * `--weights -` and `--input -` (exit 2: one standard input); witnesses that are not members (TRAIN_RUN_FILE naming witnesses[i], at start and wherever a bundle is
  * read). Real files, the real binary.
  */
 import { after, before, describe, it } from 'node:test';
@@ -177,4 +178,9 @@ describe('train: bad input is refused with a stable code', () => {
       assert.match(r.stderr, new RegExp(`^error ${code}: ${flag}: `));
     });
   }
+  it('train infer --weights - --input -: TRAIN_BAD_OPTION naming --weights, exit 2 (one standard input for both: the rows read nothing)', async () => {
+    const r = await c0('train', 'infer', '--stages', '/ip4/127.0.0.1/tcp/1/p2p/x', '--layers', '4,8,3', '--input', '-', '--weights', '-');
+    assert.equal(r.status, EXIT.USAGE, r.stdout + r.stderr);
+    assert.match(r.stderr, /^error TRAIN_BAD_OPTION: --weights - and --input -: only one of them can read standard input/);
+  });
 });
