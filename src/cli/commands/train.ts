@@ -82,6 +82,15 @@ function viewLine(v: { view: number; dropped: string[]; cause: string; silent?: 
 }
 
 /**
+ * Why a run stopped: its code, and the worker's own beside it when the node's recovery put the job's receipt's code
+ * first (run-dirs.ts: the node was killed after the worker stopped the run and before the receipt was signed).
+ */
+function stopText(r: StatusFileView['stopReason'] & object): string {
+  const worker = (r as { worker?: { code?: unknown } | null }).worker?.code;
+  return typeof worker === 'string' && worker !== r.code ? `${r.code}; the worker had stopped it with ${worker}` : r.code;
+}
+
+/**
  * `train status` as text (src/roles/trainer/status.ts StatusFileView): state, steps, each member's counted
  * commitments, every view change with its cause, the committed epochs, the weights, and, after a view change, why
  * they differ from `train reference`. Before (QA qaTrn F6), the view changes were in `--json` only.
@@ -90,7 +99,7 @@ export function statusLines(s: StatusFileView, gone: number | undefined): string
   const lines: string[] = [];
   const last = s.losses[s.losses.length - 1];
   const state = gone === undefined ? s.status : `interrupted (status.json says ${s.status}, but its worker process ${gone} is gone)`;
-  lines.push(`run ${s.run} (${s.name}): ${state}${s.stopReason ? ` (${s.stopReason.code})` : ''}, view ${s.view}`);
+  lines.push(`run ${s.run} (${s.name}): ${state}${s.stopReason ? ` (${stopText(s.stopReason)})` : ''}, view ${s.view}`);
   // `step` is the last step's index (0-based, -1 before the first): a finished run of 30 read 'step 29/30'
   lines.push(`steps done ${String(s.step + 1)}/${String(s.totalSteps)}, loss ${last ? last.loss.toFixed(4) : '-'}, ${Number(s.stepsPerSec).toFixed(1)} steps/s${s.accuracy !== undefined ? `, held-out accuracy ${(Number(s.accuracy) * 100).toFixed(1)} % (baseline ${(Number(s.baseline) * 100).toFixed(1)} %)` : ''}`);
   for (const [m, n] of Object.entries(s.contributions)) lines.push(`  member ${m}: ${n} step commitments counted`);

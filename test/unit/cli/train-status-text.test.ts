@@ -37,6 +37,14 @@ describe('train status as text after a view change', () => {
     assert.match(statusLines({ ...base, views: undefined }, undefined).join('\n'), /^weights sha256:7cb4$/m, 'a status written before views were kept');
   });
 
+  it('a stopped run shows its code, and the worker\'s own beside it when the receipt\'s came first (before: in --json only)', () => {
+    const stopped = { ...base, status: 'stopped', stopReason: { code: 'TRAIN_INTERRUPTED' } };
+    assert.match(statusLines(stopped, undefined)[0]!, /: stopped \(TRAIN_INTERRUPTED\), view 1$/);
+    const recovered = { ...stopped, stopReason: { code: 'EXEC_PROVIDER_CRASHED', message: 'm', worker: { code: 'EXEC_BUYER_GONE', message: 'w' } } };
+    assert.match(statusLines(recovered, undefined)[0]!, /: stopped \(EXEC_PROVIDER_CRASHED; the worker had stopped it with EXEC_BUYER_GONE\), view 1$/);
+    assert.match(statusLines({ ...stopped, stopReason: { code: 'X', worker: null } }, undefined)[0]!, /\(X\)/);
+  });
+
   it('the done line says the run ended in a later view without the dropped member', () => {
     const line = describeEvent({ e: 'done', weights: 'sha256:7cb4', accuracy: 1, baseline: 1 / 3, view: 1, dropped: [dropped] });
     assert.match(line, /^done: weights sha256:7cb4, .*, in view 1 without did:key:z6Mkja…000001 \(.*train reference.*\)$/);
