@@ -3,9 +3,8 @@
  * Only src/cli prints to the terminal.
  */
 import { homedir, userInfo } from 'node:os';
-import { isAbsolute, join, resolve } from 'node:path';
-import { readFileSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { lstatSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { C0Error } from '../errors.js';
 import { printable } from '../util/text.js';
 import { writeFileAtomic } from '../util/atomic-file.js';
@@ -174,6 +173,30 @@ function writeProblem(e: NodeJS.ErrnoException): string {
 }
 
 /**
+ * Where a dangling symbolic link at `path` would have the file written (a write follows it): the path its chain of
+ * links ends at, read relative to each link's directory; undefined when `path` is not a link, or is one to something
+ * that is there (or a loop, which the write names itself).
+ */
+function danglingTarget(path: string): string | undefined {
+  let p = path;
+  for (let links = 0; links < 40; links++) {
+    try {
+      if (!lstatSync(p).isSymbolicLink()) return p === path ? undefined : p;
+    } catch {
+      return p === path ? undefined : p;
+    }
+    p = resolve(dirname(p), readlinkSync(p));
+  }
+  return undefined;
+}
+
+/** `cannot write PATH: …` for a file whose directory is missing, naming the link's target when `path` is a dangling link. */
+function missingDirectory(path: string): string {
+  const target = danglingTarget(path);
+  return target === undefined ? `cannot write ${path}: its directory does not exist` : `cannot write ${path}: it is a symbolic link to ${target}, whose directory does not exist`;
+}
+
+/**
  * Run `write`, which writes the file argument `path` (an `--out FILE` and the
  * like): a file-system error is an operator error with a code,
  * OUTPUT_UNWRITABLE (exit 3), not a bug.
@@ -184,9 +207,13 @@ export function writingTo<T>(path: string, write: () => T): T {
   } catch (e) {
     if (typeof (e as NodeJS.ErrnoException).syscall !== 'string') throw e;
     const err = e as NodeJS.ErrnoException;
-    // ENOENT in a directory that is there (/proc, a file system that takes no new files): not a missing directory (QA ffBuyerDay2)
-    const there = err.code === 'ENOENT' && isDirectory(dirname(path));
-    throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${path}: ${there ? 'the file system there takes no new file of that name (ENOENT)' : writeProblem(err)}`, { field: 'out' });
+    if (err.code === 'ENOENT') {
+      // in a directory that is there (/proc, a file system that takes no new files): not a missing directory (QA
+      // ffBuyerDay2); through a dangling link, the directory is its target's
+      const there = isDirectory(dirname(danglingTarget(path) ?? path));
+      throw new C0Error('OUTPUT_UNWRITABLE', there ? `cannot write ${path}: the file system there takes no new file of that name (ENOENT)` : missingDirectory(path), { field: 'out' });
+    }
+    throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${path}: ${writeProblem(err)}`, { field: 'out' });
   }
 }
 
@@ -226,7 +253,8 @@ export function checkWritable(path: string): void {
     }
   };
   if (isDir(path) === true) throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${path}: it is a directory`, { field: 'out' });
-  if (isDir(dirname(path)) !== true) throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${path}: its directory does not exist`, { field: 'out' });
+  // a dangling symbolic link is written through, so the directory that must be there is its target's
+  if (isDir(dirname(danglingTarget(path) ?? path)) !== true) throw new C0Error('OUTPUT_UNWRITABLE', missingDirectory(path), { field: 'out' });
 }
 
 /** A negative answer that is not an error: print and exit 1 (e.g. `record verify` on an invalid record). */

@@ -7,10 +7,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, fstatSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, fstatSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { writeOutput } from '../../../src/cli/context.js';
+import { checkWritable, writeOutput } from '../../../src/cli/context.js';
 import { C0Error } from '../../../src/errors.js';
 
 const contextUrl = new URL('../../../src/cli/context.js', import.meta.url).href;
@@ -125,6 +125,20 @@ describe('writeOutput', () => {
       () => writeOutput(`/dev/fd/${fd}`, 'x'),
       (e: unknown) => e instanceof C0Error && e.code === 'OUTPUT_UNWRITABLE' && /a descriptor that is not open for writing/.test(e.message),
     );
+  });
+
+  it('a dangling symbolic link into a missing directory is refused before the work, naming the link\'s target; one into a directory that is there is written through', { skip: process.platform === 'win32' }, () => {
+    withDir((dir) => {
+      const link = join(dir, 'latest.out');
+      symlinkSync(join('gone', 'results.out'), link);
+      const said = (e: unknown) => e instanceof C0Error && e.code === 'OUTPUT_UNWRITABLE' && e.message.includes(`it is a symbolic link to ${join(dir, 'gone', 'results.out')}, whose directory does not exist`);
+      assert.throws(() => checkWritable(link), said, 'before: passed, and the run paid for an output it could not write');
+      assert.throws(() => writeOutput(link, 'x'), said, 'before: "the file system there takes no new file"');
+      mkdirSync(join(dir, 'gone'));
+      checkWritable(link);
+      writeOutput(link, 'x');
+      assert.equal(readFileSync(join(dir, 'gone', 'results.out'), 'utf8'), 'x');
+    });
   });
 
   it('refuses a missing directory with OUTPUT_UNWRITABLE', () => {
