@@ -191,7 +191,9 @@ export function guardInbound(host: Libp2p, o: { refusals: RefusalLog; pending: P
       return await inner(maConn, opts);
     } catch (e) {
       if ((e as Error).name === 'ConnectionDeniedError' && (e as Error).message === 'Connection denied') {
-        // refused by acceptIncomingConnection: which of its bounds
+        // refused by acceptIncomingConnection: which of its bounds. libp2p checks the per-address rate before the
+        // node's maximum; a node that is full is named full even where the rate refused first, since it would
+        // have refused the connection anyway and full is what the operator can act on
         const code: InboundRefusalCode =
           pendingBefore >= (cm.maxIncomingPendingConnections ?? MAX_PENDING_INBOUND) ? 'NET_INBOUND_PENDING_LIMIT' : connsBefore >= (cm.maxConnections ?? o.maxConnections) ? 'NET_MAX_CONNECTIONS' : 'NET_INBOUND_RATE_LIMIT';
         refuse(code, ip, addr);
