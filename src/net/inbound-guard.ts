@@ -137,11 +137,34 @@ function prune(seconds: Map<number, number>, first: number): void {
   }
 }
 
-const REFUSAL_REASON: Record<InboundRefusalCode, { reason: 'pending' | 'full' | 'rate'; cause?: 'ip' | 'total' }> = {
-  NET_INBOUND_PENDING_PER_IP: { reason: 'pending', cause: 'ip' },
-  NET_INBOUND_PENDING_LIMIT: { reason: 'pending', cause: 'total' },
-  NET_MAX_CONNECTIONS: { reason: 'full' },
-  NET_INBOUND_RATE_LIMIT: { reason: 'rate' },
+/**
+ * Each inbound refusal's code, in one place: the counter's reason (and cause), the log line (RefusalLog, refusals.ts;
+ * `limit` is the bound in its fields) and what `status` says of the refusals lately (net-health.ts
+ * inboundRefusalWarning, after "N inbound connections refused … from A addresses (last from X): ").
+ */
+export const INBOUND_REFUSALS: Record<InboundRefusalCode, { reason: 'pending' | 'full' | 'rate'; cause?: 'ip' | 'total'; logs: string; says: string }> = {
+  NET_INBOUND_PENDING_PER_IP: {
+    reason: 'pending',
+    cause: 'ip',
+    logs: 'refused an inbound connection: this address already holds `limit` connections still handshaking (a peer opening connections and not finishing them?)',
+    says: `more than ${MAX_PENDING_INBOUND_PER_IP} connections from one address were still handshaking (connections opened and not finished: a scan or an attack?)`,
+  },
+  NET_INBOUND_PENDING_LIMIT: {
+    reason: 'pending',
+    cause: 'total',
+    logs: 'refused an inbound connection: `limit` inbound connections are still handshaking, node-wide (connections opened and not finished, from many addresses?)',
+    says: `${MAX_PENDING_INBOUND} inbound connections were still handshaking, node-wide (connections opened and not finished, from many addresses?)`,
+  },
+  NET_MAX_CONNECTIONS: {
+    reason: 'full',
+    logs: 'refused an inbound connection: the node holds its maximum of `limit` connections',
+    says: 'the node held its maximum number of connections',
+  },
+  NET_INBOUND_RATE_LIMIT: {
+    reason: 'rate',
+    logs: 'refused an inbound connection: more than `limit` new connections a second from this address',
+    says: `an address opened more than ${INBOUND_PER_SECOND} connections a second`,
+  },
 };
 
 interface ConnManagerInternals {
@@ -172,7 +195,7 @@ export function guardInbound(host: Libp2p, o: { refusals: RefusalLog; pending: P
   };
   const refuse = (code: InboundRefusalCode, ip: string, addr: string): void => {
     o.pending.noteRefused(code, ip);
-    const { reason, cause } = REFUSAL_REASON[code];
+    const { reason, cause } = INBOUND_REFUSALS[code];
     o.refusals.refused(reason, ip, { addr, code, limit: limits[code](), ...(cause ? { cause } : {}) });
   };
   up.upgradeInbound = async (maConn: MultiaddrConnection, opts: unknown): Promise<unknown> => {

@@ -27,6 +27,7 @@
 import type { ConnectionGater, MultiaddrConnection, PeerId } from '@libp2p/interface';
 import type { Logger } from '../util/log.js';
 import { monotonicClock } from '../util/clock.js';
+import { INBOUND_REFUSALS, type InboundRefusalCode } from './inbound-guard.js';
 
 export type RefusalReason = 'allowlist' | 'handshake' | 'banned' | 'pending' | 'full' | 'rate';
 
@@ -61,14 +62,6 @@ const HANDSHAKE_MESSAGES: Record<HandshakeFailure, { level: 'warn' | 'info'; msg
   timeout: { level: 'info', msg: 'an inbound connection did not finish its handshake in time (a slow or paused peer, or this node was paused)' },
   gone: { level: 'info', msg: 'an inbound connection closed before its handshake finished (the peer gave up or went away; a port scan)' },
   other: { level: 'warn', msg: 'refused a connection whose handshake failed' },
-};
-
-/** Inbound connections refused before their handshake (inbound-guard.ts), each with its code in the line. */
-const INBOUND_MESSAGES: Record<'ip' | 'total' | 'full' | 'rate', string> = {
-  ip: 'refused an inbound connection: this address already holds `limit` connections still handshaking (a peer opening connections and not finishing them?)',
-  total: 'refused an inbound connection: `limit` inbound connections are still handshaking, node-wide (connections opened and not finished, from many addresses?)',
-  full: 'refused an inbound connection: the node holds its maximum of `limit` connections',
-  rate: 'refused an inbound connection: more than `limit` new connections a second from this address',
 };
 
 /** Rate-limits its lines per window on the monotonic clock (default performance.now): a wall-clock step hides none. */
@@ -112,10 +105,15 @@ export class RefusalLog {
           ? { level: 'warn' as const, msg: 'refused a connection from a peer banned for flooding' }
           : reason === 'pending' || reason === 'full' || reason === 'rate'
             ? // libp2p's 5 a second per address is met by honest bursts too (many nodes on one machine): said, not warned
-              { level: reason === 'rate' ? ('info' as const) : ('warn' as const), msg: INBOUND_MESSAGES[reason === 'pending' ? (detail.cause === 'ip' ? 'ip' : 'total') : reason] }
+              { level: reason === 'rate' ? ('info' as const) : ('warn' as const), msg: inboundLine(detail) }
             : HANDSHAKE_MESSAGES[(detail.cause as HandshakeFailure | undefined) ?? 'other'];
     this.d.log[level]({ reason, from: who, suppressedSinceLast: prev?.suppressed ?? 0, ...(others ? { suppressedOverBudget: others } : {}), ...detail }, msg);
   }
+}
+
+/** The line of an inbound connection refused before its handshake (inbound-guard.ts), by the code it passes in `detail`. */
+function inboundLine(detail: Record<string, unknown>): string {
+  return INBOUND_REFUSALS[detail.code as InboundRefusalCode]?.logs ?? 'refused an inbound connection';
 }
 
 function ipOf(addr: string): string {

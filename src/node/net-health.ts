@@ -29,7 +29,7 @@ import { CONNECTIVITY_DEFAULTS, fileRememberStore } from '../net/connectivity.js
 import type { NetworkOptions } from '../net/node.js';
 import type { DuplicateIdentity } from '../net/peer-conns.js';
 import type { AdvertAhead } from '../net/clock-drops.js';
-import { INBOUND_PER_SECOND, MAX_PENDING_INBOUND, MAX_PENDING_INBOUND_PER_IP, RECENT_MS, type InboundRefusal } from '../net/inbound-guard.js';
+import { INBOUND_REFUSALS, RECENT_MS, type InboundRefusal } from '../net/inbound-guard.js';
 import { shortDid } from '../util/did-text.js';
 import { PROTOCOLS } from '../net/protocols.js';
 import { agoText } from '../util/ago-text.js';
@@ -96,19 +96,12 @@ export interface AssessOptions {
   inboundRefusals?: readonly InboundRefusal[];
 }
 
-const INBOUND_SAYS: Record<InboundRefusal['code'], string> = {
-  NET_INBOUND_PENDING_PER_IP: `more than ${MAX_PENDING_INBOUND_PER_IP} connections from one address were still handshaking (connections opened and not finished: a scan or an attack?)`,
-  NET_INBOUND_PENDING_LIMIT: `${MAX_PENDING_INBOUND} inbound connections were still handshaking, node-wide (connections opened and not finished, from many addresses?)`,
-  NET_MAX_CONNECTIONS: 'the node held its maximum number of connections',
-  NET_INBOUND_RATE_LIMIT: `an address opened more than ${INBOUND_PER_SECOND} connections a second`,
-};
-
 /** Inbound connections refused before their handshake lately, said plainly (inbound-guard.ts). */
 export function inboundRefusalWarning(r: InboundRefusal): NetworkWarning {
   const mins = Math.round(RECENT_MS / 60_000);
   return {
     code: r.code,
-    message: `${r.count} inbound connection${r.count === 1 ? '' : 's'} refused in the last ${mins} min from ${r.from} address${r.from === 1 ? '' : 'es'} (last from ${r.lastFrom}): ${INBOUND_SAYS[r.code]}; ${r.code === 'NET_INBOUND_PENDING_PER_IP' ? 'new peers from that address' : 'new peers'} may not get in while it lasts`,
+    message: `${r.count} inbound connection${r.count === 1 ? '' : 's'} refused in the last ${mins} min from ${r.from} address${r.from === 1 ? '' : 'es'} (last from ${r.lastFrom}): ${INBOUND_REFUSALS[r.code].says}; ${r.code === 'NET_INBOUND_PENDING_PER_IP' ? 'new peers from that address' : 'new peers'} may not get in while it lasts`,
   };
 }
 
