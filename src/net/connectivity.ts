@@ -17,7 +17,7 @@
  * done, at the earliest target's due time, and every `idleTickMs` when every
  * target is connected; a lost peer (`wake()`) checks at once.
  */
-import { readFileSync, renameSync } from 'node:fs';
+import { constants as fsConstants, copyFileSync, existsSync, readFileSync, renameSync } from 'node:fs';
 import { writeFileAtomic } from '../util/atomic-file.js';
 import type { Logger } from '../util/log.js';
 import { monotonicClock, systemClock, type Clock } from '../util/clock.js';
@@ -223,12 +223,12 @@ function wellFormed(p: unknown): p is RememberedPeer {
 
 /**
  * A JSON file store (written atomically: synced, then renamed over the file). A missing or empty file is an empty
- * list. A file the store cannot take whole is moved aside to `<file>.damaged-<time>` before anything is written over
- * it, and said: one that is not the store's JSON (truncated by a crash or a full disk, edited by hand; WARN
+ * list. A file the store cannot take whole is kept aside as `<file>.damaged-<time>` before anything is written over
+ * it (moved; copied when entries are kept from it, so they are still on disk if this run never saves), and said: one that is not the store's JSON (truncated by a crash or a full disk, edited by hand; WARN
  * `NET_PEERS_FILE_DAMAGED`), one with entries of the wrong shape (a newer build's, edited by hand; the others are kept,
  * WARN `NET_PEERS_FILE_ENTRIES_DROPPED`), one that cannot be read (WARN `NET_PEERS_FILE_UNREADABLE`). With the
  * bootstrap peers down this file is the node's only way back to the network, so it is kept for the operator, never
- * overwritten: where it cannot be moved aside, the store leaves it as it is and writes nothing this run (the peers
+ * overwritten: where it cannot be kept aside, the store leaves it as it is and writes nothing this run (the peers
  * stay remembered in memory; `notMoved` in the WARN). A save that fails is a WARN (`NET_PEERS_FILE_UNWRITABLE`) once,
  * and again after a save that worked (QA ffNetDay2 F2: every one of these was silent, and a damaged file was replaced
  * by the peers of the new run).
@@ -237,11 +237,19 @@ export function fileRememberStore(path: string, opts: { clock?: () => number } =
   let saveFailed = false;
   /** The file was not taken whole and could not be moved aside: this run leaves it as it is. */
   let leaveFile = false;
-  /** Moves the file aside; `undefined` when it could not be, and then nothing is written over it. */
-  const keepAside = (): string | undefined => {
-    const aside = `${path}.damaged-${new Date((opts.clock ?? Date.now)()).toISOString().replace(/[:.]/g, '-')}`;
+  /**
+   * Keeps the file aside under a name not taken (`<file>.damaged-<time>`, `-2`… when the clock repeats): moved, or
+   * copied when the file stays in use (`copy`: the entries kept from it are remembered only in memory until the next
+   * save, which a node that crashes or changes nothing never makes). `undefined` when it could not be, and then
+   * nothing is written over the file this run.
+   */
+  const keepAside = (how: 'move' | 'copy'): string | undefined => {
+    const stem = `${path}.damaged-${new Date((opts.clock ?? Date.now)()).toISOString().replace(/[:.]/g, '-')}`;
     try {
-      renameSync(path, aside);
+      let aside = stem;
+      for (let n = 2; existsSync(aside); n++) aside = `${stem}-${n}`;
+      if (how === 'move') renameSync(path, aside);
+      else copyFileSync(path, aside, fsConstants.COPYFILE_EXCL);
       return aside;
     } catch {
       leaveFile = true;
@@ -250,7 +258,7 @@ export function fileRememberStore(path: string, opts: { clock?: () => number } =
   };
   const where = (aside: string | undefined) => (aside === undefined ? { notMoved: true } : { keptAs: aside });
   const fate = (aside: string | undefined) =>
-    aside === undefined ? 'it could not be moved aside, so it is left as it is and not written this run' : 'the file is kept aside';
+    aside === undefined ? 'it could not be kept aside, so it is left as it is and not written this run' : 'the file as it was is kept aside';
   return {
     load(log) {
       let text: string;
@@ -259,7 +267,7 @@ export function fileRememberStore(path: string, opts: { clock?: () => number } =
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
         if (code === 'ENOENT') return [];
-        const aside = keepAside();
+        const aside = keepAside('move');
         log?.warn({ code: 'NET_PEERS_FILE_UNREADABLE', file: path, err: (e as Error).message, ...where(aside) }, `the remembered-peers file cannot be read: starting with no remembered peer (${fate(aside)})`);
         return [];
       }
@@ -270,7 +278,7 @@ export function fileRememberStore(path: string, opts: { clock?: () => number } =
         if (typeof v !== 'object' || v === null || Array.isArray(v) || (v.peers !== undefined && !Array.isArray(v.peers))) throw new Error('not an object with a "peers" list');
         peers = (v.peers as unknown[] | undefined) ?? [];
       } catch (e) {
-        const aside = keepAside();
+        const aside = keepAside('move');
         log?.warn(
           { code: 'NET_PEERS_FILE_DAMAGED', file: path, err: (e as Error).message.slice(0, 200), ...where(aside), bytes: text.length },
           `the remembered-peers file is damaged: starting with no remembered peer, bootstrap peers are dialled as usual (${fate(aside)})`,
@@ -279,7 +287,7 @@ export function fileRememberStore(path: string, opts: { clock?: () => number } =
       }
       const kept = peers.filter(wellFormed);
       if (kept.length < peers.length) {
-        const aside = keepAside();
+        const aside = keepAside('copy');
         log?.warn(
           { code: 'NET_PEERS_FILE_ENTRIES_DROPPED', file: path, dropped: peers.length - kept.length, kept: kept.length, ...where(aside) },
           `remembered-peers file: entries of the wrong shape left out (${fate(aside)})`,

@@ -65,6 +65,12 @@ test('entries of the wrong shape are left out, counted and kept aside; a missing
     const store = fileRememberStore(file, { clock: () => at });
     assert.deepEqual(store.load(log), [peer]);
     assert.deepEqual(lines.map((l) => [l.obj.code, l.obj.dropped, l.obj.kept, l.obj.keptAs]), [['NET_PEERS_FILE_ENTRIES_DROPPED', 2, 1, join(dir, asideName)]]);
+    assert.equal(readFileSync(file, 'utf8'), whole, 'copied aside: the file stays until a save replaces it');
+    // no save this run (a crash, or nothing changed): the next start still finds the peer kept (review s57: the file
+    // was moved aside, and the next start had no peer at all)
+    const again = fileRememberStore(file, { clock: () => at });
+    assert.deepEqual(again.load(log), [peer]);
+    assert.equal(lines.at(-1)!.obj.keptAs, join(dir, `${asideName}-2`), 'the same time again: a name not taken');
     store.save([peer], log);
     assert.equal(readFileSync(join(dir, asideName), 'utf8'), whole, 'the entries left out are still on disk after a save');
     assert.deepEqual(JSON.parse(readFileSync(file, 'utf8')), { peers: [peer] });
@@ -73,7 +79,7 @@ test('entries of the wrong shape are left out, counted and kept aside; a missing
   }
 });
 
-test('a file that cannot be read is kept aside; one that cannot be moved aside is never written over', () => {
+test('a file that cannot be read is kept aside; one that cannot be kept aside is never written over', () => {
   const dir = mkdtempSync(join(tmpdir(), 'c0-remember-'));
   try {
     const file = join(dir, 'peers-public.json');
@@ -84,17 +90,16 @@ test('a file that cannot be read is kept aside; one that cannot be moved aside i
     assert.deepEqual(lines.map((l) => [l.obj.code, l.obj.keptAs]), [['NET_PEERS_FILE_UNREADABLE', join(dir, asideName)]]);
     store.save([peer], log);
     assert.deepEqual(JSON.parse(readFileSync(file, 'utf8')), { peers: [peer] }, 'written anew once the old one is aside');
-    // the place aside is taken (a directory that is not empty): the damaged file stays, and this run writes nothing
-    rmSync(join(dir, asideName), { recursive: true });
-    mkdirSync(join(dir, asideName));
-    writeFileSync(join(dir, asideName, 'x'), '');
-    writeFileSync(file, '{"peers": [');
+    // no name aside can be made (the file's own name is so long that the suffix passes NAME_MAX): the damaged file
+    // stays, and this run writes nothing over it
+    const long = join(dir, `${'p'.repeat(235)}.json`);
+    writeFileSync(long, '{"peers": [');
     lines.length = 0;
-    const held = fileRememberStore(file, { clock: () => at });
+    const held = fileRememberStore(long, { clock: () => at });
     assert.deepEqual(held.load(log), []);
     assert.deepEqual(lines.map((l) => [l.obj.code, l.obj.notMoved]), [['NET_PEERS_FILE_DAMAGED', true]]);
     held.save([peer], log);
-    assert.equal(readFileSync(file, 'utf8'), '{"peers": [', 'the damaged file is left as it is');
+    assert.equal(readFileSync(long, 'utf8'), '{"peers": [', 'the damaged file is left as it is');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
