@@ -138,29 +138,34 @@ function prune(seconds: Map<number, number>, first: number): void {
 }
 
 /**
- * Each inbound refusal's code, in one place: the counter's reason (and cause), the log line (RefusalLog, refusals.ts;
+ * Each inbound refusal's code, in one place: the counter's reason (and cause), the log line and its level (RefusalLog, refusals.ts;
  * `limit` is the bound in its fields) and what `status` says of the refusals lately (net-health.ts
  * inboundRefusalWarning, after "N inbound connections refused … from A addresses (last from X): ").
  */
-export const INBOUND_REFUSALS: Record<InboundRefusalCode, { reason: 'pending' | 'full' | 'rate'; cause?: 'ip' | 'total'; logs: string; says: string }> = {
+export const INBOUND_REFUSALS: Record<InboundRefusalCode, { reason: 'pending' | 'full' | 'rate'; cause?: 'ip' | 'total'; level: 'warn' | 'info'; logs: string; says: string }> = {
   NET_INBOUND_PENDING_PER_IP: {
+    level: 'warn',
     reason: 'pending',
     cause: 'ip',
     logs: 'refused an inbound connection: this address already holds `limit` connections still handshaking (a peer opening connections and not finishing them?)',
     says: `more than ${MAX_PENDING_INBOUND_PER_IP} connections from one address were still handshaking (connections opened and not finished: a scan or an attack?)`,
   },
   NET_INBOUND_PENDING_LIMIT: {
+    level: 'warn',
     reason: 'pending',
     cause: 'total',
     logs: 'refused an inbound connection: `limit` inbound connections are still handshaking, node-wide (connections opened and not finished, from many addresses?)',
     says: `${MAX_PENDING_INBOUND} inbound connections were still handshaking, node-wide (connections opened and not finished, from many addresses?)`,
   },
   NET_MAX_CONNECTIONS: {
+    level: 'warn',
     reason: 'full',
     logs: 'refused an inbound connection: the node holds its maximum of `limit` connections',
     says: 'the node held its maximum number of connections',
   },
   NET_INBOUND_RATE_LIMIT: {
+    // libp2p's 5 a second per address is met by honest bursts too (many nodes on one machine): said, not warned
+    level: 'info',
     reason: 'rate',
     logs: 'refused an inbound connection: more than `limit` new connections a second from this address',
     says: `an address opened more than ${INBOUND_PER_SECOND} connections a second`,

@@ -67,8 +67,8 @@ const HANDSHAKE_MESSAGES: Record<HandshakeFailure, { level: 'warn' | 'info'; msg
 /** Rate-limits its lines per window on the monotonic clock (default performance.now): a wall-clock step hides none. */
 export class RefusalLog {
   #last = new Map<string, { at: number; suppressed: number }>();
-  /** Per reason (and cause): lines written in the window begun at `at`, and refusals left unsaid past the budget. */
-  #byReason = new Map<string, { at: number; lines: number; suppressed: number }>();
+  /** Per reason (and cause): lines written in the window begun at `at`, refusals left unsaid past the budget, and whether that was said. */
+  #byReason = new Map<string, { at: number; lines: number; suppressed: number; full: boolean }>();
   constructor(private d: { log: Logger; count: (reason: RefusalReason, cause?: HandshakeFailure | PendingScope) => void; clock?: () => number; windowMs?: number; maxKeys?: number; linesPerReason?: number }) {}
 
   /** `detail.cause` (for `handshake`): why the handshake failed, which picks the message and level; each cause is rate-limited on its own. */
@@ -83,13 +83,18 @@ export class RefusalLog {
       prev.suppressed++;
       return;
     }
+    const { level, msg } = lineOf(reason, detail);
     let budget = this.#byReason.get(kind);
     if (!budget || now - budget.at >= windowMs) {
-      budget = { at: now, lines: 0, suppressed: budget?.suppressed ?? 0 };
+      budget = { at: now, lines: 0, suppressed: budget?.suppressed ?? 0, full: false };
       this.#byReason.set(kind, budget);
     }
-    if (budget.lines >= (this.d.linesPerReason ?? 20)) {
+    const most = this.d.linesPerReason ?? 20;
+    if (budget.lines >= most) {
       budget.suppressed++;
+      // said once a window, when the lines run out: what follows is counted, not logged
+      if (!budget.full) this.d.log[level]({ reason, ...(detail.cause ? { cause: detail.cause } : {}), linesPerWindow: most, windowMs }, `${most} lines of this kind of refusal this window: more are counted (c0mpute_connections_refused_total), not logged, until the next`);
+      budget.full = true;
       return;
     }
     budget.lines++;
@@ -98,22 +103,17 @@ export class RefusalLog {
     this.#last.delete(key);
     this.#last.set(key, { at: now, suppressed: 0 });
     while (this.#last.size > (this.d.maxKeys ?? 1_024)) this.#last.delete(this.#last.keys().next().value as string);
-    const { level, msg } =
-      reason === 'allowlist'
-        ? { level: 'warn' as const, msg: 'refused a connection from a peer not on the allowlist: it completed the private handshake, so it holds the swarm key (has the key leaked?)' }
-        : reason === 'banned'
-          ? { level: 'warn' as const, msg: 'refused a connection from a peer banned for flooding' }
-          : reason === 'pending' || reason === 'full' || reason === 'rate'
-            ? // libp2p's 5 a second per address is met by honest bursts too (many nodes on one machine): said, not warned
-              { level: reason === 'rate' ? ('info' as const) : ('warn' as const), msg: inboundLine(detail) }
-            : HANDSHAKE_MESSAGES[(detail.cause as HandshakeFailure | undefined) ?? 'other'];
     this.d.log[level]({ reason, from: who, suppressedSinceLast: prev?.suppressed ?? 0, ...(others ? { suppressedOverBudget: others } : {}), ...detail }, msg);
   }
 }
 
-/** The line of an inbound connection refused before its handshake (inbound-guard.ts), by the code it passes in `detail`. */
-function inboundLine(detail: Record<string, unknown>): string {
-  return INBOUND_REFUSALS[detail.code as InboundRefusalCode]?.logs ?? 'refused an inbound connection';
+/** A refusal's line and level: by its reason, an inbound one's by its code, a handshake's by its cause. */
+function lineOf(reason: RefusalReason, detail: Record<string, unknown>): { level: 'warn' | 'info'; msg: string } {
+  if (reason === 'allowlist') return { level: 'warn', msg: 'refused a connection from a peer not on the allowlist: it completed the private handshake, so it holds the swarm key (has the key leaked?)' };
+  if (reason === 'banned') return { level: 'warn', msg: 'refused a connection from a peer banned for flooding' };
+  if (reason === 'handshake') return HANDSHAKE_MESSAGES[(detail.cause as HandshakeFailure | undefined) ?? 'other'];
+  const inbound = INBOUND_REFUSALS[detail.code as InboundRefusalCode];
+  return inbound ? { level: inbound.level, msg: inbound.logs } : { level: 'warn', msg: 'refused an inbound connection' };
 }
 
 function ipOf(addr: string): string {
