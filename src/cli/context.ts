@@ -3,11 +3,11 @@
  * Only src/cli prints to the terminal.
  */
 import { homedir, userInfo } from 'node:os';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { lstatSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { C0Error } from '../errors.js';
 import { printable } from '../util/text.js';
-import { writeFileAtomic } from '../util/atomic-file.js';
+import { writeFileAtomic, writeTarget } from '../util/atomic-file.js';
 import { osWords } from '../util/os-reason.js';
 import { makeDirs } from '../util/make-dirs.js';
 import { readFailureIn, tableDamageIn, type ReadFailure } from '../util/store-damage.js';
@@ -172,28 +172,30 @@ function writeProblem(e: NodeJS.ErrnoException): string {
   return e.message;
 }
 
-/**
- * Where a dangling symbolic link at `path` would have the file written (a write follows it): the path its chain of
- * links ends at, read relative to each link's directory; undefined when `path` is not a link, or is one to something
- * that is there (or a loop, which the write names itself).
- */
-function danglingTarget(path: string): string | undefined {
-  let p = path;
-  for (let links = 0; links < 40; links++) {
-    try {
-      if (!lstatSync(p).isSymbolicLink()) return p === path ? undefined : p;
-    } catch {
-      return p === path ? undefined : p;
-    }
-    p = resolve(dirname(p), readlinkSync(p));
+/** `its directory does not exist`, naming where `path` points when it is a symbolic link (a dangling one's target's directory). */
+function missingDirectory(path: string): string {
+  let link: string | undefined;
+  try {
+    if (lstatSync(path).isSymbolicLink()) link = readlinkSync(path);
+  } catch {
+    // not there, or not readable: said as a plain path
   }
-  return undefined;
+  return link === undefined ? 'its directory does not exist' : `it is a symbolic link to ${link}, whose directory does not exist`;
 }
 
-/** `cannot write PATH: …` for a file whose directory is missing, naming the link's target when `path` is a dangling link. */
-function missingDirectory(path: string): string {
-  const target = danglingTarget(path);
-  return target === undefined ? `cannot write ${path}: its directory does not exist` : `cannot write ${path}: it is a symbolic link to ${target}, whose directory does not exist`;
+/**
+ * Why a write of `path` would fail before it is tried (atomic-file.ts writeTarget, through any symbolic links): a
+ * directory on the way missing, a loop of links, no permission; undefined when it can be tried.
+ */
+function targetProblem(path: string): string | undefined {
+  try {
+    writeTarget(path);
+    return undefined;
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    if (typeof err.syscall !== 'string' && typeof err.code !== 'string') throw e;
+    return err.code === 'ENOENT' || err.code === 'ENOTDIR' ? missingDirectory(path) : writeProblem(err);
+  }
 }
 
 /**
@@ -209,9 +211,8 @@ export function writingTo<T>(path: string, write: () => T): T {
     const err = e as NodeJS.ErrnoException;
     if (err.code === 'ENOENT') {
       // in a directory that is there (/proc, a file system that takes no new files): not a missing directory (QA
-      // ffBuyerDay2); through a dangling link, the directory is its target's
-      const there = isDirectory(dirname(danglingTarget(path) ?? path));
-      throw new C0Error('OUTPUT_UNWRITABLE', there ? `cannot write ${path}: the file system there takes no new file of that name (ENOENT)` : missingDirectory(path), { field: 'out' });
+      // ffBuyerDay2); through symbolic links, the directory is the one they lead to
+      throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${path}: ${targetProblem(path) ?? 'the file system there takes no new file of that name (ENOENT)'}`, { field: 'out' });
     }
     throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${path}: ${writeProblem(err)}`, { field: 'out' });
   }
@@ -243,18 +244,15 @@ export function outputDir(dir: string, field = 'out'): string[] {
   return makeDirs(dir, { code: 'OUTPUT_UNWRITABLE', field, what: `cannot write ${dir}` });
 }
 
-/** Before work whose result goes to `path`: refuse at once (OUTPUT_UNWRITABLE) a path in a missing directory, or a directory. */
+/**
+ * Before work whose result goes to `path`: refuse at once (OUTPUT_UNWRITABLE) a directory, or a path the write could
+ * not reach (targetProblem: a directory on the way missing, through any symbolic links, a loop of links).
+ */
 export function checkWritable(path: string): void {
-  const isDir = (p: string) => {
-    try {
-      return statSync(p).isDirectory();
-    } catch {
-      return undefined;
-    }
-  };
-  if (isDir(path) === true) throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${path}: it is a directory`, { field: 'out' });
-  // a dangling symbolic link is written through, so the directory that must be there is its target's
-  if (isDir(dirname(danglingTarget(path) ?? path)) !== true) throw new C0Error('OUTPUT_UNWRITABLE', missingDirectory(path), { field: 'out' });
+  if (isDirectory(path)) throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${path}: it is a directory`, { field: 'out' });
+  // through any symbolic links, as the write goes: a dangling one's target's directory, a loop
+  const problem = targetProblem(path);
+  if (problem !== undefined) throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${path}: ${problem}`, { field: 'out' });
 }
 
 /** A negative answer that is not an error: print and exit 1 (e.g. `record verify` on an invalid record). */

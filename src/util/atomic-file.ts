@@ -234,6 +234,25 @@ function writeSystemPath(abs: string, path: string, data: Uint8Array | string): 
   writeFileSync(path, data);
 }
 
+/**
+ * Where writeFileAtomic(`path`) would write, found without writing: a path in /dev or /proc as given; one that is there
+ * and not a regular file as given (written in place); an existing file's real path; else where its links lead
+ * (linkTarget). Throws what the write would meet first: ENOENT or ENOTDIR (a directory on the way missing, through
+ * any links), ELOOP (a loop of links), EACCES; so a caller can refuse a path before the work whose result goes there.
+ */
+export function writeTarget(path: string): string {
+  const system = systemPath(path);
+  if (system !== undefined) return system;
+  let st: Stats | undefined;
+  try {
+    st = statSync(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
+  if (st) return st.isFile() ? realpathSync(path) : path;
+  return linkTarget(path);
+}
+
 export function writeFileAtomic(path: string, data: Uint8Array | string): void {
   const system = systemPath(path);
   if (system !== undefined) {

@@ -131,13 +131,29 @@ describe('writeOutput', () => {
     withDir((dir) => {
       const link = join(dir, 'latest.out');
       symlinkSync(join('gone', 'results.out'), link);
-      const said = (e: unknown) => e instanceof C0Error && e.code === 'OUTPUT_UNWRITABLE' && e.message.includes(`it is a symbolic link to ${join(dir, 'gone', 'results.out')}, whose directory does not exist`);
+      const said = (e: unknown) => e instanceof C0Error && e.code === 'OUTPUT_UNWRITABLE' && e.message.includes(`it is a symbolic link to ${join('gone', 'results.out')}, whose directory does not exist`);
       assert.throws(() => checkWritable(link), said, 'before: passed, and the run paid for an output it could not write');
       assert.throws(() => writeOutput(link, 'x'), said, 'before: "the file system there takes no new file"');
       mkdirSync(join(dir, 'gone'));
       checkWritable(link);
       writeOutput(link, 'x');
       assert.equal(readFileSync(join(dir, 'gone', 'results.out'), 'utf8'), 'x');
+      // a link read relative to a linked directory's real place, not as text (review s57): work/out -> sub/link,
+      // sub -> real/deep, real/deep/link -> ../none/x: the file would go in real/none, which is not there, while
+      // work/none is
+      for (const d of ['work', 'work/none', 'real/deep']) mkdirSync(join(dir, d), { recursive: true });
+      symlinkSync(join(dir, 'real', 'deep'), join(dir, 'work', 'sub'));
+      symlinkSync(join('..', 'none', 'x'), join(dir, 'real', 'deep', 'link'));
+      symlinkSync(join('sub', 'link'), join(dir, 'work', 'out'));
+      assert.throws(() => checkWritable(join(dir, 'work', 'out')), (e: unknown) => e instanceof C0Error && /whose directory does not exist/.test(e.message));
+    });
+  });
+
+  it('a loop of symbolic links is refused before the work, as the write refuses it', { skip: process.platform === 'win32' }, () => {
+    withDir((dir) => {
+      symlinkSync('loop-b', join(dir, 'loop-a'));
+      symlinkSync('loop-a', join(dir, 'loop-b'));
+      assert.throws(() => checkWritable(join(dir, 'loop-a')), (e: unknown) => e instanceof C0Error && e.code === 'OUTPUT_UNWRITABLE' && /a loop of symbolic links/.test(e.message));
     });
   });
 
