@@ -143,7 +143,14 @@ function slowestFiles() {
   } catch {
     return [];
   }
-  const rows = text.split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  const rows = [];
+  for (const line of text.split('\n')) {
+    try {
+      if (line) rows.push(JSON.parse(line));
+    } catch {
+      // a line cut short (the reporter killed): the others still count
+    }
+  }
   rows.sort((a, b) => b.ms - a.ms);
   return rows.slice(0, SLOWEST_SHOWN).map((r) => `${(r.ms / 1000).toFixed(1)} s ${relative(root, r.file).replace(/^dist\//, '').replace(/\.js$/, '.ts')}`);
 }
@@ -176,7 +183,7 @@ console.log(`ℹ ${files.length} files: ${together.length ? `${together.length} 
 for (const k of COUNTS) console.log(`ℹ ${k} ${total[k]}`);
 console.log(`ℹ duration_ms ${Date.now() - started}`);
 const slowest = slowestFiles();
-if (slowest.length > 1) console.log(`ℹ slowest files run alone (their tests' time): ${slowest.join(', ')}`);
+if (slowest.length) console.log(`ℹ slowest files run alone (their tests' time): ${slowest.join(', ')}`);
 rmSync(timesDir, { recursive: true, force: true });
 for (const b of failedBatches) console.log(`✖ failed in ${b.slice(2)}`);
 if (failed && total.fail === 0) console.log('✖ a test process failed without a failing test: see its output above');
