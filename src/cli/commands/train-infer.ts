@@ -6,6 +6,7 @@
  * the caller, so stage 0's `--allow` names this node's DID. Before (QA qaPnet F7), nothing on the command line could
  * drive stages set up by hand.
  */
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import { out, outJson, readInput, UsageError } from '../context.js';
@@ -68,6 +69,11 @@ async function weightsOption(text: string): Promise<string> {
   return bytesToAddress(sha256(readInput(text)));
 }
 
+/** Whether a file argument reads this process's standard input: `-`, /dev/stdin, /dev/fd/0, /proc/self/fd/0. */
+function readsStdin(path: string): boolean {
+  return path === '-' || ['/dev/stdin', '/dev/fd/0', '/proc/self/fd/0', '/proc/thread-self/fd/0'].includes(resolve(path));
+}
+
 export function registerInfer(train: Command): void {
   train
     .command('infer')
@@ -82,7 +88,7 @@ export function registerInfer(train: Command): void {
       const { dataDir } = globals(cmd);
       const layers = parseLayers(opts.layers);
       // one standard input: the weights file would take it all and the rows read nothing
-      if (opts.weights === '-' && opts.input === '-') throw new UsageError('TRAIN_BAD_OPTION', '--weights - and --input -: only one of them can read standard input; give the other as a file (or the weights as their address)', { field: 'weights' });
+      if (opts.weights !== undefined && readsStdin(opts.weights) && readsStdin(opts.input)) throw new UsageError('TRAIN_BAD_OPTION', `--weights ${opts.weights} and --input ${opts.input}: only one of them can read standard input; give the other as a file (or the weights as their address)`, { field: 'weights' });
       if (!/^[1-9][0-9]{0,5}$/.test(opts.micro)) throw new UsageError('TRAIN_BAD_OPTION', `--micro: "${opts.micro.slice(0, 40)}" is not a whole number of micro-batches from 1`, { field: 'micro' });
       const addrs = opts.stages.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
       if (addrs.length === 0) throw new UsageError('TRAIN_BAD_OPTION', '--stages: name every stage, stage 0 first', { field: 'stages' });

@@ -179,8 +179,10 @@ describe('train: bad input is refused with a stable code', () => {
     });
   }
   it('train infer --weights - --input -: TRAIN_BAD_OPTION naming --weights, exit 2 (one standard input for both: the rows read nothing)', async () => {
-    const r = await c0('train', 'infer', '--stages', '/ip4/127.0.0.1/tcp/1/p2p/x', '--layers', '4,8,3', '--input', '-', '--weights', '-');
-    assert.equal(r.status, EXIT.USAGE, r.stdout + r.stderr);
-    assert.match(r.stderr, /^error TRAIN_BAD_OPTION: --weights - and --input -: only one of them can read standard input/);
+    for (const [weights, input] of [['-', '-'], ['/dev/stdin', '-'], ['-', '/dev/fd/0'], ['/proc/self/fd/0', '/dev/stdin']]) {
+      const r = await c0('train', 'infer', '--stages', '/ip4/127.0.0.1/tcp/1/p2p/x', '--layers', '4,8,3', '--input', input!, '--weights', weights!);
+      assert.equal(r.status, EXIT.USAGE, r.stdout + r.stderr);
+      assert.match(r.stderr, new RegExp(`^error TRAIN_BAD_OPTION: --weights ${weights} and --input ${input}: only one of them can read standard input`));
+    }
   });
 });
