@@ -148,6 +148,35 @@ async function otherSublevels(db: Db): Promise<string[]> {
   return [...found].slice(0, 4);
 }
 
+/** The signer an entry's envelope names (nothing verified), or nothing when it cannot be read as a pool/1 entry. */
+function signerOf(entry: Uint8Array): { steward?: string } {
+  try {
+    return { steward: open(entry, POOL_TYPE, { trusted: true }).signer };
+  } catch (e) {
+    if (e instanceof C0Error) return {};
+    throw e;
+  }
+}
+
+/**
+ * Whose ledger a directory holds and how long, from its stored head alone (no entry verified, none read but the first
+ * when the head names no steward: a directory written by `ledger import`); undefined when it holds no database.
+ */
+export async function ledgerOwner(dir: string): Promise<{ steward?: string; length: number } | undefined> {
+  if (!existsSync(join(dir, 'CURRENT'))) return undefined;
+  const db = await openDb(dir);
+  try {
+    const stored = await sub(db, 'meta').get('head');
+    const read = stored === undefined ? undefined : readHeadRecord(stored);
+    const length = read && 'meta' in read ? read.meta.length : 0;
+    if (read && 'meta' in read && read.meta.steward !== undefined) return { steward: read.meta.steward, length };
+    for await (const first of sub(db, 'entries').values({ limit: 1 })) return { ...signerOf(first), length };
+    return { length };
+  } finally {
+    await closeDb(db);
+  }
+}
+
 /** Read a ledger directory's raw contents without verifying anything (for `ledger verify`); a node's database is refused. */
 export async function readLedgerDir(dir: string): Promise<RawLedger> {
   // never create a database where none is: reading is not writing

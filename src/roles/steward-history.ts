@@ -14,7 +14,10 @@
  * The receipts counted: with `network.witnesses` named, only theirs (any other key can sign a receipt of any length);
  * without, every key's the node kept (a bounded set: docs/overlays.md "What a node keeps of witness records"), said so.
  */
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { C0Error } from '../errors.js';
+import { ledgerOwner } from '../ledger/store.js';
 import type { Opened } from '../records/envelope.js';
 import type { WitnessReceipt } from '../ledger/entry.js';
 import type { EquivocationEvidence } from '../ledger/evidence.js';
@@ -63,6 +66,35 @@ export async function evidenceHeld(records: HistoryRecords, steward: string): Pr
   return evidence.length;
 }
 
+/** A ledger of this key kept in the data directory for another overlay (`<data-dir>/steward/<overlay>/ledger`). */
+export interface LedgerElsewhere {
+  overlay: string;
+  dir: string;
+  length: number;
+}
+
+/**
+ * The ledgers `steward` already has in `stewardRoot` (`<data-dir>/steward`) for overlays other than `overlay`: a
+ * steward whose overlay was renamed (or moved to another one) keeps its key, and the ledger it wrote under the old
+ * name is that key's one chain. Each is read from its stored head (store.ts ledgerOwner); a ledger of another key
+ * (the data directory went on under a new identity) is not this key's.
+ */
+export async function ledgersElsewhere(stewardRoot: string, overlay: string, steward: string): Promise<LedgerElsewhere[]> {
+  let names: string[];
+  try {
+    names = readdirSync(stewardRoot).filter((n) => n !== overlay);
+  } catch {
+    return []; // no steward directory yet: no ledger anywhere
+  }
+  const out: LedgerElsewhere[] = [];
+  for (const name of names.sort()) {
+    const dir = join(stewardRoot, name, 'ledger');
+    const owner = await ledgerOwner(dir);
+    if (owner?.steward === steward) out.push({ overlay: name, dir, length: owner.length });
+  }
+  return out;
+}
+
 function whom(h: KnownHistory): string {
   const list = h.witnesses.slice(0, 4).map((w) => `${w.witness} to length ${w.length}`).join(', ');
   const more = h.witnesses.length > 4 ? ` and ${h.witnesses.length - 4} more` : '';
@@ -74,16 +106,20 @@ function whom(h: KnownHistory): string {
  * openDb beforeCreate) while the store shows the key has a ledger already (`h`, and `evidence` records against it);
  * nothing is created.
  */
-export function refuseSecondLedger(h: KnownHistory, evidence: number, steward: string, ledgerDir: string): void {
-  if (!h.witnesses.length && !evidence) return;
+export function refuseSecondLedger(h: KnownHistory, evidence: number, steward: string, ledgerDir: string, elsewhere: readonly LedgerElsewhere[] = []): void {
+  if (!h.witnesses.length && !evidence && !elsewhere.length) return;
   const seen = [
+    ...(elsewhere.length ? [`its ledger for overlay ${elsewhere.map((l) => `${l.overlay} (${l.dir}, ${l.length} entries)`).join(', ')}`] : []),
     ...(h.witnesses.length ? [`witness receipts for its ledger: ${whom(h)}`] : []),
     ...(evidence ? [`${evidence} equivocation evidence record${evidence === 1 ? '' : 's'} against it`] : []),
   ].join('; and ');
+  const putBack = elsewhere.length
+    ? `Name the overlay as it was (network.overlay: ${elsewhere[0]!.overlay}) to go on with that ledger`
+    : 'Put the ledger back (the directory as it was, and steward/<overlay>/ledger.created)';
   throw new C0Error(
     STEWARD_KEY_HAS_LEDGER,
-    `${ledgerDir} holds no ledger, but this node's key ${steward} already has one: its store holds ${seen}. A new ledger under the same key would sign other entries at the seqs the first one used, and every witness that cosigned the first keeps and publishes the two as equivocation evidence against this key, for good (pool/1 §6.5, §6.7: a ledger is its steward key's one chain). Put the ledger back (the directory as it was, and steward/<overlay>/ledger.created), or begin the new accounting window under a new steward key (docs/overlays.md "A new accounting window"). Nothing was created.`,
-    { field: 'steward', detail: { steward, witnesses: h.witnesses.slice(0, 16), evidence, named: h.named ? 'yes' : 'no' } },
+    `${ledgerDir} holds no ledger, but this node's key ${steward} already has one: ${elsewhere.length ? 'this data directory holds' : 'its store holds'} ${seen}. A new ledger under the same key would sign other entries at the seqs the first one used, and every witness that cosigned the first keeps and publishes the two as equivocation evidence against this key, for good (pool/1 §6.5, §6.7: a ledger is its steward key's one chain). ${putBack}, or begin the new accounting window under a new steward key (docs/overlays.md "A new accounting window"). Nothing was created.`,
+    { field: 'steward', detail: { steward, witnesses: h.witnesses.slice(0, 16), evidence, named: h.named ? 'yes' : 'no', ...(elsewhere.length ? { ledgers: elsewhere.slice(0, 16) } : {}) } },
   );
 }
 

@@ -91,7 +91,7 @@ import { CATCH_UP_PEERS, LEDGER_PROTOCOL, STEWARD_PROTOCOL, WITHDRAW_ASK_MS, ste
 import { ledgerFigures, notInTree, warnTreeAgainstLedger } from './steward-tree-usage.js';
 import type { TopicKind } from '../net/topics.js';
 import { setLongInterval, setLongTimeout, type LongTimer } from '../util/timers.js';
-import { evidenceHeld, knownHistory, refuseSecondLedger, shorterThanWitnessed, type KnownHistory } from './steward-history.js';
+import { evidenceHeld, knownHistory, ledgersElsewhere, refuseSecondLedger, shorterThanWitnessed, type KnownHistory } from './steward-history.js';
 
 export { STEWARD_PROTOCOL, LEDGER_PROTOCOL, PREEMPT_PROTOCOL, MAX_LEDGER_RANGE, REASK_GRACE_MS } from './steward-ports.js';
 export type { StewardConfig, StewardIdentity, StewardPorts } from './steward-ports.js';
@@ -202,7 +202,9 @@ export class Steward {
     // (steward-history.ts). The receipts are read before anything is created; the evidence only when a ledger is about
     // to be begun (openDb's beforeCreate: nothing is made when it refuses), else once, by #loadEvidence.
     const history = await knownHistory(o.records, identity.did, cfg.witnesses);
-    const beforeCreate = async () => refuseSecondLedger(history, await evidenceHeld(o.records, identity.did), identity.did, dir);
+    // ...and so does a ledger of this key kept for another overlay in this data directory (the overlay renamed)
+    const beforeCreate = async () =>
+      refuseSecondLedger(history, await evidenceHeld(o.records, identity.did), identity.did, dir, await ledgersElsewhere(join(dataDir, 'steward'), o.name, identity.did));
     // openDb makes the directory the first time only: with ledger.created there, a ledger directory moved aside or not
     // mounted is STORE_MISSING, not a new chain at length 0 (docs/pool.md)
     const ledger = await Ledger.open(dir, { createdMark, beforeCreate, signer: identity.signer, now: o.clock, logger: o.log.child({ role: 'steward', overlay: o.name }), ...(cfg.witnesses ? { witnesses: cfg.witnesses } : {}), ...(cfg.maxWitnesses === undefined ? {} : { maxWitnesses: cfg.maxWitnesses }) });

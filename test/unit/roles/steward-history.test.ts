@@ -5,7 +5,9 @@
  *   witness has cosigned a ledger of is refused STEWARD_KEY_HAS_LEDGER, and nothing is created; a named-witness list
  *   counts only its keys; the key's evidence alone refuses it too;
  * - the ledger put back starts; one shorter than a receipt held is warned about at start;
- * - equivocation evidence about the steward held in the store is shown by status() after a restart.
+ * - equivocation evidence about the steward held in the store is shown by status() after a restart;
+ * - a ledger of the key kept for another overlay in the data directory (the overlay renamed) refuses a new one too,
+ *   with nothing in the store; another key's ledger there (the data directory under a new identity) does not.
  */
 import '../../../src/polyfill.js';
 import { after, describe, it } from 'node:test';
@@ -19,7 +21,7 @@ import { seal, type Opened } from '../../../src/records/envelope.js';
 import { didFromPublicKey } from '../../../src/records/did.js';
 import { closeDb, openDb } from '../../../src/store/db.js';
 import { RecordStore } from '../../../src/store/records.js';
-import { sealEntries, WITNESS_TYPE, EVIDENCE_TYPE, type EquivocationEvidence, type WitnessReceipt } from '../../../src/ledger/index.js';
+import { Ledger, sealEntries, WITNESS_TYPE, EVIDENCE_TYPE, type EquivocationEvidence, type WitnessReceipt } from '../../../src/ledger/index.js';
 import type { Logger } from '../../../src/util/log.js';
 import { NOW } from '../market/fixtures.js';
 import { admitted, steward as stewardKey, tempDir } from '../ledger/helpers.js';
@@ -130,6 +132,40 @@ describe("a steward key's ledger is one chain", () => {
       assert.equal(back.s.ledger.length, 3);
       assert.equal((await back.s.status()).contradictingWitnesses, undefined, 'the ledger they cosigned is back: nothing contradicts it');
       await back.s.stop();
+    } finally {
+      await closeDb(db);
+    }
+  });
+
+  it("the key's ledger kept for another overlay (the overlay renamed) refuses a new ledger, nothing created; another key's does not", async () => {
+    const dir = stewardDir('renamed');
+    const db = await openDb(join(dir, 'db'));
+    try {
+      // the first ledger, written on the overlay's old name (QA ffWitnessDay2 F1: the store of the new name holds no
+      // receipt for it, so before, the steward began a second chain at length 0 under the same key, usage refilled)
+      const first = await stewardOnStub(dir, db, new Map());
+      for (const c of ['c1', 'c2']) await first.s.ledger.append(admitted(c, 'ml'));
+      await first.s.stop();
+      renameSync(join(dir, 'steward', 't'), join(dir, 'steward', 'acme'));
+      const ledgerDir = join(dir, 'steward', 't', 'ledger');
+      await assert.rejects(stewardOnStub(dir, db, new Map()), (e: unknown) => {
+        assert.ok(refused(e), String(e));
+        const d = (e as C0Error).detail as { ledgers: Array<{ overlay: string; length: number }> };
+        assert.deepEqual(d.ledgers.map((l) => [l.overlay, l.length]), [['acme', 2]]);
+        assert.match((e as Error).message, /network\.overlay: acme/);
+        return true;
+      });
+      assert.equal(existsSync(ledgerDir), false, 'no ledger directory is made');
+      assert.equal(existsSync(join(dir, 'steward', 't', 'ledger.created')), false, 'no ledger.created is written');
+
+      // the data directory went on under a new identity: the ledger kept there is another key's, and a new one begins
+      rmSync(join(dir, 'steward', 'acme'), { recursive: true });
+      const other = await Ledger.open(join(dir, 'steward', 'lab', 'ledger'), { signer: Ed25519Signer.generate() });
+      await other.append(admitted('c1', 'ml'));
+      await other.close();
+      const fresh = await stewardOnStub(dir, db, new Map());
+      assert.equal(fresh.s.ledger.length, 0);
+      await fresh.s.stop();
     } finally {
       await closeDb(db);
     }
