@@ -291,8 +291,9 @@ export function register(program: Command): void {
     .option('--json', 'machine-readable output')
     .description('print entries in readable form (verified first)')
     .action(async (path: string, opts: { from: string; witness: string[]; json?: boolean }) => {
+      // digits only: `0x10`, `1e2` or ` 3` read by Number() would list from another seq than the one written
       const from = Number(opts.from);
-      if (!Number.isSafeInteger(from) || from < 0) throw new UsageError('LEDGER_BAD_RANGE', `--from: expected a non-negative integer, got ${opts.from}`, { field: 'from' });
+      if (!/^[0-9]{1,16}$/.test(opts.from) || !Number.isSafeInteger(from)) throw new UsageError('LEDGER_BAD_RANGE', `--from: expected a non-negative integer, got ${opts.from}`, { field: 'from' });
       const [{ verifyLedger }, { open }, { POOL_TYPE }] = await Promise.all([import('../../ledger/verify.js'), import('../../records/envelope.js'), import('../../ledger/entry.js')]);
       const dir = isDir(path);
       const raw = await readAny(path);

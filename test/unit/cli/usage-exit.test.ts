@@ -53,6 +53,10 @@ describe('a bad option value exits 2 with its own code', SIDE_BY_SIDE, () => {
     [['batch', 'plan', batch, '--ceiling', '0'], 'BATCH_FIELD_INVALID'],
     [['ledger', 'fetch', 'did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK', join(dir, 'out.led'), '--max-mib', '1000'], 'LEDGER_FETCH_BAD_LIMIT'],
     [['ledger', 'show', dir, '--from', '-1'], 'LEDGER_BAD_RANGE'],
+    // a number written otherwise is refused, not read as another seq (QA ffWitnessDay2 F3: 0x10 listed from #16)
+    [['ledger', 'show', dir, '--from', '0x10'], 'LEDGER_BAD_RANGE'],
+    [['ledger', 'show', dir, '--from', '1e2'], 'LEDGER_BAD_RANGE'],
+    [['ledger', 'show', dir, '--from', ' 3'], 'LEDGER_BAD_RANGE'],
     [['ledger', 'verify', dir, '--steward', 'notadid'], 'LEDGER_BAD_STEWARD'],
     [['train', 'buy', job, '--providers', '0'], 'TRAIN_GANG_SIZE'],
     [['train', 'buy', job, '--providers', '2x'], 'TRAIN_GANG_SIZE'],
