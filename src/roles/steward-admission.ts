@@ -164,6 +164,14 @@ export interface AdmissionDeps {
   serial: Serial;
   /** Gang claims: a job citing one is bound to it instead of claiming alone (src/roles/steward-gangs.ts). */
   gangs?: Pick<Gangs, 'admitMember'>;
+  /** The tree as loaded at this start: who may claim under each entitlement now (a restored claim is checked again). */
+  tree: Tree;
+}
+
+/** Whether the tree lets `did` claim under `entitlement` (requireEntitled). */
+function isEntitled(tree: Tree, entitlement: string, did: string): boolean {
+  const buyers = buyersOf(tree, entitlement);
+  return buyers === undefined || buyers.has(did);
 }
 
 /**
@@ -173,8 +181,7 @@ export interface AdmissionDeps {
  * an entitlement"). An unknown entitlement is left to admission, which denies it.
  */
 export function requireEntitled(tree: Tree, entitlement: string, did: string): void {
-  const buyers = buyersOf(tree, entitlement);
-  if (buyers === undefined || buyers.has(did)) return;
+  if (isEntitled(tree, entitlement, did)) return;
   throw new C0Error('STEWARD_NOT_ENTITLED', `${did} may not claim under entitlement ${entitlement}: it is not among the buyers the steward's tree lists for it`, { field: 'entitlement', detail: { entitlement, did } });
 }
 
@@ -638,13 +645,20 @@ export class AdmissionLine {
     void this.retry();
   }
 
-  /** The queue as it was before a restart, in arrival order, each claim waiting for its buyer to ask again. */
+  /**
+   * The queue as it was before a restart, in arrival order, each claim waiting for its buyer to ask again. A claim
+   * whose buyer the tree no longer lists under its entitlement (taken off between runs) is dropped: its re-ask is
+   * refused STEWARD_NOT_ENTITLED and could never take it out, so it would hold the line for the re-ask grace.
+   */
   async restore(): Promise<void> {
     const now = this.d.ports.clock();
+    let unlisted = 0;
     for (const q of await this.#queueStore.load()) {
       const id = q.job.address;
-      if (this.d.ledger.book.open.has(id) || this.d.ledger.book.released.has(id) || q.job.record.deadline <= now) {
+      const listed = isEntitled(this.d.tree, q.entitlement, q.job.signer);
+      if (this.d.ledger.book.open.has(id) || this.d.ledger.book.released.has(id) || q.job.record.deadline <= now || !listed) {
         await this.#queueStore.remove(q.n);
+        if (!listed) unlisted++;
         continue;
       }
       const claim = checkClaim(claimFor(q.job, q, q.estimate));
@@ -653,6 +667,7 @@ export class AdmissionLine {
       this.#enqueue(w);
       this.#away(w);
     }
+    if (unlisted) this.#log.info({ claims: unlisted }, 'queued claims dropped at start: the tree no longer lists their buyers under their entitlements');
     if (this.#queue.length) this.#log.info({ queued: this.#queue.map((w) => w.claim.id) }, 'queued claims restored; waiting for their buyers to ask again');
   }
 

@@ -184,7 +184,7 @@ export class Steward {
     const line = { waiting: () => this.#line.waiting(), retry: () => void this.#line.retry() };
     this.#reclaim = new Reclaimer({ ports: o, ledger, tree, pool: this.pool, cfg, did: identity.did, accounts: this.#accounts, stopped, line });
     this.#gangs = new Gangs({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, append, serial, line: () => this.#line.serve() });
-    this.#line = new AdmissionLine({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, stopped, append, serial, gangs: this.#gangs });
+    this.#line = new AdmissionLine({ ports: o, ledger, cfg, accounts: this.#accounts, reclaim: this.#reclaim, stopped, append, serial, gangs: this.#gangs, tree });
   }
 
   static async start(o: StewardPorts, dataDir: string, cfg: StewardConfig, identity: StewardIdentity): Promise<Steward> {

@@ -50,7 +50,7 @@ async function stewardAt(dir: string) {
   const serial = new CountingSerial();
   const r = await stewardRig(dir, TREE, { serial, line: () => ref.line!.serve() });
   const { ledger, accounts, gangs } = r;
-  const line = (ref.line = new AdmissionLine({ ports: r.ports, ledger, cfg: r.cfg, accounts, reclaim: r.reclaim, stopped: () => false, append: r.append, serial, gangs }));
+  const line = (ref.line = new AdmissionLine({ ports: r.ports, ledger, cfg: r.cfg, accounts, reclaim: r.reclaim, tree: r.tree, stopped: () => false, append: r.append, serial, gangs }));
   /** A buyer's stream: the frames it was sent. */
   const stream = () => {
     const frames: Array<Record<string, unknown>> = [];

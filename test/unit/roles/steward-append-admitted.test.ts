@@ -126,7 +126,7 @@ async function stewardAt(dir: string) {
     preempt: async (victims: string[]) => void preempted.push(...victims),
   });
   const r = await stewardRig(dir, TREE, { reclaimOver, line: () => ref.line!.serve() });
-  const line = (ref.line = new AdmissionLine({ ports: r.ports, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs }));
+  const line = (ref.line = new AdmissionLine({ ports: r.ports, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, tree: r.tree, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs }));
   const stream = () => {
     const frames: Array<Record<string, unknown>> = [];
     return { frames, ctx: { peer: peerIdFromDid(buyer.did), signal: new AbortController().signal, send: async (f: CborValue) => void frames.push(f as Record<string, unknown>) } };

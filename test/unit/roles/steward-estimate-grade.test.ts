@@ -35,7 +35,7 @@ describe('a buyer-declared estimate is a prediction: at most ModelBased', () => 
     const t = tempDir('c0-estimate-grade-');
     try {
       const r = await stewardRig(t.dir, TREE);
-      const line = new AdmissionLine({ ports: r.ports, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
+      const line = new AdmissionLine({ ports: r.ports, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, tree: r.tree, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
       const frames: Array<Record<string, unknown>> = [];
       const ctx = { peer: peerIdFromDid(buyer.did), signal: new AbortController().signal, send: async (f: CborValue) => void frames.push(f as Record<string, unknown>) };
       // 300 J against a 100 J guarantee: borrows 200 J of surplus, on a figure graded as the model it is

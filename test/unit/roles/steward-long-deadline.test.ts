@@ -22,7 +22,7 @@ const MONTH = 30 * 24 * 3600_000;
 it('a claim admitted or queued with a deadline 30 days away stays open / in line (no 1 ms timer)', async () => {
   const t = tempDir('c0-long-deadline-');
   const r = await stewardRig(t.dir, TREE, {});
-  const line = new AdmissionLine({ ports: r.ports, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
+  const line = new AdmissionLine({ ports: r.ports, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, tree: r.tree, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
   const alice = P(1);
   let nonce = 0;
   const ask = () => {

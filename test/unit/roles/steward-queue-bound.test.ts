@@ -6,8 +6,9 @@
  * place; a claim that fits now is admitted whatever the line holds. And the
  * line restored after a restart (docs/overlays.md): a claim whose buyer asks
  * again within steward.reaskGraceMs keeps its place, one whose buyer does not
- * is dropped, from the line and from disk. A real Ledger and LevelDB in a temp
- * dir; the overlay's ports are stubs.
+ * is dropped, from the line and from disk; one whose buyer the tree no longer
+ * lists is dropped at the restore. A real Ledger and LevelDB in a temp dir;
+ * the overlay's ports are stubs.
  */
 import { it } from 'node:test';
 import assert from 'node:assert/strict';
@@ -17,6 +18,7 @@ import { AdmissionLine } from '../../../src/roles/steward-admission.js';
 import { peerIdFromDid } from '../../../src/node/peer-id.js';
 import { tempDir } from '../ledger/helpers.js';
 import { stewardRig } from './steward-rig.js';
+import { treeFromYaml } from '../../../src/pool/index.js';
 import { NOW, P, job, type Party } from '../market/fixtures.js';
 
 // `one` has room for one device; `other` for one more: a claim on `one` waits while another holds it.
@@ -30,7 +32,7 @@ const est = { uj: 1_000_000, grade: 'Estimator' as const };
 it('past steward.maxQueuedPerBuyer or steward.maxQueued a claim that would wait is refused STEWARD_QUEUE_FULL; re-asks keep their place; a fitting claim is still admitted', async () => {
   const t = tempDir('c0-queue-bound-');
   const r = await stewardRig(t.dir, TREE, {});
-  const line = new AdmissionLine({ ports: r.ports, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
+  const line = new AdmissionLine({ ports: r.ports, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, tree: r.tree, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
   r.cfg.maxQueuedPerBuyer = 2;
   r.cfg.maxQueued = 3;
   const [alice, bob] = [P(1), P(2)];
@@ -86,7 +88,7 @@ it('past steward.maxQueuedPerBuyer or steward.maxQueued a claim that would wait 
 it('a restored line: a claim whose buyer asks again within steward.reaskGraceMs keeps its place, one whose buyer does not is dropped (from disk too)', async () => {
   const t = tempDir('c0-queue-grace-');
   const r = await stewardRig(t.dir, TREE, {});
-  const lineOf = () => new AdmissionLine({ ports: r.ports, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
+  const lineOf = () => new AdmissionLine({ ports: r.ports, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, tree: r.tree, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
   r.cfg.reaskGraceMs = 150;
   const [alice, bob] = [P(3), P(4)];
   const ask = (line: AdmissionLine, j: ReturnType<typeof job>, b: Party) => {
@@ -126,6 +128,49 @@ it('a restored line: a claim whose buyer asks again within steward.reaskGraceMs 
     third.stop();
   } finally {
     second?.stop();
+    await r.close();
+    t.cleanup();
+  }
+});
+
+it("a restored line: a claim whose buyer the tree no longer lists is dropped at the restore (from disk too)", async () => {
+  const t = tempDir('c0-queue-roster-');
+  const [alice, bob] = [P(3), P(4)];
+  const listing = (dids: string[]) => TREE.replace("id: one, parent: lab,", `id: one, parent: lab, buyers: [${dids.join(', ')}],`);
+  const r = await stewardRig(t.dir, listing([alice.did, bob.did]), {});
+  const lineOf = (tree = r.tree) => new AdmissionLine({ ports: r.ports, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, tree, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
+  const ask = (line: AdmissionLine, j: ReturnType<typeof job>, b: Party) => {
+    const frames: Array<Record<string, unknown>> = [];
+    const ctx = { peer: peerIdFromDid(b.did), signal: new AbortController().signal, send: async (f: CborValue) => void frames.push(f as Record<string, unknown>) };
+    return { frames, done: line.admit({ op: 'admit', job: j.bytes, entitlement: 'one', estimate: est } as never, ctx).catch((e: unknown) => e) };
+  };
+  const until = async (cond: () => boolean) => {
+    for (let i = 0; i < 300 && !cond(); i++) await new Promise((res) => setTimeout(res, 10));
+    assert.ok(cond());
+  };
+  try {
+    const first = lineOf();
+    const [j0, jb, ja] = [job(alice, { nonce: new Uint8Array([1, 8]) }), job(bob, { nonce: new Uint8Array([2, 8]) }), job(alice, { nonce: new Uint8Array([3, 8]) })];
+    const holder = ask(first, j0, alice);
+    await until(() => holder.frames[0]?.t === 'admitted');
+    const b = ask(first, jb, bob);
+    const a = ask(first, ja, alice);
+    await until(() => a.frames.length > 0 && b.frames.length > 0);
+    assert.deepEqual(first.queued(NOW).map((q) => q.claim), [jb.address, ja.address]);
+    first.stop();
+    await Promise.all([a.done, b.done]);
+
+    // restarted with bob taken off the roster (QA ffWitnessDay2 F4: before, his claim was restored first in line and,
+    // once it fitted, held the line for the re-ask grace although his re-ask is refused STEWARD_NOT_ENTITLED)
+    const second = lineOf(treeFromYaml(listing([alice.did]), 'tree.yaml'));
+    await second.restore();
+    assert.deepEqual(second.queued(NOW).map((q) => q.claim), [ja.address]);
+    second.stop();
+    const third = lineOf();
+    await third.restore();
+    assert.deepEqual(third.queued(NOW).map((q) => q.claim), [ja.address], 'and the disk');
+    third.stop();
+  } finally {
     await r.close();
     t.cleanup();
   }

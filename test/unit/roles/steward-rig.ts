@@ -76,5 +76,5 @@ export async function stewardRig(dir: string, treeYaml: string, o: RigOptions = 
   };
   /** The Reclaimer a test built over these accounts: who it asked to stop is what the accounts read (stopAsked, restoreAsked). */
   const useReclaimer = (r: Pick<Reclaimer, 'stopAsked' | 'restoreAsked' | 'reclaimedNote'>) => void (ref.reclaim = r);
-  return { clock, ledger, pool, ports, reclaim, append, serial, cfg, accounts, gangs, db, close, offers, adverts, useReclaimer };
+  return { clock, ledger, pool, tree: pool.tree, ports, reclaim, append, serial, cfg, accounts, gangs, db, close, offers, adverts, useReclaimer };
 }

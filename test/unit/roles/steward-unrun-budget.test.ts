@@ -48,7 +48,7 @@ async function withLine(body: (o: Line) => Promise<void>): Promise<void> {
   const r = await stewardRig(t.dir, TREE);
   const stored: string[] = [];
   const records = { ...r.ports.records, put: async (j: ReturnType<typeof job>) => (stored.push(j.address), true) };
-  const line = new AdmissionLine({ ports: { ...r.ports, records, monoClock: () => mono } as StewardPorts, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
+  const line = new AdmissionLine({ ports: { ...r.ports, records, monoClock: () => mono } as StewardPorts, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, tree: r.tree, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
   const admit: Line['admit'] = (j, o = {}) => {
     const stream = new AbortController();
     const leave = () => stream.abort(new Error('the buyer reset the stream'));

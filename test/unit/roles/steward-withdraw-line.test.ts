@@ -50,7 +50,7 @@ async function lineAt(dir: string, o: RigOptions & { reaskGraceMs?: number } = {
   const r = await stewardRig(dir, TREE, { ...o, line: () => ref.line!.serve() });
   if (o.reaskGraceMs !== undefined) r.cfg.reaskGraceMs = o.reaskGraceMs;
   const { ledger, accounts } = r;
-  const line = (ref.line = new AdmissionLine({ ports: r.ports, ledger, cfg: r.cfg, accounts, reclaim: r.reclaim, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs }));
+  const line = (ref.line = new AdmissionLine({ ports: r.ports, ledger, cfg: r.cfg, accounts, reclaim: r.reclaim, tree: r.tree, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs }));
   /** A buyer's stream: the frames it was sent; `leave()` closes it (the buyer reset it, or its connection dropped). */
   const stream = () => {
     const frames: Frame[] = [];
