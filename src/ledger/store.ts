@@ -160,18 +160,29 @@ function signerOf(entry: Uint8Array): { steward?: string } {
 
 /**
  * Whose ledger a directory holds and how long, from its stored head alone (no entry verified, none read but the first
- * when the head names no steward: a directory written by `ledger import`); undefined when it holds no database.
+ * when the head names no steward: a directory written by `ledger import`); undefined when it holds no database. A
+ * head that cannot be read leaves `length` out. Database tables without the CURRENT file that names them are
+ * STORE_CORRUPT (a damaged ledger is not "no ledger"); a database another process holds is STORE_LOCKED.
  */
-export async function ledgerOwner(dir: string): Promise<{ steward?: string; length: number } | undefined> {
-  if (!existsSync(join(dir, 'CURRENT'))) return undefined;
+export async function ledgerOwner(dir: string): Promise<{ steward?: string; length?: number } | undefined> {
+  if (!existsSync(join(dir, 'CURRENT'))) {
+    let files: string[];
+    try {
+      files = readdirSync(dir);
+    } catch {
+      return undefined;
+    }
+    if (files.some((f) => /^\d+\.(ldb|sst|log)$/.test(f))) throw new C0Error('STORE_CORRUPT', `${dir} holds database tables but no CURRENT file naming them: whose ledger it is cannot be read`);
+    return undefined;
+  }
   const db = await openDb(dir);
   try {
     const stored = await sub(db, 'meta').get('head');
     const read = stored === undefined ? undefined : readHeadRecord(stored);
-    const length = read && 'meta' in read ? read.meta.length : 0;
-    if (read && 'meta' in read && read.meta.steward !== undefined) return { steward: read.meta.steward, length };
-    for await (const first of sub(db, 'entries').values({ limit: 1 })) return { ...signerOf(first), length };
-    return { length };
+    const length = read === undefined ? { length: 0 } : 'meta' in read ? { length: read.meta.length } : {};
+    if (read && 'meta' in read && read.meta.steward !== undefined) return { steward: read.meta.steward, ...length };
+    for await (const first of sub(db, 'entries').values({ limit: 1 })) return { ...signerOf(first), ...length };
+    return length;
   } finally {
     await closeDb(db);
   }

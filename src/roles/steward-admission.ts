@@ -652,13 +652,16 @@ export class AdmissionLine {
    */
   async restore(): Promise<void> {
     const now = this.d.ports.clock();
-    let unlisted = 0;
+    const unlisted: Array<{ claim: string; buyer: string; entitlement: string }> = [];
     for (const q of await this.#queueStore.load()) {
       const id = q.job.address;
-      const listed = isEntitled(this.d.tree, q.entitlement, q.job.signer);
-      if (this.d.ledger.book.open.has(id) || this.d.ledger.book.released.has(id) || q.job.record.deadline <= now || !listed) {
+      if (this.d.ledger.book.open.has(id) || this.d.ledger.book.released.has(id) || q.job.record.deadline <= now) {
         await this.#queueStore.remove(q.n);
-        if (!listed) unlisted++;
+        continue;
+      }
+      if (!isEntitled(this.d.tree, q.entitlement, q.job.signer)) {
+        await this.#queueStore.remove(q.n);
+        unlisted.push({ claim: id, buyer: q.job.signer, entitlement: q.entitlement });
         continue;
       }
       const claim = checkClaim(claimFor(q.job, q, q.estimate));
@@ -667,7 +670,7 @@ export class AdmissionLine {
       this.#enqueue(w);
       this.#away(w);
     }
-    if (unlisted) this.#log.info({ claims: unlisted }, 'queued claims dropped at start: the tree no longer lists their buyers under their entitlements');
+    if (unlisted.length) this.#log.info({ code: 'STEWARD_QUEUED_NOT_ENTITLED', claims: unlisted.length, dropped: unlisted.slice(0, 16) }, 'queued claims dropped at start: the tree no longer lists their buyers under their entitlements (a buyer asking again is refused STEWARD_NOT_ENTITLED)');
     if (this.#queue.length) this.#log.info({ queued: this.#queue.map((w) => w.claim.id) }, 'queued claims restored; waiting for their buyers to ask again');
   }
 

@@ -15,7 +15,7 @@
  * without, every key's the node kept (a bounded set: docs/overlays.md "What a node keeps of witness records"), said so.
  */
 import { readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { C0Error } from '../errors.js';
 import { ledgerOwner } from '../ledger/store.js';
 import type { Opened } from '../records/envelope.js';
@@ -70,16 +70,23 @@ export async function evidenceHeld(records: HistoryRecords, steward: string): Pr
 export interface LedgerElsewhere {
   overlay: string;
   dir: string;
+  /** Its entries, from its head; -1 when the head cannot be read. */
   length: number;
 }
+
+/** A ledger directory of another overlay whose owner could not be read: whether this key's is unknown. */
+export const STEWARD_OTHER_LEDGER_UNREADABLE = 'STEWARD_OTHER_LEDGER_UNREADABLE';
 
 /**
  * The ledgers `steward` already has in `stewardRoot` (`<data-dir>/steward`) for overlays other than `overlay`: a
  * steward whose overlay was renamed (or moved to another one) keeps its key, and the ledger it wrote under the old
  * name is that key's one chain. Each is read from its stored head (store.ts ledgerOwner); a ledger of another key
- * (the data directory went on under a new identity) is not this key's.
+ * (the data directory went on under a new identity) is not this key's. One whose owner cannot be read (held by a
+ * one-shot `ledger` command, damaged, a head naming nobody over entries that cannot be read) is
+ * STEWARD_OTHER_LEDGER_UNREADABLE, naming it: it may be this key's, and beginning a second chain is what this check
+ * is for (review s57: a locked one said only the store's STORE_LOCKED, a damaged one was taken for none).
  */
-export async function ledgersElsewhere(stewardRoot: string, overlay: string, steward: string): Promise<LedgerElsewhere[]> {
+export async function ledgersElsewhere(stewardRoot: string, overlay: string, steward: string, ledgerDir: string): Promise<LedgerElsewhere[]> {
   let names: string[];
   try {
     names = readdirSync(stewardRoot).filter((n) => n !== overlay);
@@ -89,10 +96,24 @@ export async function ledgersElsewhere(stewardRoot: string, overlay: string, ste
   const out: LedgerElsewhere[] = [];
   for (const name of names.sort()) {
     const dir = join(stewardRoot, name, 'ledger');
-    const owner = await ledgerOwner(dir);
-    if (owner?.steward === steward) out.push({ overlay: name, dir, length: owner.length });
+    let owner: Awaited<ReturnType<typeof ledgerOwner>>;
+    try {
+      owner = await ledgerOwner(dir);
+    } catch (e) {
+      throw otherLedgerUnreadable(ledgerDir, name, dir, e instanceof C0Error ? `${e.code}: ${e.message}` : (e as Error).message);
+    }
+    if (owner && owner.steward === undefined && owner.length !== 0) throw otherLedgerUnreadable(ledgerDir, name, dir, 'its head names no steward and its first entry cannot be read');
+    if (owner?.steward === steward) out.push({ overlay: name, dir, length: owner.length ?? -1 });
   }
   return out;
+}
+
+function otherLedgerUnreadable(ledgerDir: string, overlay: string, dir: string, why: string): C0Error {
+  return new C0Error(
+    STEWARD_OTHER_LEDGER_UNREADABLE,
+    `${ledgerDir} holds no ledger; before one is begun, this node checks that its key has none for another overlay in this data directory, and the one kept for ${overlay} (${dir}) cannot be read: ${why.slice(0, 300)}. Run the node again once it is free (a \`c0mpute ledger\` command may hold it) or repaired, or move it out of ${dirname(dirname(dir))} if it is not this key's ledger. Nothing was created.`,
+    { field: 'steward', detail: { overlay, dir } },
+  );
 }
 
 function whom(h: KnownHistory): string {
@@ -109,7 +130,7 @@ function whom(h: KnownHistory): string {
 export function refuseSecondLedger(h: KnownHistory, evidence: number, steward: string, ledgerDir: string, elsewhere: readonly LedgerElsewhere[] = []): void {
   if (!h.witnesses.length && !evidence && !elsewhere.length) return;
   const seen = [
-    ...(elsewhere.length ? [`its ledger for overlay ${elsewhere.map((l) => `${l.overlay} (${l.dir}, ${l.length} entries)`).join(', ')}`] : []),
+    ...(elsewhere.length ? [`its ledger for overlay ${elsewhere.map((l) => `${l.overlay} (${l.dir}, ${l.length < 0 ? 'its head unreadable' : `${l.length} entries`})`).join(', ')}`] : []),
     ...(h.witnesses.length ? [`witness receipts for its ledger: ${whom(h)}`] : []),
     ...(evidence ? [`${evidence} equivocation evidence record${evidence === 1 ? '' : 's'} against it`] : []),
   ].join('; and ');

@@ -7,6 +7,7 @@
  * - the ledger put back starts; one shorter than a receipt held is warned about at start;
  * - equivocation evidence about the steward held in the store is shown by status() after a restart;
  * - a ledger of the key kept for another overlay in the data directory (the overlay renamed) refuses a new one too,
+ *   and so does one whose owner cannot be read (STEWARD_OTHER_LEDGER_UNREADABLE),
  *   with nothing in the store; another key's ledger there (the data directory under a new identity) does not.
  */
 import '../../../src/polyfill.js';
@@ -166,6 +167,23 @@ describe("a steward key's ledger is one chain", () => {
       const fresh = await stewardOnStub(dir, db, new Map());
       assert.equal(fresh.s.ledger.length, 0);
       await fresh.s.stop();
+    } finally {
+      await closeDb(db);
+    }
+  });
+
+  it("another overlay's ledger whose owner cannot be read (tables without CURRENT) refuses a new ledger, naming it; nothing created (review s57: taken for none)", async () => {
+    const dir = stewardDir('unreadable');
+    const db = await openDb(join(dir, 'db'));
+    try {
+      mkdirSync(join(dir, 'steward', 'acme', 'ledger'), { recursive: true });
+      writeFileSync(join(dir, 'steward', 'acme', 'ledger', '000005.ldb'), 'tables whose CURRENT was lost');
+      await assert.rejects(stewardOnStub(dir, db, new Map()), (e: unknown) => {
+        assert.ok(e instanceof C0Error && e.code === 'STEWARD_OTHER_LEDGER_UNREADABLE', String(e));
+        assert.match(e.message, /the one kept for acme \(.*acme\/ledger\) cannot be read: STORE_CORRUPT: .*no CURRENT file/);
+        return true;
+      });
+      assert.equal(existsSync(join(dir, 'steward', 't', 'ledger')), false, 'no ledger directory is made');
     } finally {
       await closeDb(db);
     }
