@@ -275,8 +275,9 @@ export function status(d: Daemon): Record<string, unknown> {
     ...overlayStatus(p, now),
     store: d.storeStatus(),
     api: d.apiAddress,
-    // what a job's deadline must outlast (docs/jobfile.md `deadline`): `c0mpute run` checks a job file against it
-    buyer: { collectWindowMs: d.buyerConfig.collectWindowMs },
+    // what a job's deadline must outlast (docs/jobfile.md `deadline`): `c0mpute run` checks a job file against it; said
+    // only by a node that buys on some overlay (a provider's status had a buyer line)
+    ...([...d.overlays.values()].some((o) => o.buyer) ? { buyer: { collectWindowMs: d.buyerConfig.collectWindowMs } } : {}),
     uptimeMs: now - d.startedAt,
     ...(d.overlays.size > 1 ? { overlays: Object.fromEntries([...d.overlays.values()].filter((o) => o !== p).map((o) => [o.name, overlayStatus(o, now)])) } : {}),
   };

@@ -136,7 +136,10 @@ test('status, peers, market, jobs and reputation against a running daemon exit 0
     assert.ok(human[1]!.out.includes(prov.did));
     // On the provider, the buyer dialled in: `peers` names where the buyer listens (what a bootstrap list takes), not
     // only its connection's passing port, which never answers a dial (QA pass, session 48)
-    const [pj, ph] = await Promise.all([c0mpute(prov.dir, ['peers', '--json']), c0mpute(prov.dir, ['peers'])]);
+    assert.deepEqual(status!.buyer, { collectWindowMs: 1500 });
+    const [pj, ph, pst] = await Promise.all([c0mpute(prov.dir, ['peers', '--json']), c0mpute(prov.dir, ['peers']), c0mpute(prov.dir, ['status', '--json'])]);
+    // a node that buys nowhere says no offer window (before, a provider's status had a buyer line)
+    assert.equal((JSON.parse(pst.out) as { buyer?: unknown }).buyer, undefined);
     const seen = (JSON.parse(pj.out) as { peers: Array<{ did?: string; inbound: boolean; listen: string[]; addrs: string[] }> }).peers.find((p) => p.did === buyer.did)!;
     assert.equal(seen.inbound, true);
     assert.ok(seen.listen.includes(bootstrapAddr(buyer)), `${seen.listen.join(' ')} names ${bootstrapAddr(buyer)}`);
