@@ -19,11 +19,11 @@
  * params ran the rest with other params beside the old outputs, and a byte-identical copy elsewhere was refused.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync } from 'node:fs';
 import { C0Error } from '../errors.js';
 import type { Batch } from '../matching/batch-plan.js';
 import { sumMoney } from '../matching/batch-lines.js';
-import type { BatchRunSummary } from '../matching/batch-run.js';
+import type { BatchRunSummary, LineReport } from '../matching/batch-run.js';
 import { isAmount, type Money } from '../records/money.js';
 import type { BatchLine, LineRecipe } from '../node/batch-client.js';
 
@@ -144,15 +144,83 @@ export interface EarlierRun {
 
 const STATUSES = new Set<string>(['done', 'failed', 'unknown', 'not-posted']);
 
+const invalid = (path: string) => (why: string) => new C0Error('BATCH_SUMMARY_INVALID', `${path}: ${why}; not the summary of a batch run (move it away, or give another --output-dir)`, { field: 'output-dir' });
+
 /** An earlier run's summary.json: BATCH_SUMMARY_INVALID (naming the file) for one that is not a batch run's summary. */
 export function readEarlierSummary(path: string): EarlierRun {
-  const bad = (why: string) => new C0Error('BATCH_SUMMARY_INVALID', `${path}: ${why}; not the summary of a batch run (move it away, or give another --output-dir)`, { field: 'output-dir' });
+  const bad = invalid(path);
   let raw: unknown;
   try {
     raw = JSON.parse(readFileSync(path, 'utf8'));
   } catch (e) {
     throw bad(`cannot be read as JSON (${(e as Error).message.slice(0, 80)})`);
   }
+  return earlierRun(raw, bad);
+}
+
+/**
+ * The journal of a run in progress, `<output-dir>/journal.jsonl`: a header line (the batch, its identity, when it
+ * started, the entries carried from the runs before) written as the first line is posted, then a line's entry each
+ * time what is known of it changes (runBatch's `record` port). The summary replaces it when the run ends. A journal
+ * still there means the command was killed before it could write its summary (SIGKILL, the OOM killer, a closed
+ * session): before, nothing said which lines were done, and `--resume` posted and paid every line again.
+ */
+export const JOURNAL = 'journal.jsonl';
+
+export interface JournalHeader {
+  batch: string;
+  identity: BatchIdentity;
+  startedAt: number;
+  resumed?: { carried: unknown[] };
+}
+
+/**
+ * A journal's writer. It never throws: a journal it cannot write is said once on stderr (a killed run then leaves no
+ * record), and the run goes on. `first` runs before the header is written (the earlier journal is kept aside then).
+ */
+export function journalWriter(path: string, header: () => JournalHeader, first: () => void): (line: LineReport) => void {
+  let opened = false;
+  let broken = false;
+  return (line) => {
+    if (broken) return;
+    try {
+      if (!opened) {
+        opened = true;
+        first();
+        appendFileSync(path, JSON.stringify(header()) + '\n');
+      }
+      appendFileSync(path, JSON.stringify(line) + '\n');
+    } catch (e) {
+      broken = true;
+      process.stderr.write(`⚠ cannot write the batch's journal ${path} (${(e as Error).message.slice(0, 120)}): if this command is killed, which lines were done is in \`c0mpute jobs\` only\n`);
+    }
+  };
+}
+
+/**
+ * An unfinished run's journal as an earlier run (each line's newest entry; a last line cut short by the kill is
+ * passed over): BATCH_SUMMARY_INVALID for one that is not a batch run's journal.
+ */
+export function readUnfinishedRun(path: string): EarlierRun {
+  const bad = invalid(path);
+  const text = readFileSync(path, 'utf8').split('\n').filter((l) => l.trim() !== '');
+  const rows: unknown[] = [];
+  for (const [i, l] of text.entries()) {
+    try {
+      rows.push(JSON.parse(l));
+    } catch (e) {
+      if (i < text.length - 1) throw bad(`line ${i + 1} cannot be read as JSON (${(e as Error).message.slice(0, 80)})`);
+    }
+  }
+  const [header, ...entries] = rows;
+  if (typeof header !== 'object' || header === null) throw bad('no header line');
+  const newest = new Map<unknown, unknown>();
+  for (const e of entries) newest.set((e as { id?: unknown } | null)?.id, e);
+  return earlierRun({ ...header, perLine: [...newest.values()] }, bad);
+}
+
+/** A summary (or a journal folded into one) as an earlier run. */
+function earlierRun(raw: unknown, bad: (why: string) => C0Error): EarlierRun {
   const s = raw as { batch?: unknown; identity?: unknown; startedAt?: unknown; perLine?: unknown; receipts?: unknown; resumed?: { carried?: unknown } };
   if (typeof s !== 'object' || s === null || !Array.isArray(s.perLine)) throw bad('no perLine list');
   const carried = s.resumed && typeof s.resumed === 'object' && Array.isArray(s.resumed.carried) ? (s.resumed.carried as unknown[]) : [];

@@ -137,6 +137,13 @@ export interface BatchRunPorts {
   deliver(line: RunLine, output: Uint8Array): Promise<void>;
   clock(): number;
   onEvent?(e: BatchRunEvent): void;
+  /**
+   * A line's entry each time what is known of it changes: `unknown` as it is posted (its outcome is not known until
+   * it settles), then as it settles (done, failed, `not-posted` again to be re-planned, or `unknown` when the run lost
+   * its daemon). Called synchronously; the entry is the runner's own: write it out, keep no reference. So a command
+   * that is killed (no summary written) still leaves which lines were done and which may have run.
+   */
+  record?(line: LineReport): void;
   /** The providers live now (presence): one that has lines of this run and drops out is struck off. Absent: failures alone strike. */
   live?(): Promise<ReadonlySet<string>>;
 }
@@ -316,6 +323,7 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
     let lost: { code: string; message: string } | undefined;
     /** The stopping daemon refused to start this run (a stopping code, no job named): nothing was signed or sent. */
     let refused = false;
+    ports.record?.({ ...r, status: 'unknown', provider: p, detail: `posted to ${p}; its outcome is not recorded: the run ended before it settled (\`c0mpute jobs\` on the daemon says)` });
     void ports
       .runLine(l, p)
       .catch((e: unknown): LineOutcome => {
@@ -338,6 +346,7 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
           inFlight--;
           inFlightAt.set(p, inFlightAt.get(p)! - 1);
           stop(lost);
+          ports.record?.(r);
           progress();
           wake();
           return;
@@ -358,6 +367,7 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
               : `in flight when the run lost its daemon (${lost.code}); its outcome is not known here: \`c0mpute jobs\` on the daemon says`;
           unknown++;
           emit({ e: 'line', line: l.id, provider: p, status: 'unknown', attempt, ...(o.job ? { job: o.job } : {}), detail: `${lost.code}: ${lost.message}` });
+          ports.record?.(r);
           progress();
           wake();
           return;
@@ -400,6 +410,7 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
           }
           replan();
         }
+        ports.record?.(r);
         progress();
         wake();
       });

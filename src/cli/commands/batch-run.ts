@@ -5,7 +5,9 @@
  * designated to its planned provider (src/matching/batch-run.ts over the
  * control API, src/node/batch-client.ts), re-planning the lines of a provider
  * that fails. Outputs land in `<output-dir>/<line>.out`, the summary (every
- * receipt, the exact cost) in `<output-dir>/summary.json`.
+ * receipt, the exact cost) in `<output-dir>/summary.json`; while it runs, what is
+ * known of each line is appended to `<output-dir>/journal.jsonl`, so a command
+ * killed outright still leaves it for `--resume` (src/cli/batch-resume.ts).
  *
  * Exit: 0 every line done; 1 a negative answer (the batch is refused before
  * anything is signed, or some lines failed: each is named); 3 bad input (the
@@ -21,7 +23,7 @@
  * BATCH_INTERRUPTED, ends the command (exit 130); a second Ctrl-C exits at once.
  * SIGTERM and SIGHUP do the same (exit 143, 129).
  */
-import { existsSync, renameSync, rmdirSync, writeFileSync } from 'node:fs';
+import { existsSync, renameSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, extname, join, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
@@ -51,11 +53,14 @@ const whole = (flag: string, v: string, min: number, max = Number.MAX_SAFE_INTEG
   return Number(v);
 };
 
-/** Where a resumed run keeps the earlier summary: summary.<its start>.json, never over a file already there. */
-function keptName(dir: string, startedAt: number | undefined): string {
-  const base = `summary.${startedAt ?? Date.now()}`;
-  let p = join(dir, `${base}.json`);
-  for (let i = 2; existsSync(p); i++) p = join(dir, `${base}-${i}.json`);
+/**
+ * Where a resumed run keeps the earlier record (`summary.json`, or the journal of a run that was killed):
+ * summary.<its start>.json (journal.<its start>.jsonl), never over a file already there.
+ */
+function keptName(dir: string, startedAt: number | undefined, [name, ext] = ['summary', 'json']): string {
+  const base = `${name}.${startedAt ?? Date.now()}`;
+  let p = join(dir, `${base}.${ext}`);
+  for (let i = 2; existsSync(p); i++) p = join(dir, `${base}-${i}.${ext}`);
   return p;
 }
 
@@ -94,24 +99,29 @@ export function registerBatchRun(batch: Command): void {
       // An earlier run's summary here is its only record of which lines were done, in flight or never posted: a run
       // into the same directory re-ran and re-paid every line and overwrote it (QA pass on matching, session 49).
       const summaryFile = join(outputDir, 'summary.json');
-      const { readEarlierSummary, earlierCounts, resumeSelection, subsetBatch, batchIdentity, checkSameBatch, identityChanges, wholeBatch } = await import('../batch-resume.js');
+      const { readEarlierSummary, readUnfinishedRun, journalWriter, JOURNAL, earlierCounts, resumeSelection, subsetBatch, batchIdentity, checkSameBatch, identityChanges, wholeBatch } = await import('../batch-resume.js');
       // which batch this is: its content, not its path (docs/matching.md "Running it again")
       const identity = batchIdentity(run, allLines);
-      const earlier = existsSync(summaryFile) ? readEarlierSummary(summaryFile) : undefined;
+      // A journal left here is the newest record: its run was killed before it wrote a summary (it carries the
+      // entries of any summary.json it resumed from).
+      const journalFile = join(outputDir, JOURNAL);
+      const unfinished = existsSync(journalFile);
+      const recordFile = unfinished ? journalFile : summaryFile;
+      const earlier = unfinished ? readUnfinishedRun(journalFile) : existsSync(summaryFile) ? readEarlierSummary(summaryFile) : undefined;
       if (earlier && !o.resume) {
         const other = earlier.identity ? identityChanges(earlier.identity, identity).length > 0 : earlier.batch !== undefined && earlier.batch !== resolve(file);
         throw new C0Error(
           'BATCH_OUTPUT_HAS_SUMMARY',
-          `${outputDir} holds the summary of an earlier run${other ? ` of another batch${earlier.batch ? ` (${earlier.batch})` : ''}` : ''}: ${earlierCounts(earlier)}. Run again with --resume to post only the lines it does not record done, or give another --output-dir; nothing was posted`,
+          `${outputDir} holds ${unfinished ? `the journal of an earlier run that never finished (its command was killed: ${JOURNAL})` : 'the summary of an earlier run'}${other ? ` of another batch${earlier.batch ? ` (${earlier.batch})` : ''}` : ''}: ${earlierCounts(earlier)}. Run again with --resume to post only the lines it does not record done, or give another --output-dir; nothing was posted`,
           { field: 'output-dir' },
         );
       }
-      if (earlier) checkSameBatch(earlier, identity, resolve(file), allLines.map((l) => l.id), summaryFile);
+      if (earlier) checkSameBatch(earlier, identity, resolve(file), allLines.map((l) => l.id), recordFile);
       const resumed = earlier ? resumeSelection(earlier, allLines, o.rerunUnknown === true) : undefined;
       const lines = resumed ? resumed.run : allLines;
       if (resumed) {
         const left = resumed.unknown.length ? `; ${resumed.unknown.length} in flight when it stopped left out (outcome unknown here: check \`c0mpute jobs\`${resumed.unknown.some((u) => u.job) ? ` for ${resumed.unknown.filter((u) => u.job).slice(0, 5).map((u) => `${u.id} (job ${u.job})`).join(', ')}${resumed.unknown.length > 5 ? ', …' : ''}` : ''}, then --rerun-unknown to post them again)` : '';
-        process.stderr.write(printable(`resuming ${summaryFile}: ${resumed.done} line${resumed.done === 1 ? '' : 's'} done earlier, not posted again${left}; ${lines.length} to post`) + '\n');
+        process.stderr.write(printable(`resuming ${recordFile}: ${resumed.done} line${resumed.done === 1 ? '' : 's'} done earlier, not posted again${left}; ${lines.length} to post`) + '\n');
         if (lines.length === 0) {
           if (resumed.unknown.length) throw new NegativeAnswer([`✘ nothing posted: ${resumed.unknown.length} line${resumed.unknown.length === 1 ? '' : 's'} left out with outcome unknown (see above); the rest were done`], 'stderr');
           out(`batch: every line was done by the earlier run; nothing to post`);
@@ -166,7 +176,14 @@ export function registerBatchRun(batch: Command): void {
         else if (e.e === 'replan-refused') say(`✘ ${e.lines} line${e.lines === 1 ? '' : 's'} could not be re-planned: ${e.reason}`);
         else if (e.e === 'progress' && e.total === total) say(`▸ ${e.done + e.failed}/${e.total}: ${e.done} done, ${e.failed} failed, ${e.replanned} re-planned, ${e.inFlight} in flight`);
       };
-      const ports = apiBatchPorts({ api: c.api, token: c.token, ...(o.overlay ? { overlay: o.overlay } : {}), ...(ceiling === undefined ? {} : { ceiling }), outputDir, onEvent, signal: ctrlC.signal });
+      // the journal a killed run leaves (its header written as the first line is posted); an earlier one is kept aside first
+      const keptJournal = unfinished ? keptName(outputDir, earlier?.startedAt, ['journal', 'jsonl']) : undefined;
+      const record = journalWriter(
+        journalFile,
+        () => ({ batch: resolve(file), identity, startedAt: Date.now(), ...(resumed ? { resumed: { carried: resumed.carried } } : {}) }),
+        () => keptJournal && renameSync(journalFile, keptJournal),
+      );
+      const ports = { ...apiBatchPorts({ api: c.api, token: c.token, ...(o.overlay ? { overlay: o.overlay } : {}), ...(ceiling === undefined ? {} : { ceiling }), outputDir, onEvent, signal: ctrlC.signal }), record };
       let summary: BatchRunSummary;
       try {
         await ports.refreshSlots();
@@ -180,17 +197,23 @@ export function registerBatchRun(batch: Command): void {
       }
       /** The stop signal that interrupted the run (Ctrl-C, SIGTERM, SIGHUP), if one did. */
       const by = ctrlC.by();
-      // a resumed run keeps the earlier summary beside its own (summary.<its start>.json), never over it
-      const kept = earlier ? keptName(outputDir, earlier.startedAt) : undefined;
+      // a resumed run keeps the earlier summary beside its own (summary.<its start>.json), never over it; after a killed
+      // run, the summary before it (if any) too, and the resume is from that run's journal, kept aside
+      const keptSummary = existsSync(summaryFile) ? keptName(outputDir, (unfinished ? readEarlierSummary(summaryFile) : earlier)?.startedAt) : undefined;
+      const kept = unfinished ? keptJournal : keptSummary;
       // the top-level figures are this run's; `wholeBatch` adds the lines carried from the runs before (QA qaMatch F2)
       const entire = wholeBatch(summary, resumed?.carried ?? []);
       writingTo(summaryFile, () => {
         // made before the first line (above); made again if removed since
         makeOutputDir(outputDir, 'output-dir');
-        if (kept) renameSync(summaryFile, kept);
+        if (keptSummary) renameSync(summaryFile, keptSummary);
         const resumedFrom = resumed && kept ? { resumed: { from: basename(kept), doneEarlier: resumed.done, leftOutUnknown: resumed.unknown, carried: resumed.carried } } : {};
         writeFileSync(summaryFile, JSON.stringify({ batch: resolve(file), identity, outputDir, wholeBatch: entire, ...resumedFrom, ...summary }, jsonReplacer, 2) + '\n');
       });
+      // the summary is the run's whole record now: this run's journal goes; a killed run's, if this one posted nothing
+      // (so never set it aside), is kept as the summary's `resumed.from` names it
+      if (keptJournal && !existsSync(keptJournal)) renameSync(journalFile, keptJournal);
+      else rmSync(journalFile, { force: true });
       const cost = summary.cost.map(formatMoney).join(' + ') || 'nothing';
       if (o.json) out(JSON.stringify({ e: 'summary', summary: { ...summary, wholeBatch: entire, file: summaryFile } }, jsonReplacer));
       else {

@@ -2,7 +2,7 @@
  * A fake daemon for `c0mpute batch run` CLI tests: a data directory whose daemon.json points at a local HTTP server
  * that plans the lines it is asked for on one provider and answers each `/v1/run` by naming its order, then either
  * completes it with an output and a receipt (`hold` false) or holds the stream open (`hold` true: the line is in
- * flight), the provider with `slots` free slots (default 4). Every request is counted in `asked`; `runs` and `closed` count the lines posted and their streams closed.
+ * flight; `holdAfter` N: the first N lines complete, the rest are held), the provider with `slots` free slots (default 4). Every request is counted in `asked`; `runs` and `closed` count the lines posted and their streams closed.
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -13,14 +13,16 @@ export interface FakeBatchDaemon {
   asked: string[];
   readonly runs: number;
   readonly closed: number;
+  /** Lines past this many are held in flight (`holdAfter`; may be changed between runs). */
+  holdAfter: number;
   close(): void;
 }
 
 const usd = (amount: string) => ({ amount, currency: 'USD' });
 
-export async function fakeBatchDaemon(dataDir: string, provider: string, o: { hold?: boolean; slots?: number; workload?: string } = {}): Promise<FakeBatchDaemon> {
+export async function fakeBatchDaemon(dataDir: string, provider: string, o: { hold?: boolean; holdAfter?: number; slots?: number; workload?: string } = {}): Promise<FakeBatchDaemon> {
   const workload = o.workload ?? 'builtin.sha256';
-  const d = { asked: [] as string[], runs: 0, closed: 0, close: () => void server.close() };
+  const d = { asked: [] as string[], runs: 0, closed: 0, holdAfter: o.holdAfter ?? Infinity, close: () => void server.close() };
   const server = createServer((req, res) => {
     d.asked.push(`${req.method} ${req.url}`);
     const send = (v: unknown) => {
@@ -46,7 +48,7 @@ export async function fakeBatchDaemon(dataDir: string, provider: string, o: { ho
       const job = `sha256:${String(n).padStart(64, '0')}`;
       res.writeHead(200, { 'content-type': 'application/x-ndjson' });
       res.write(JSON.stringify({ e: 'order', job }) + '\n');
-      if (o.hold) return; // held open: the line is in flight
+      if (o.hold || n > d.holdAfter) return; // held open: the line is in flight
       const receipt = { address: `sha256:${String(n).padStart(64, 'f')}`, record: { job, status: 'completed', provider, price: usd('0.002') } };
       res.end(JSON.stringify({ e: 'result', result: { status: 'completed', output: Buffer.from('now').toString('base64'), job: { address: job }, receipt } }) + '\n');
       return;
