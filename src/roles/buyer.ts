@@ -33,7 +33,7 @@ import { NET_ERR } from '../net/frames.js';
 import type { NonDeliveryTopicKind } from '../net/topics.js';
 import { impossibleReceiptTimes } from '../records/freshness.js';
 import { truncateText } from '../util/text.js';
-import type { StallWatch } from '../util/stall-watch.js';
+import { STALL_TICK_MS, type StallWatch } from '../util/stall-watch.js';
 import { RunBreak } from './run-break.js';
 import type { DenyBasis } from '../util/deny-text.js';
 import { NO_PROVIDER_ENDED } from '../util/run-failure.js';
@@ -1558,6 +1558,20 @@ export class Buyer {
  *   receipt (EXEC_PROVIDER_OVERRAN too): one output chunk, or a byte now and then, does not buy it the rest of the
  *   deadline.
  */
+/**
+ * A watchdog's timer on the provider (SilenceWatch): `fire` after `ms`, unless it fires a stall tick or more late. Then
+ * this process itself did not run meanwhile (SIGSTOP, a suspended machine, a blocked event loop), and after a freeze
+ * timers run before the I/O that waited: the provider's frames may be in this node's buffers, unread. So `again` runs
+ * instead (the watchdog armed anew; the first frame read resets it, a provider really gone is given up one window
+ * later). Before (QA ffMatchDay2 F2), a buyer frozen 25 s while its provider sent progress gave that provider up
+ * EXEC_PROVIDER_SILENT the moment it ran again and signed a non-delivery against it: a freeze that short is under
+ * STALL_MS, so it was not taken as this node's own doing.
+ */
+function watchdogTimer(ms: number, fire: () => void, again: () => void): ReturnType<typeof setTimeout> {
+  const due = performance.now() + ms;
+  return setTimeout(() => (performance.now() - due >= STALL_TICK_MS ? again() : fire()), ms);
+}
+
 export class SilenceWatch {
   readonly #ac = new AbortController();
   /** The silence allowed while armed (silenceLimitMs of the interval the provider promised). */
@@ -1681,12 +1695,16 @@ export class SilenceWatch {
   #startOpening(ms: number, message: string): void {
     clearTimeout(this.#openTimer);
     if (this.#ac.signal.aborted) return;
-    this.#openTimer = setTimeout(() => {
-      this.#openDone = true;
-      if (this.#ac.signal.aborted) return;
-      this.#notReady = true;
-      this.#ac.abort(new C0Error(EXEC_PROVIDER_NOT_READY, message));
-    }, ms);
+    this.#openTimer = watchdogTimer(
+      ms,
+      () => {
+        this.#openDone = true;
+        if (this.#ac.signal.aborted) return;
+        this.#notReady = true;
+        this.#ac.abort(new C0Error(EXEC_PROVIDER_NOT_READY, message));
+      },
+      () => this.#startOpening(ms, message),
+    );
   }
 
   #endOpening(): void {
@@ -1757,6 +1775,10 @@ export class SilenceWatch {
     const ms = this.#limitMs;
     if (ms === undefined || this.#ac.signal.aborted) return;
     const every = ms / EXEC_SILENCE_FACTOR;
-    this.#timer = setTimeout(() => this.#ac.abort(new C0Error('EXEC_PROVIDER_SILENT', `the provider sent nothing for ${ms} ms while its work ran (it promised a frame every ${every} ms)`)), ms);
+    this.#timer = watchdogTimer(
+      ms,
+      () => this.#ac.abort(new C0Error('EXEC_PROVIDER_SILENT', `the provider sent nothing for ${ms} ms while its work ran (it promised a frame every ${every} ms)`)),
+      () => this.#arm(),
+    );
   }
 }
