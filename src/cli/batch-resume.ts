@@ -219,6 +219,17 @@ export function readUnfinishedRun(path: string): EarlierRun {
   return earlierRun({ ...header, perLine: [...newest.values()] }, bad);
 }
 
+/**
+ * A killed run's journal names only the lines it posted (and those it carried): the batch's other lines, when it is
+ * the same batch, were never posted, and are counted so (`2 of 10 lines done, …, 4 not posted`, not `2 of 6`).
+ */
+export function withUnposted(e: EarlierRun, now: BatchIdentity, ids: readonly string[]): EarlierRun {
+  if (!e.identity || identityChanges(e.identity, now).length) return e;
+  const perLine = new Map(e.perLine);
+  for (const id of ids) if (!perLine.has(id)) perLine.set(id, { status: 'not-posted', entry: { id, status: 'not-posted' } });
+  return { ...e, perLine };
+}
+
 /** A summary (or a journal folded into one) as an earlier run. */
 function earlierRun(raw: unknown, bad: (why: string) => C0Error): EarlierRun {
   const s = raw as { batch?: unknown; identity?: unknown; startedAt?: unknown; perLine?: unknown; receipts?: unknown; resumed?: { carried?: unknown } };

@@ -99,7 +99,7 @@ export function registerBatchRun(batch: Command): void {
       // An earlier run's summary here is its only record of which lines were done, in flight or never posted: a run
       // into the same directory re-ran and re-paid every line and overwrote it (QA pass on matching, session 49).
       const summaryFile = join(outputDir, 'summary.json');
-      const { readEarlierSummary, readUnfinishedRun, journalWriter, JOURNAL, earlierCounts, resumeSelection, subsetBatch, batchIdentity, checkSameBatch, identityChanges, wholeBatch } = await import('../batch-resume.js');
+      const { readEarlierSummary, readUnfinishedRun, withUnposted, journalWriter, JOURNAL, earlierCounts, resumeSelection, subsetBatch, batchIdentity, checkSameBatch, identityChanges, wholeBatch } = await import('../batch-resume.js');
       // which batch this is: its content, not its path (docs/matching.md "Running it again")
       const identity = batchIdentity(run, allLines);
       // A journal left here is the newest record: its run was killed before it wrote a summary (it carries the
@@ -107,7 +107,7 @@ export function registerBatchRun(batch: Command): void {
       const journalFile = join(outputDir, JOURNAL);
       const unfinished = existsSync(journalFile);
       const recordFile = unfinished ? journalFile : summaryFile;
-      const earlier = unfinished ? readUnfinishedRun(journalFile) : existsSync(summaryFile) ? readEarlierSummary(summaryFile) : undefined;
+      const earlier = unfinished ? withUnposted(readUnfinishedRun(journalFile), identity, allLines.map((l) => l.id)) : existsSync(summaryFile) ? readEarlierSummary(summaryFile) : undefined;
       if (earlier && !o.resume) {
         const other = earlier.identity ? identityChanges(earlier.identity, identity).length > 0 : earlier.batch !== undefined && earlier.batch !== resolve(file);
         throw new C0Error(

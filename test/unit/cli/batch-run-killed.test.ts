@@ -56,7 +56,7 @@ test('`batch run` SIGKILLed with 2 lines done and 4 in flight: --resume posts on
   const c0 = (...args: string[]) => runNode([BIN, '--data-dir', dataDir, 'batch', 'run', file, '--output-dir', outDir, ...args], { env, timeout: 60_000 });
   const again = await c0();
   assert.equal(again.status, EXIT.OPERATOR, again.stderr);
-  assert.match(again.stderr, /^error BATCH_OUTPUT_HAS_SUMMARY: .* holds the journal of an earlier run that never finished \(its command was killed: journal\.jsonl\): 2 of 6 lines done, 0 failed, 4 in flight when it stopped/m);
+  assert.match(again.stderr, /^error BATCH_OUTPUT_HAS_SUMMARY: .* holds the journal of an earlier run that never finished \(its command was killed: journal\.jsonl\): 2 of 10 lines done, 0 failed, 4 in flight when it stopped \(outcome unknown\), 4 not posted\. Run again with --resume/m);
   assert.equal(daemon.runs, posted, 'nothing posted without --resume');
 
   daemon.holdAfter = Infinity;
