@@ -13,6 +13,7 @@ import { isMultiaddr, isPeerAddr } from '../net/addr-text.js';
 import { C0Error } from '../errors.js';
 import { AMOUNT_RE, CURRENCY_RE } from '../records/money.js';
 import { PRESENCE_TARGET_PER_MARKET } from '../matching/presence-rate.js';
+import { MAX_PRESENCE_FREE_SLOTS } from '../records/kinds.js';
 import { ADVERT_TARGET_PER_MARKET } from '../matching/advert-rate.js';
 import { INVITE_ABOVE, OFFER_RANK } from '../matching/candidates.js';
 import { REGION_RE, TIERS, WORKLOAD_RE, POLICIES, FEATURE_RE } from '../records/kinds.js';
@@ -195,7 +196,8 @@ export const configSchema = z
         offerLifetimeMs: z.number().int().min(1000).default(30_000),
         /** Offers per job (docs/market.md "How many offers a job draws"): quote a job heard on gossip only when fewer than this many live providers in view ask less for it (0: quote every job that fits). A job its buyer pushes is always quoted. */
         offerRank: z.number().int().min(0).max(1000).default(OFFER_RANK),
-        slots: z.number().int().positive().default(1),
+        /** At most what a presence can say (its freeSlots): past it the first presence failed to sign and the daemon stopped, RECORD_FIELD_INVALID naming freeSlots. */
+        slots: z.number().int().positive().max(MAX_PRESENCE_FREE_SLOTS).default(1),
         /** Presence (docs/matching.md "Presence"): each record counts as live this long after issuedAt, ms. */
         presenceWindowMs: z.number().int().min(3000).max(600_000).default(45_000),
         /** Presence: publish at least this often, ms (default: a third of presenceWindowMs). */

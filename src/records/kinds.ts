@@ -49,6 +49,8 @@ export const MAX_ADVERT_LIFETIME_MS = 24 * 3600_000;
 export const MAX_OFFER_LIFETIME_MS = 24 * 3600_000;
 export const MAX_DELEGATION_LIFETIME_MS = 366 * 24 * 3600_000;
 export const MAX_PRESENCE_WINDOW_MS = 10 * 60_000;
+/** The most free slots a presence may say (its `freeSlots`); `provider.slots` is held to it, so every presence can be signed. */
+export const MAX_PRESENCE_FREE_SLOTS = 1 << 16;
 /**
  * How far past the receiving node's now (plus the clock-skew window) a job's or open order's `deadline` may lie
  * (JOB_DEADLINE_TOO_FAR, src/records/freshness.ts). A freshness check, not a rule of the record: a job stored with a
@@ -584,7 +586,7 @@ export const SCHEMAS: Record<string, Schema> = {
   },
   'c0mpute.presence/1': {
     workloads: workloads('workloads served now', 0),
-    freeSlots: { t: 'uint', max: 1 << 16, doc: 'jobs it can take now' },
+    freeSlots: { t: 'uint', max: MAX_PRESENCE_FREE_SLOTS, doc: 'jobs it can take now' },
     issuedAt: { t: 'time', doc: 'when signed' },
     windowMs: { t: 'uint', min: 1, max: MAX_PRESENCE_WINDOW_MS, doc: 'live for this long after issuedAt', unit: 'ms' },
   },
