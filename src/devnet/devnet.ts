@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, readdirSync, rmSync, writeFileSync, existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { stringify as toYaml } from 'yaml';
 import { Decimal } from 'decimal.js';
 import { C0Error } from '../errors.js';
@@ -259,7 +259,9 @@ export class Devnet {
   constructor(private o: DevnetOptions) {
     this.#ownsDir = !o.dir;
     this.startTimeoutMs = o.startTimeoutMs ?? DEVNET_START_TIMEOUT_MS;
-    this.dir = o.dir ?? mkdtempSync(join(tmpdir(), 'c0mpute-devnet-'));
+    // absolute: the nodes' configs name files under it (the overlay's swarm key and tree, the pool's roster), and a
+    // node reads a relative path in its config against the config's own directory, not the devnet's working directory
+    this.dir = o.dir !== undefined ? resolve(o.dir) : mkdtempSync(join(tmpdir(), 'c0mpute-devnet-'));
     devnetDir(this.dir);
   }
 

@@ -9,9 +9,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join, relative } from 'node:path';
 import { Devnet, dirFateLine } from '../../../src/devnet/devnet.js';
 import { C0Error } from '../../../src/errors.js';
+import { prepareOverlay } from '../../../src/devnet/overlay-scenario.js';
 
 /** A stand-in node: prints the C0MPUTE_* variables it was given, then fails as a node whose API port is taken. */
 const EXITS = `
@@ -107,5 +108,20 @@ test('stop is one routine: a second, concurrent stop (a signal’s, and the scen
   } finally {
     rmSync(net.dir, { recursive: true, force: true });
     done();
+  }
+});
+
+test('a relative --dir is taken from the working directory: the paths the nodes’ configs name under it are absolute', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'c0-devnet-rel-'));
+  try {
+    const given = join(relative(process.cwd(), root), 'net');
+    assert.equal(isAbsolute(given), false);
+    const net = new Devnet({ providers: 0, policy: 'balanced', jobs: 0, keep: true, dir: given, bin: 'unused', print: () => {} });
+    // before, `run/ov` stayed relative and the overlay's swarm key was read as <node dir>/run/ov/acme.key: SWARM_KEY_UNREADABLE
+    assert.equal(net.dir, join(root, 'net'));
+    const { keyFile } = prepareOverlay(net.dir, [], () => new Uint8Array(32));
+    assert.equal(keyFile, join(root, 'net', 'acme.key'));
+  } finally {
+    rmSync(root, { recursive: true, force: true });
   }
 });
