@@ -22,11 +22,13 @@
  * - the same format, another build: said at info (which build wrote it last, and when), nothing more.
  *
  * A build before stamps writes none and reads none: what it does to a directory a stamped build wrote is not seen
- * (the stamp is the one that build left). A stamp that does not parse is rewritten, said at warn.
+ * (the stamp is the one that build left). A stamp that does not parse is rewritten, said at warn; one that is not a
+ * regular file (a FIFO, a device, a directory) is neither read nor written, said at warn, and the start goes on.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { writeFileAtomic } from '../util/atomic-file.js';
+import { readRegularFile } from '../util/bounded-read.js';
 import type { BuildIdentity } from '../util/build-id.js';
 
 /** The data format this build writes (see the module's comment for when it is raised). */
@@ -50,12 +52,20 @@ export interface StampCheck {
 
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 
-/** The stamp as read (undefined: none), or 'unreadable'. */
+/** The most a stamp file is read of (one is about 130 bytes): a larger file is unreadable, not read whole. */
+const STAMP_MAX_BYTES = 4096;
+
+/**
+ * The stamp as read (undefined: none), or 'unreadable'. Read only as a regular file, opened without blocking: a FIFO
+ * there blocked the start for ever in a synchronous read, the database's lock held and deaf to SIGTERM.
+ */
 export function readStamp(dataDir: string): DataStamp | 'unreadable' | undefined {
   const p = join(dataDir, STAMP_FILE);
   if (!existsSync(p)) return undefined;
   try {
-    const v = JSON.parse(readFileSync(p, 'utf8')) as Partial<DataStamp>;
+    const read = readRegularFile(p, STAMP_MAX_BYTES);
+    if (!('bytes' in read)) return 'unreadable';
+    const v = JSON.parse(new TextDecoder().decode(read.bytes)) as Partial<DataStamp>;
     if (!isCount(v.format) || typeof v.version !== 'string' || typeof v.writtenAt !== 'string') return 'unreadable';
     return { format: v.format, highestFormat: isCount(v.highestFormat) ? Math.max(v.highestFormat, v.format) : v.format, version: v.version.slice(0, 64), ...(typeof v.build === 'string' ? { build: v.build.slice(0, 64) } : {}), writtenAt: v.writtenAt.slice(0, 64) };
   } catch {
@@ -98,11 +108,24 @@ export function checkStamp(held: DataStamp | 'unreadable' | undefined, hadData: 
   return { write };
 }
 
+/** Whether a stamp may be written at `p`: nothing there, or a regular file (through links). A FIFO is written in place, and blocks. */
+function replaceable(p: string): boolean {
+  try {
+    return statSync(p).isFile();
+  } catch {
+    return true;
+  }
+}
+
 /** Check and write the stamp of `dataDir` at start; what it said is logged by the caller. A write that fails is said, not fatal. */
 export function stampDataDir(dataDir: string, hadData: boolean, self: BuildIdentity, now: number): { said?: StampCheck; written: boolean } {
+  const p = join(dataDir, STAMP_FILE);
+  if (!replaceable(p)) {
+    return { said: { level: 'warn', code: 'DATA_DIR_STAMP_UNREADABLE', message: `${p} is not a regular file (a FIFO, a device or a directory): neither read nor written, so no start can tell which build wrote this directory; remove it` }, written: false };
+  }
   const { said, write } = checkStamp(readStamp(dataDir), hadData, self, now);
   try {
-    writeFileAtomic(join(dataDir, STAMP_FILE), JSON.stringify(write, null, 1) + '\n');
+    writeFileAtomic(p, JSON.stringify(write, null, 1) + '\n');
     return { ...(said ? { said } : {}), written: true };
   } catch {
     return { ...(said ? { said } : {}), written: false };

@@ -7,7 +7,8 @@
  */
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkStamp, DATA_FORMAT, readStamp, stampDataDir, STAMP_FILE } from '../../../src/node/data-stamp.js';
@@ -62,6 +63,25 @@ describe('the data directory stamp', () => {
       writeFileSync(join(dir, STAMP_FILE), '{"format": "one"');
       assert.equal(stampDataDir(dir, true, NEW, NOW).said?.code, 'DATA_DIR_STAMP_UNREADABLE');
       assert.equal((JSON.parse(readFileSync(join(dir, STAMP_FILE), 'utf8')) as { format: number }).format, DATA_FORMAT);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a FIFO or a directory in the stamp’s place is neither read nor written, said at warn, and does not block the start', { skip: process.platform === 'win32' }, () => {
+    const dir = mkdtempSync(join(tmpdir(), 'c0-stamp-'));
+    try {
+      execFileSync('mkfifo', [join(dir, STAMP_FILE)]);
+      // before, readFileSync waited for a writer to the FIFO for ever (the daemon's start, its database lock held)
+      assert.equal(readStamp(dir), 'unreadable');
+      const r = stampDataDir(dir, true, NEW, NOW);
+      assert.equal(r.written, false);
+      assert.equal(r.said?.code, 'DATA_DIR_STAMP_UNREADABLE');
+      assert.match(r.said!.message, /is not a regular file .*remove it/);
+      assert.ok(statSync(join(dir, STAMP_FILE)).isFIFO(), 'the FIFO is left as it was');
+      rmSync(join(dir, STAMP_FILE));
+      mkdirSync(join(dir, STAMP_FILE));
+      assert.deepEqual([stampDataDir(dir, true, NEW, NOW).said?.code, readStamp(dir)], ['DATA_DIR_STAMP_UNREADABLE', 'unreadable']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
