@@ -17,7 +17,7 @@ import { networksOf, type NodeConfig } from './config.js';
 import type { Identity } from './identity.js';
 import { DAEMON_FILE, dataDirIno, processStart, realDataDir, type DaemonInfo } from './daemon-info.js';
 import { OverlayNode } from './overlay.js';
-import { stampDataDir, STAMP_FILE } from './data-stamp.js';
+import { checkStamp, readStamp, stampDataDir, STAMP_FILE } from './data-stamp.js';
 import { buildIdentity, buildText } from '../util/build-id.js';
 import type { Route } from './api.js';
 
@@ -151,7 +151,8 @@ export class Daemon {
     this.#watchStore(this.db);
     // which build wrote this directory last, and with which data format (data-stamp.ts): written with the database's
     // lock held, before anything upgrades what is stored; a display command's node writes nothing
-    if (!this.opts.display) {
+    if (this.opts.display) this.#noteStampOnDisplay(dataDir, hadData);
+    else {
       const { said, written } = stampDataDir(dataDir, hadData, buildIdentity(), this.clock());
       if (said) this.log[said.level]({ code: said.code, build: buildText() }, said.message);
       if (said?.level === 'warn') this.dataDirWarnings.push({ code: said.code, message: said.message });
@@ -188,6 +189,16 @@ export class Daemon {
     for (const o of this.overlays.values()) {
       this.log.info({ did: this.did, overlay: o.name, peerId: o.net.peerId.toString(), addrs: o.net.addrs(), roles: o.roles, api: this.apiAddress }, 'node started');
     }
+  }
+
+  /**
+   * A display node (an offline `jobs`, `reputation`) writes no stamp, but keeps what a start would say of a directory a
+   * later build wrote or that was rolled back since one did (dataDirWarnings): what it shows of that store may be
+   * misread. Before, it showed it without a word while `start` and `run` said DATA_DIR_NEWER_FORMAT.
+   */
+  #noteStampOnDisplay(dataDir: string, hadData: boolean): void {
+    const { said } = checkStamp(readStamp(dataDir), hadData, buildIdentity(), this.clock());
+    if (said?.code === 'DATA_DIR_NEWER_FORMAT' || said?.code === 'DATA_DIR_ROLLED_BACK') this.dataDirWarnings.push({ code: said.code, message: said.message });
   }
 
   /**

@@ -44,3 +44,16 @@ test('--version and status name the build; a start on a directory a later build 
   const stamp = JSON.parse(readFileSync(join(dir, 'data-format.json'), 'utf8')) as Record<string, unknown>;
   assert.deepEqual({ ...stamp, writtenAt: 'x' }, { format: DATA_FORMAT, highestFormat: DATA_FORMAT + 1, version: '0.1.0', ...(buildIdentity().build ? { build: buildIdentity().build } : {}), writtenAt: 'x' });
 });
+
+test('an offline jobs or reputation on a directory a later build wrote says so on stderr, and leaves the stamp as it was', async () => {
+  const { dir } = cluster.dataDir('c');
+  const later = JSON.stringify({ format: DATA_FORMAT + 1, highestFormat: DATA_FORMAT + 1, version: '0.2.0', build: 'cccccccccccc', writtenAt: '2026-02-01T00:00:00.000Z' });
+  writeFileSync(join(dir, 'data-format.json'), later);
+  for (const cmd of ['jobs', 'reputation']) {
+    const r = await c0mpute(dir, [cmd]);
+    assert.equal(r.code, 0, r.err);
+    // before, nothing: `start` and `run` said DATA_DIR_NEWER_FORMAT of the same directory
+    assert.match(r.err, /^warning DATA_DIR_NEWER_FORMAT: data directory last written by a later build, data format \d+, 0\.2\.0 \(build cccccccccccc\)/m, cmd);
+  }
+  assert.equal(readFileSync(join(dir, 'data-format.json'), 'utf8'), later);
+});

@@ -702,5 +702,8 @@ export async function offlineNode(dataDir: string): Promise<Daemon> {
   const identity = await loadNodeIdentity(dataDir);
   bindIdentity(dataDir, identity.did);
   const { Daemon } = await import('../../node/daemon.js');
-  return Daemon.start({ dataDir, config, identity, log, advertise: false, api: false, display: true });
+  const node = await Daemon.start({ dataDir, config, identity, log, advertise: false, api: false, display: true });
+  // a directory a later build wrote (DATA_DIR_NEWER_FORMAT), or rolled back since: said as `start` says it
+  for (const w of node.dataDirWarnings) process.stderr.write(`warning ${w.code}: ${w.message}\n`);
+  return node;
 }
