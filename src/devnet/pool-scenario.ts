@@ -175,6 +175,16 @@ export interface PoolScenarioResult {
   live: string[];
 }
 
+/**
+ * What a pooled job's line says of where it ran: the member the job's hash picks when a member ran it, else who did
+ * (the pool did not win it: no offer from it in the window). Before, the pick was printed whoever ran the job, so a job
+ * a solo provider ran read as the pool's.
+ */
+export function pooledJobLine(status: string, job: string, ran: string | undefined, members: readonly string[], name: (did: string) => string): string {
+  if (ran !== undefined && !members.includes(ran)) return `  ${status} at ${name(ran)}, not at the pool: the pool did not win this job (the buyer's ranking above says why)`;
+  return `  ${status}: keccak256(${job.slice(7, 19)}…) picks ${name(selectMember(job, members))} (active[u64(last 8 bytes) mod 3])`;
+}
+
 export async function runPoolScenario(net: Devnet, render: (label: string, ev: WireEvent) => void, print: (s: string) => void): Promise<PoolScenarioResult> {
   print('▸ starting; waiting for the market and for the members to agree on a coordinator…');
   const { ids, procs, bapi, pool, live } = await startPoolNet(net, print);
@@ -194,7 +204,7 @@ export async function runPoolScenario(net: Devnet, render: (label: string, ev: W
     print(`\n=== job ${i}: SHA-256 through the cheapest provider (the pool) ===`);
     const r = await run(`job ${i}`, { workload: 'builtin.sha256', params: '1000', input: Buffer.from(`pooled job ${i}`).toString('base64') });
     const job = (r.job as { address: string }).address;
-    print(`  ${r.status}: keccak256(${job.slice(7, 19)}…) picks ${name(selectMember(job, memberDids))} (active[u64(last 8 bytes) mod 3])`);
+    print(pooledJobLine(String(r.status), job, (r.attempts as Array<{ provider: string }>).at(-1)?.provider, memberDids, name));
     outcomes.push(String(r.status));
   }
   print('\n=== job 4: the members’ demo.echo prints whitespace: the pool signs a failed receipt, the buyer fails over ===');
