@@ -49,3 +49,16 @@ export function statusLines(key: string, v: unknown, pad = 15): string[] {
   }
   return [`${label} ${inline(v)}`];
 }
+
+/**
+ * The `build` line of `c0mpute status`: the running daemon's build as it reports it, and whether it is this command's
+ * (`mine`, buildText). A daemon started before an upgrade runs the earlier build until it is restarted: a build that
+ * differs is said beside it, and a daemon from before build ids, which reports none, gets the line too. Before, such a
+ * daemon's status had no build line at all, and one that differed read like the upgraded build's.
+ */
+export function daemonBuildLine(reported: unknown, mine: string, pad = 15): string {
+  const label = 'build'.padEnd(pad);
+  if (typeof reported !== 'string') return `${label} (not reported: the daemon runs a build from before build ids, not this command's ${mine}; restart it to run this build)`;
+  if (reported === mine) return `${label} ${reported}`;
+  return `${label} ${reported} (not this command's ${mine}: the daemon runs the build it was started with; restart it to run this one)`;
+}

@@ -13,7 +13,7 @@ import type { Figures } from '../../reputation/derive.js';
 import type { status as localStatus, market as localMarket } from '../../node/control.js';
 import { emptyValue, jsonReplacer, nonEmpty, out, outJson, requireDidArg, UsageError } from '../context.js';
 import { short, shortAddr } from '../short.js';
-import { statusLines } from '../status-lines.js';
+import { daemonBuildLine, statusLines } from '../status-lines.js';
 import { verdictWord } from '../../util/acceptance-text.js';
 import { DEFAULT_LIST_LIMIT, listLimit, num, refuseLimitWithAll } from '../limit.js';
 import { globals } from './index.js';
@@ -98,7 +98,13 @@ export function register(program: Command): void {
       const c = requireDaemon(dataDir);
       const s = (await apiCall(c.api, c.token, 'GET', '/v1/status')) as ReturnType<typeof localStatus>;
       if (o.json) return outJson(s);
+      const { buildText } = await import('../../util/build-id.js');
       for (const [k, v] of Object.entries(s)) {
+        // the daemon's build, and whether it is this command's (a daemon from before build ids: after its DID)
+        if (k === 'build') {
+          out(daemonBuildLine(v, buildText()));
+          continue;
+        }
         // The network line is said plainly: "this node has no peers: …" / "connected to 2 peers but hears no market".
         // So is the store's: "writable" / "⚠ takes no writes since …: No space left on device [STORE_WRITE_FAILED]".
         // the data directory's stamp, as this start found it: a line a warning (a later build wrote it…), under the build
@@ -112,6 +118,7 @@ export function register(program: Command): void {
           // what is wrong beside the state, a line each: a peer's key held by two processes (net-health.ts)
           for (const w of n.warnings ?? []) out(`${''.padEnd(15)} ⚠ ${w.message} [${w.code}]`);
         } else for (const line of statusLines(k, v)) out(line);
+        if (k === 'did' && !('build' in s)) out(daemonBuildLine(undefined, buildText()));
       }
       // a witness: what it holds, in one line per overlay it witnesses on (the market's `evidence` above is buyers'
       // and providers' records)

@@ -12,7 +12,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { inline, statusLines } from '../../../src/cli/status-lines.js';
+import { daemonBuildLine, inline, statusLines } from '../../../src/cli/status-lines.js';
 import { runNode } from './cli-run.js';
 
 const STATUS = {
@@ -68,7 +68,18 @@ test('the status command prints them so; --json is the answer as it is', async (
   assert.doesNotMatch(human.stdout, /[[{]"/, 'no JSON');
   assert.match(human.stdout, /^outcomes held\s+99$/m);
   assert.doesNotMatch(human.stdout, /^evidence\b/m);
+  // a daemon from before build ids (this one reports none): said under its DID, not left out
+  assert.match(human.stdout, /^did .*\nbuild\s+\(not reported: the daemon runs a build from before build ids, not this command's 0\.1\.0 \(build /m);
   const json = await runNode([bin, '--data-dir', d, 'status', '--json'], { env });
   assert.equal(json.status, 0, json.stderr);
   assert.deepEqual(JSON.parse(json.stdout), STATUS);
+});
+
+test('the build line says when the daemon is not this command’s build, and names one from before build ids', () => {
+  const mine = '0.1.0 (build bbbbbbbbbbbb)';
+  assert.equal(daemonBuildLine(mine, mine), `build           ${mine}`);
+  // a daemon started before the upgrade: it runs the earlier build until it is restarted
+  assert.equal(daemonBuildLine('0.1.0 (build aaaaaaaaaaaa)', mine), `build           0.1.0 (build aaaaaaaaaaaa) (not this command's ${mine}: the daemon runs the build it was started with; restart it to run this one)`);
+  // before, a daemon that reports no build had no build line at all
+  assert.match(daemonBuildLine(undefined, mine), /^build {11}\(not reported: the daemon runs a build from before build ids, not this command's 0\.1\.0 \(build bbbbbbbbbbbb\); restart it to run this build\)$/);
 });
