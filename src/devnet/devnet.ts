@@ -14,7 +14,7 @@ import { Decimal } from 'decimal.js';
 import { C0Error } from '../errors.js';
 import { makeDirs } from '../util/make-dirs.js';
 import { apiCall, apiStream, TOKEN_FILE } from '../node/api.js';
-import { DAEMON_FILE, type DaemonInfo } from '../node/daemon-info.js';
+import { DAEMON_FILE, readDaemonInfo, type DaemonInfo } from '../node/daemon-info.js';
 import { createIdentity, hasKeyFile, loadIdentity, readKeyFileDid, type Identity } from '../node/identity.js';
 import type { WireEvent } from '../node/events.js';
 import { shortDid } from '../util/did-text.js';
@@ -244,6 +244,18 @@ export function daemonApiOf(dir: string, pid: number | undefined): { api: string
   return { api: info.api, token: readFileSync(join(dir, TOKEN_FILE), 'utf8').trim() };
 }
 
+/**
+ * A node an earlier devnet on the same `--dir` started still runs there: that devnet was killed before it could stop
+ * its nodes (SIGKILL, a crash, an out-of-memory kill), and they live on without it. DEVNET_NODE_RUNNING names it and
+ * its pid, before its config is rewritten or a second node is started on it. Before, the new node failed with
+ * DAEMON_RUNNING, reported as DEVNET_NODE_EXITED with the end of the leftover node's log, and the leftovers ran on.
+ */
+export function refuseLeftoverNode(name: string, dir: string): void {
+  const left = readDaemonInfo(dir);
+  if (!left) return;
+  throw new C0Error('DEVNET_NODE_RUNNING', `${name} of an earlier devnet run on this --dir still runs (pid ${left.pid}, on ${dir}): the devnet that started it was killed before it could stop it; stop it (kill ${left.pid}, and any other node of that run) and run again, or use another --dir`, { field: 'dir', detail: { node: name, pid: left.pid } });
+}
+
 export class Devnet {
   readonly nodes: NodeProc[] = [];
   readonly dir: string;
@@ -327,6 +339,7 @@ export class Devnet {
   spawn(name: string, role: NodeProc['role'], config: Record<string, unknown>, port: number): NodeProc {
     const dir = join(this.dir, name);
     devnetDir(dir);
+    refuseLeftoverNode(name, dir);
     const did = hasKeyFile(dir) ? readKeyFileDid(dir) : createIdentity(dir).did;
     const cfgPath = join(dir, 'config.yaml');
     writeFileSync(cfgPath, toYaml({ ...config, ...this.o.configOverrides }));

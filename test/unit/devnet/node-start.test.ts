@@ -7,7 +7,8 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative } from 'node:path';
 import { Devnet, dirFateLine } from '../../../src/devnet/devnet.js';
@@ -122,6 +123,26 @@ test('a relative --dir is taken from the working directory: the paths the nodesâ
     const { keyFile } = prepareOverlay(net.dir, [], () => new Uint8Array(32));
     assert.equal(keyFile, join(root, 'net', 'acme.key'));
   } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+});
+
+test('a node an earlier, killed devnet left running on the --dir is refused by name and pid, before its config is rewritten', async () => {
+  const root = mkdtempSync(join(tmpdir(), 'c0-devnet-left-'));
+  // a live process standing for the leftover node (its daemon.json names it)
+  const leftover = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)'], { stdio: 'ignore' });
+  try {
+    const net = new Devnet({ providers: 0, policy: 'balanced', jobs: 0, keep: true, dir: root, bin: 'unused', print: () => {} });
+    const dir = join(root, 'atlas');
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'config.yaml'), 'roles: [provider]\n');
+    writeFileSync(join(dir, 'daemon.json'), JSON.stringify({ pid: leftover.pid, did: 'did:key:z6Mkx', api: '127.0.0.1:1', startedAt: 0, dataDir: realpathSync(dir) }));
+    // before, a second node was started there: DAEMON_RUNNING, said as DEVNET_NODE_EXITED with the leftover's log
+    assert.throws(() => net.spawn('atlas', 'provider', { roles: ['provider'] }, 1), (e: unknown) => e instanceof C0Error && e.code === 'DEVNET_NODE_RUNNING' && e.message.includes(`pid ${leftover.pid}`) && e.message.includes(`kill ${leftover.pid}`));
+    assert.equal(readFileSync(join(dir, 'config.yaml'), 'utf8'), 'roles: [provider]\n');
+    assert.equal(net.nodes.length, 0);
+  } finally {
+    leftover.kill('SIGKILL');
     rmSync(root, { recursive: true, force: true });
   }
 });
