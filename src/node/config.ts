@@ -414,11 +414,55 @@ export type OverlayConfig = NodeConfig['overlays'][number];
 export type ProviderConfig = NonNullable<NodeConfig['provider']>;
 export type WorkloadConfig = ProviderConfig['workloads'][string];
 
+/** What keysAt reads of a schema's definition (zod's own, `_zod.def`). */
+interface SchemaDef {
+  type: string;
+  innerType?: z.core.$ZodType;
+  in?: z.core.$ZodType;
+  shape?: Record<string, z.core.$ZodType>;
+  valueType?: z.core.$ZodType;
+  element?: z.core.$ZodType;
+}
+
+const defOf = (s: z.core.$ZodType) => s._zod.def as unknown as SchemaDef;
+
+/** `s` without its wrappers (a default, optional, nullable or piped schema's inner one). */
+function bare(s: z.core.$ZodType): z.core.$ZodType {
+  let d = defOf(s);
+  while (d.innerType ?? (d.type === 'pipe' ? d.in : undefined)) {
+    s = (d.innerType ?? d.in)!;
+    d = defOf(s);
+  }
+  return s;
+}
+
+/** The keys the mapping at `path` takes in `schema` (none when it is not a mapping of known keys). */
+function keysAt(schema: z.core.$ZodType, path: readonly PropertyKey[]): string[] {
+  let s: z.core.$ZodType | undefined = schema;
+  for (const k of path) {
+    const d = defOf(bare(s));
+    s = d.type === 'object' ? d.shape?.[String(k)] : d.type === 'record' ? d.valueType : d.type === 'array' ? d.element : undefined;
+    if (!s) return [];
+  }
+  return Object.keys(defOf(bare(s)).shape ?? {});
+}
+
+/** An unknown key's message, with the key meant when one is near it (a typo, a key spelt another way): did you mean …? */
+function unknownKeysText(i: z.core.$ZodIssueUnrecognizedKeys): string {
+  const known = keysAt(configSchema, i.path);
+  const hints = i.keys.flatMap((k) => {
+    const near = known.filter((x) => editDistance(k.toLowerCase(), x.toLowerCase()) <= Math.max(2, Math.floor(k.length / 3))).sort((a, b) => editDistance(k, a) - editDistance(k, b))[0];
+    return near ? [`"${k}": did you mean "${near}"?`] : [];
+  });
+  return hints.length ? `${i.message} (${hints.join('; ')})` : i.message;
+}
+
 /** Turn zod issues into one CONFIG_INVALID naming the first field. */
 export function configError(err: z.ZodError, source: string): C0Error {
   // a record's key refused by its own schema (a workload name without a dot) says why: zod's own message is only
-  // "Invalid key in record" (review s43 R6 F5), its key schema's message is in the inner issues
-  const why = (i: z.core.$ZodIssue) => (i.code === 'invalid_key' && i.issues.length ? `not a valid key: ${i.issues.map((x) => x.message).join('; ')}` : i.message);
+  // "Invalid key in record" (review s43 R6 F5), its key schema's message is in the inner issues; an unknown key names
+  // the key meant when one is near it
+  const why = (i: z.core.$ZodIssue) => (i.code === 'invalid_key' && i.issues.length ? `not a valid key: ${i.issues.map((x) => x.message).join('; ')}` : i.code === 'unrecognized_keys' ? unknownKeysText(i) : i.message);
   const issues = err.issues.map((i) => `${i.path.join('.') || '(top)'}: ${why(i)}`);
   const first = err.issues[0];
   return new C0Error('CONFIG_INVALID', `${source}: ${issues.slice(0, 5).join('; ')}${issues.length > 5 ? ` (+${issues.length - 5} more)` : ''}`, {

@@ -179,6 +179,17 @@ describe('config', () => {
     }
   });
 
+  test('an unknown key names the key meant when one is near it, at any depth; a key near none says nothing more', () => {
+    const at = (raw: unknown) => err(() => parseConfig(raw, 'config.yaml')).message;
+    // before, only: buyer: Unrecognized key: "collectWindow"
+    assert.equal(at({ buyer: { collectWindow: 1500 } }), 'config.yaml: buyer: Unrecognized key: "collectWindow" ("collectWindow": did you mean "collectWindowMs"?)');
+    assert.match(at({ network: { lisen: [] } }), /network: Unrecognized key: "lisen" \("lisen": did you mean "listen"\?\)/);
+    assert.match(at({ rols: ['buyer'] }), /\(top\): Unrecognized key: "rols" \("rols": did you mean "roles"\?\)/);
+    const workload = { executor: { type: 'builtin', name: 'builtin.sha256' }, price: { amount: '0.001', currency: 'USD' }, duraton: { baseMs: 1 } };
+    assert.match(at({ roles: ['provider'], provider: { workloads: { 'builtin.sha256': workload } } }), /provider\.workloads\.builtin\.sha256: Unrecognized key: "duraton" \("duraton": did you mean "duration"\?\)/);
+    assert.equal(at({ buyer: { zzzzzzzzzz: 1 } }), 'config.yaml: buyer: Unrecognized key: "zzzzzzzzzz"');
+  });
+
   test('files a config file names are relative to its directory, not to where the daemon starts', () => {
     const f = file('network:\n  overlay: acme\n  swarmKeyFile: overlay.key\noverlays:\n  - overlay: beta\n    swarmKeyFile: keys/beta.key\n    listen: ["/ip4/127.0.0.1/tcp/0"]\nsteward:\n  treeFile: tree.yaml\n');
     const c = loadConfig({ file: f });
