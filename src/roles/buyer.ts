@@ -1530,6 +1530,34 @@ export class Buyer {
   }
 }
 
+/** How long a watchdog that fired late waits once more, for frames already in this node's buffers (at most its own window). */
+const WATCHDOG_GRACE_MS = 2 * STALL_TICK_MS;
+
+/** A watchdog's timer (watchdog()), cleared when what it waits for comes. */
+interface Watchdog {
+  clear(): void;
+}
+
+/**
+ * A watchdog on the provider (SilenceWatch): `fire` after `ms`, unless its timer fires a stall tick or more late. Then
+ * this process did not run meanwhile (SIGSTOP, a suspended machine, a blocked event loop), and after a freeze timers
+ * run before the I/O that waited: the provider's frames may be in this node's buffers, unread. So it waits once more,
+ * WATCHDOG_GRACE_MS, for them to be read (a frame read clears it, as it would the first timer), then fires, late or
+ * not: one grace a window, so a loop that is always late (a loaded machine) delays a silent provider's give-up by
+ * seconds, never for good. Before (QA ffMatchDay2 F2), a buyer frozen 25 s while its provider sent progress gave that
+ * provider up EXEC_PROVIDER_SILENT the moment it ran again and signed a non-delivery against it: a freeze that short
+ * is under STALL_MS, so it was not taken as this node's own doing. (A first version re-armed a whole window each
+ * late firing: under load, a silent provider could be kept to the deadline; review s57.)
+ */
+function watchdog(ms: number, fire: () => void): Watchdog {
+  const due = performance.now() + ms;
+  let timer = setTimeout(() => {
+    if (performance.now() - due < STALL_TICK_MS) return fire();
+    timer = setTimeout(fire, Math.min(ms, WATCHDOG_GRACE_MS));
+  }, ms);
+  return { clear: () => clearTimeout(timer) };
+}
+
 /**
  * The buyer's watch on an attempt (docs/node.md "Buyer"), from the stream's opening to the receipt:
  *
@@ -1558,25 +1586,11 @@ export class Buyer {
  *   receipt (EXEC_PROVIDER_OVERRAN too): one output chunk, or a byte now and then, does not buy it the rest of the
  *   deadline.
  */
-/**
- * A watchdog's timer on the provider (SilenceWatch): `fire` after `ms`, unless it fires a stall tick or more late. Then
- * this process itself did not run meanwhile (SIGSTOP, a suspended machine, a blocked event loop), and after a freeze
- * timers run before the I/O that waited: the provider's frames may be in this node's buffers, unread. So `again` runs
- * instead (the watchdog armed anew; the first frame read resets it, a provider really gone is given up one window
- * later). Before (QA ffMatchDay2 F2), a buyer frozen 25 s while its provider sent progress gave that provider up
- * EXEC_PROVIDER_SILENT the moment it ran again and signed a non-delivery against it: a freeze that short is under
- * STALL_MS, so it was not taken as this node's own doing.
- */
-function watchdogTimer(ms: number, fire: () => void, again: () => void): ReturnType<typeof setTimeout> {
-  const due = performance.now() + ms;
-  return setTimeout(() => (performance.now() - due >= STALL_TICK_MS ? again() : fire()), ms);
-}
-
 export class SilenceWatch {
   readonly #ac = new AbortController();
   /** The silence allowed while armed (silenceLimitMs of the interval the provider promised). */
   #limitMs: number | undefined;
-  #timer: ReturnType<typeof setTimeout> | undefined;
+  #timer: Watchdog | undefined;
   #overrunTimer: LongTimer | undefined;
   /** The overrun rule no longer applies: keepalives were promised, the work ended, or it fired. */
   #overrunDone: boolean;
@@ -1585,11 +1599,11 @@ export class SilenceWatch {
   #promised = false;
   /** A provider that promised no keepalives is sending its output: each chunk must follow the last within the grace. */
   #delivering = false;
-  #deliveryTimer: ReturnType<typeof setTimeout> | undefined;
+  #deliveryTimer: Watchdog | undefined;
   /** When this provider's output began (performance.now()), and how many bytes of it came since. */
   #outputSince = 0;
   #outputBytes = 0;
-  #openTimer: ReturnType<typeof setTimeout> | undefined;
+  #openTimer: Watchdog | undefined;
   /** The opening rule no longer applies: the provider took the request, the attempt ended, or it fired. */
   #openDone: boolean;
   #notReady = false;
@@ -1693,23 +1707,19 @@ export class SilenceWatch {
   }
 
   #startOpening(ms: number, message: string): void {
-    clearTimeout(this.#openTimer);
+    this.#openTimer?.clear();
     if (this.#ac.signal.aborted) return;
-    this.#openTimer = watchdogTimer(
-      ms,
-      () => {
-        this.#openDone = true;
-        if (this.#ac.signal.aborted) return;
-        this.#notReady = true;
-        this.#ac.abort(new C0Error(EXEC_PROVIDER_NOT_READY, message));
-      },
-      () => this.#startOpening(ms, message),
-    );
+    this.#openTimer = watchdog(ms, () => {
+      this.#openDone = true;
+      if (this.#ac.signal.aborted) return;
+      this.#notReady = true;
+      this.#ac.abort(new C0Error(EXEC_PROVIDER_NOT_READY, message));
+    });
   }
 
   #endOpening(): void {
     this.#openDone = true;
-    clearTimeout(this.#openTimer);
+    this.#openTimer?.clear();
     this.#openTimer = undefined;
   }
 
@@ -1751,34 +1761,30 @@ export class SilenceWatch {
 
   /** The output given, since its first chunk, grace plus a second per OUTPUT_MIN_BYTES_PER_SEC bytes: each chunk buys time for its size. */
   #armDelivery(): void {
-    clearTimeout(this.#deliveryTimer);
+    this.#deliveryTimer?.clear();
     this.#deliveryTimer = undefined;
     if (!this.#delivering || this.#ac.signal.aborted) return;
     const grace = this.overrun?.graceMs ?? OVERRUN_GRACE_MS;
     const until = this.#outputSince + grace + (this.#outputBytes * 1000) / OUTPUT_MIN_BYTES_PER_SEC;
-    this.#deliveryTimer = setTimeout(() => {
+    this.#deliveryTimer = watchdog(Math.max(0, until - performance.now()), () => {
       if (this.#ac.signal.aborted) return;
       this.#overran = true;
       this.#ac.abort(new C0Error(EXEC_PROVIDER_OVERRAN, `the provider promised no keepalives and delivered its output slower than ${OUTPUT_MIN_BYTES_PER_SEC} bytes/s (${this.#outputBytes} bytes in ${Math.round(performance.now() - this.#outputSince)} ms, after a ${grace} ms grace), and no receipt`));
-    }, Math.max(0, until - performance.now()));
+    });
   }
 
   #endDelivery(): void {
     this.#delivering = false;
-    clearTimeout(this.#deliveryTimer);
+    this.#deliveryTimer?.clear();
     this.#deliveryTimer = undefined;
   }
 
   #arm(): void {
-    clearTimeout(this.#timer);
+    this.#timer?.clear();
     this.#timer = undefined;
     const ms = this.#limitMs;
     if (ms === undefined || this.#ac.signal.aborted) return;
     const every = ms / EXEC_SILENCE_FACTOR;
-    this.#timer = watchdogTimer(
-      ms,
-      () => this.#ac.abort(new C0Error('EXEC_PROVIDER_SILENT', `the provider sent nothing for ${ms} ms while its work ran (it promised a frame every ${every} ms)`)),
-      () => this.#arm(),
-    );
+    this.#timer = watchdog(ms, () => this.#ac.abort(new C0Error('EXEC_PROVIDER_SILENT', `the provider sent nothing for ${ms} ms while its work ran (it promised a frame every ${every} ms)`)));
   }
 }

@@ -4,7 +4,9 @@
  * freeze, timers run before the I/O that waited, so the silence watchdog fired before the provider's buffered frames
  * were read: QA ffMatchDay2 F2, a buyer SIGSTOPped 25 s (under STALL_MS, so not taken as its own stall) gave its
  * provider up EXEC_PROVIDER_SILENT at once and signed a non-delivery against it. Now a watchdog that fires a stall tick
- * or more late arms again instead, and a provider silent on time is still given up.
+ * or more late waits once more, a short grace, for the frames in this node's buffers, and a provider silent on time is
+ * still given up; so is one silent after the grace, late or not (one grace a window: review s57, where a re-armed
+ * whole window each late firing could keep a silent provider to the deadline on a loaded machine).
  *
  * The freeze here is the event loop blocked by synchronous work; the frame "read after it" comes in a timer set after
  * the freeze, so after the timers that came due during it, as the I/O of a process resumed by SIGCONT is (libuv's
@@ -50,5 +52,30 @@ test('opening: a stream that opens during a freeze of this process is not EXEC_P
   );
   assert.equal(w.signal.aborted, false, 'given up for this node’s own freeze');
   assert.equal(w.notReady, false);
+  w.stop();
+});
+
+test('one grace a window: a watchdog late again in its grace fires (a loaded loop cannot keep a silent provider)', async () => {
+  const w = new SilenceWatch();
+  w.heard({ t: 'accepted', startedAt: Date.now(), keepaliveMs: 100 }); // window 300 ms
+  freeze(300 + STALL_TICK_MS + 200);
+  await sleep(0); // the late firing: a grace of 300 ms (its window) instead
+  assert.equal(w.signal.aborted, false);
+  freeze(300 + STALL_TICK_MS + 200); // late again, and no frame came
+  await sleep(0);
+  assert.equal(w.signal.aborted, true, 'given up after its grace');
+  assert.equal((w.signal.reason as { code?: string }).code, 'EXEC_PROVIDER_SILENT');
+  w.stop();
+});
+
+test('opening: a stream that does not open after a freeze of this process is still EXEC_PROVIDER_NOT_READY, after the grace', async () => {
+  const w = new SilenceWatch(undefined, { openMs: 200, readyMs: 200 });
+  w.begin();
+  freeze(200 + STALL_TICK_MS + 200);
+  await sleep(0);
+  assert.equal(w.signal.aborted, false, 'not at once: the grace first');
+  await sleep(400);
+  assert.equal(w.signal.aborted, true);
+  assert.equal(w.notReady, true);
   w.stop();
 });
