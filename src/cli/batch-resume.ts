@@ -19,7 +19,9 @@
  * params ran the rest with other params beside the old outputs, and a byte-identical copy elsewhere was refused.
  */
 import { createHash } from 'node:crypto';
-import { appendFileSync, readFileSync } from 'node:fs';
+import { appendFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { processEnded, processStart } from '../node/daemon-info.js';
 import { C0Error } from '../errors.js';
 import type { Batch } from '../matching/batch-plan.js';
 import { sumMoney } from '../matching/batch-lines.js';
@@ -165,6 +167,58 @@ export function readEarlierSummary(path: string): EarlierRun {
  * still there means the command was killed before it could write its summary (SIGKILL, the OOM killer, a closed
  * session): before, nothing said which lines were done, and `--resume` posted and paid every line again.
  */
+/** The lock a `batch run` holds on its output directory while it runs (its pid and the kernel's start time of it). */
+export const RUN_LOCK = 'run.lock';
+
+/**
+ * The pid of the live `batch run` that holds `outputDir`, else undefined (no lock, or a lock left by a run killed:
+ * its process gone, a zombie, or its pid given to a later process, told by the start time where /proc has it).
+ */
+export function lockHolder(outputDir: string): number | undefined {
+  let lock: { pid?: unknown; procStart?: unknown };
+  try {
+    lock = JSON.parse(readFileSync(join(outputDir, RUN_LOCK), 'utf8')) as typeof lock;
+  } catch {
+    return undefined; // none, or one cut short by a kill as it was written: no run holds it
+  }
+  const pid = lock.pid;
+  if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ESRCH') return undefined;
+  }
+  if (processEnded(pid)) return undefined;
+  const now = typeof lock.procStart === 'string' ? processStart(pid) : undefined;
+  return now !== undefined && now !== lock.procStart ? undefined : pid;
+}
+
+/** BATCH_OUTPUT_IN_USE: another `batch run` (pid `holder`) writes `outputDir` now. */
+export function outputInUse(outputDir: string, holder: number): C0Error {
+  return new C0Error('BATCH_OUTPUT_IN_USE', `${outputDir} is being written by another batch run (pid ${holder}, ${RUN_LOCK}): two runs into one directory would each post the lines not yet done and pay for them twice. Wait for it to end, or give another --output-dir; nothing was posted`, { field: 'output-dir', detail: { pid: holder } });
+}
+
+/**
+ * Take `outputDir`'s lock before anything is posted: BATCH_OUTPUT_IN_USE while another live run holds it; a lock a
+ * killed run left is taken over. Returns its release (review s57: a second run with --resume set the live run's
+ * journal aside, both posted the lines not yet done, and the first to end deleted the other's journal).
+ */
+export function lockOutputDir(outputDir: string): () => void {
+  const path = join(outputDir, RUN_LOCK);
+  const mine = JSON.stringify({ pid: process.pid, ...(processStart('self') === undefined ? {} : { procStart: processStart('self') }) });
+  for (let tries = 0; ; tries++) {
+    try {
+      writeFileSync(path, mine, { flag: 'wx', mode: 0o600 });
+      return () => rmSync(path, { force: true });
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${path}: ${(e as Error).message}`, { field: 'output-dir' });
+      const holder = lockHolder(outputDir);
+      if (holder !== undefined || tries > 0) throw outputInUse(outputDir, holder ?? 0);
+      rmSync(path, { force: true }); // left by a run that was killed
+    }
+  }
+}
+
 export const JOURNAL = 'journal.jsonl';
 
 export interface JournalHeader {

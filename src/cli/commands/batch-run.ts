@@ -99,7 +99,10 @@ export function registerBatchRun(batch: Command): void {
       // An earlier run's summary here is its only record of which lines were done, in flight or never posted: a run
       // into the same directory re-ran and re-paid every line and overwrote it (QA pass on matching, session 49).
       const summaryFile = join(outputDir, 'summary.json');
-      const { readEarlierSummary, readUnfinishedRun, withUnposted, journalWriter, JOURNAL, earlierCounts, resumeSelection, subsetBatch, batchIdentity, checkSameBatch, identityChanges, wholeBatch } = await import('../batch-resume.js');
+      const { readEarlierSummary, readUnfinishedRun, withUnposted, journalWriter, JOURNAL, earlierCounts, resumeSelection, subsetBatch, batchIdentity, checkSameBatch, identityChanges, wholeBatch, lockHolder, lockOutputDir, outputInUse } = await import('../batch-resume.js');
+      // another run writing this directory now: its journal is not a killed run's, and resuming from it would post its lines again
+      const holder = lockHolder(outputDir);
+      if (holder !== undefined) throw outputInUse(outputDir, holder);
       // which batch this is: its content, not its path (docs/matching.md "Running it again")
       const identity = batchIdentity(run, allLines);
       // A journal left here is the newest record: its run was killed before it wrote a summary (it carries the
@@ -112,7 +115,7 @@ export function registerBatchRun(batch: Command): void {
         const other = earlier.identity ? identityChanges(earlier.identity, identity).length > 0 : earlier.batch !== undefined && earlier.batch !== resolve(file);
         throw new C0Error(
           'BATCH_OUTPUT_HAS_SUMMARY',
-          `${outputDir} holds ${unfinished ? `the journal of an earlier run that never finished (its command was killed: ${JOURNAL})` : 'the summary of an earlier run'}${other ? ` of another batch${earlier.batch ? ` (${earlier.batch})` : ''}` : ''}: ${earlierCounts(earlier)}. Run again with --resume to post only the lines it does not record done, or give another --output-dir; nothing was posted`,
+          `${outputDir} holds ${unfinished ? `the journal of an earlier run that did not finish (its command was killed, or failed before its summary: ${JOURNAL})` : 'the summary of an earlier run'}${other ? ` of another batch${earlier.batch ? ` (${earlier.batch})` : ''}` : ''}: ${earlierCounts(earlier)}. Run again with --resume to post only the lines it does not record done, or give another --output-dir; nothing was posted`,
           { field: 'output-dir' },
         );
       }
@@ -134,9 +137,12 @@ export function registerBatchRun(batch: Command): void {
       // be made (a file there or in its path, /proc) is OUTPUT_UNWRITABLE at once. Found only at the first line's
       // delivery, the lines' jobs ran and were paid for, and their outputs were thrown away.
       const made = makeOutputDir(outputDir, 'output-dir');
+      // one run writes a directory at a time (BATCH_OUTPUT_IN_USE), held until its summary is written
+      const unlock = lockOutputDir(outputDir);
       // A batch that ends with nothing written (no daemon, refused before anything is signed) leaves no directory it
       // made behind: each is taken away again while empty, deepest first (rmdir never removes one that holds a file).
       const unmake = () => {
+        unlock();
         for (const d of [...made].reverse()) {
           try {
             rmdirSync(d);
@@ -199,7 +205,15 @@ export function registerBatchRun(batch: Command): void {
       const by = ctrlC.by();
       // a resumed run keeps the earlier summary beside its own (summary.<its start>.json), never over it; after a killed
       // run, the summary before it (if any) too, and the resume is from that run's journal, kept aside
-      const keptSummary = existsSync(summaryFile) ? keptName(outputDir, (unfinished ? readEarlierSummary(summaryFile) : earlier)?.startedAt) : undefined;
+      /** The start of the summary a killed run resumed from, to name it when kept: never an error once the lines are paid for (review s57). */
+      const startOf = (path: string): { startedAt?: number } | undefined => {
+        try {
+          return readEarlierSummary(path);
+        } catch {
+          return undefined; // kept under this run's time instead
+        }
+      };
+      const keptSummary = existsSync(summaryFile) ? keptName(outputDir, (unfinished ? startOf(summaryFile) : earlier)?.startedAt) : undefined;
       const kept = unfinished ? keptJournal : keptSummary;
       // the top-level figures are this run's; `wholeBatch` adds the lines carried from the runs before (QA qaMatch F2)
       const entire = wholeBatch(summary, resumed?.carried ?? []);
@@ -214,6 +228,7 @@ export function registerBatchRun(batch: Command): void {
       // (so never set it aside), is kept as the summary's `resumed.from` names it
       if (keptJournal && !existsSync(keptJournal)) renameSync(journalFile, keptJournal);
       else rmSync(journalFile, { force: true });
+      unlock();
       const cost = summary.cost.map(formatMoney).join(' + ') || 'nothing';
       if (o.json) out(JSON.stringify({ e: 'summary', summary: { ...summary, wholeBatch: entire, file: summaryFile } }, jsonReplacer));
       else {

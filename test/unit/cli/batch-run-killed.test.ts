@@ -46,8 +46,15 @@ test('`batch run` SIGKILLed with 2 lines done and 4 in flight: --resume posts on
   const cli = spawn(process.execPath, [BIN, '--data-dir', dataDir, 'batch', 'run', file, '--output-dir', outDir], { stdio: 'ignore', env });
   const exited = new Promise<void>((ok) => cli.once('close', () => ok()));
   // 2 done (their outputs kept), then the 4 slots full: lines 3–6 posted, never to settle
-  await until(() => daemon.runs === 6 && readdirSync(outDir).filter((f) => f.endsWith('.out')).length === 2);
-  await new Promise((r) => setTimeout(r, 200));
+  // the journal, not a pause, says when both are recorded done (an output is written before its entry)
+  const doneInJournal = () => {
+    try {
+      return readFileSync(join(outDir, 'journal.jsonl'), 'utf8').split('\n').filter((l) => l.includes('"done"')).length;
+    } catch {
+      return 0;
+    }
+  };
+  await until(() => daemon.runs === 6 && readdirSync(outDir).filter((f) => f.endsWith('.out')).length === 2 && doneInJournal() >= 2);
   cli.kill('SIGKILL');
   await exited;
   assert.equal(existsSync(join(outDir, 'summary.json')), false, 'a killed command writes no summary');
@@ -56,7 +63,7 @@ test('`batch run` SIGKILLed with 2 lines done and 4 in flight: --resume posts on
   const c0 = (...args: string[]) => runNode([BIN, '--data-dir', dataDir, 'batch', 'run', file, '--output-dir', outDir, ...args], { env, timeout: 60_000 });
   const again = await c0();
   assert.equal(again.status, EXIT.OPERATOR, again.stderr);
-  assert.match(again.stderr, /^error BATCH_OUTPUT_HAS_SUMMARY: .* holds the journal of an earlier run that never finished \(its command was killed: journal\.jsonl\): 2 of 10 lines done, 0 failed, 4 in flight when it stopped \(outcome unknown\), 4 not posted\. Run again with --resume/m);
+  assert.match(again.stderr, /^error BATCH_OUTPUT_HAS_SUMMARY: .* holds the journal of an earlier run that did not finish \(its command was killed, or failed before its summary: journal\.jsonl\): 2 of 10 lines done, 0 failed, 4 in flight when it stopped \(outcome unknown\), 4 not posted\. Run again with --resume/m);
   assert.equal(daemon.runs, posted, 'nothing posted without --resume');
 
   daemon.holdAfter = Infinity;
