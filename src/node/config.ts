@@ -447,22 +447,29 @@ function keysAt(schema: z.core.$ZodType, path: readonly PropertyKey[]): string[]
   return Object.keys(defOf(bare(s)).shape ?? {});
 }
 
-/** An unknown key's message, with the key meant when one is near it (a typo, a key spelt another way): did you mean …? */
-function unknownKeysText(i: z.core.$ZodIssueUnrecognizedKeys): string {
-  const known = keysAt(configSchema, i.path);
+/**
+ * An unknown key's message, with the key meant when one is near it (a typo, a key spelt another way): did you mean …?
+ * `schema`: the one the input was read against (the config's, a job file's, a job spec's), whose keys are offered.
+ */
+function unknownKeysText(i: z.core.$ZodIssueUnrecognizedKeys, schema: z.core.$ZodType): string {
+  const known = keysAt(schema, i.path);
   const hints = i.keys.flatMap((k) => {
-    const near = known.filter((x) => editDistance(k.toLowerCase(), x.toLowerCase()) <= Math.max(2, Math.floor(k.length / 3))).sort((a, b) => editDistance(k, a) - editDistance(k, b))[0];
+    const near = known.filter((x) => x !== k && editDistance(k.toLowerCase(), x.toLowerCase()) <= Math.max(2, Math.floor(k.length / 3))).sort((a, b) => editDistance(k, a) - editDistance(k, b))[0];
     return near ? [`"${k}": did you mean "${near}"?`] : [];
   });
   return hints.length ? `${i.message} (${hints.join('; ')})` : i.message;
 }
 
-/** Turn zod issues into one CONFIG_INVALID naming the first field. */
-export function configError(err: z.ZodError, source: string): C0Error {
+/**
+ * Turn zod issues into one CONFIG_INVALID naming the first field. `schema`: the one `err` came from (the config's by
+ * default), whose keys an unknown key's hint offers (review s57: a job file's `provider:` was asked "did you mean
+ * provider?", the config's key).
+ */
+export function configError(err: z.ZodError, source: string, schema: z.core.$ZodType = configSchema): C0Error {
   // a record's key refused by its own schema (a workload name without a dot) says why: zod's own message is only
   // "Invalid key in record" (review s43 R6 F5), its key schema's message is in the inner issues; an unknown key names
   // the key meant when one is near it
-  const why = (i: z.core.$ZodIssue) => (i.code === 'invalid_key' && i.issues.length ? `not a valid key: ${i.issues.map((x) => x.message).join('; ')}` : i.code === 'unrecognized_keys' ? unknownKeysText(i) : i.message);
+  const why = (i: z.core.$ZodIssue) => (i.code === 'invalid_key' && i.issues.length ? `not a valid key: ${i.issues.map((x) => x.message).join('; ')}` : i.code === 'unrecognized_keys' ? unknownKeysText(i, schema) : i.message);
   const issues = err.issues.map((i) => `${i.path.join('.') || '(top)'}: ${why(i)}`);
   const first = err.issues[0];
   return new C0Error('CONFIG_INVALID', `${source}: ${issues.slice(0, 5).join('; ')}${issues.length > 5 ? ` (+${issues.length - 5} more)` : ''}`, {

@@ -615,7 +615,7 @@ export function parseJobSpec(body: unknown): JobSpec {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new C0Error('JOB_SPEC_INVALID', 'job spec must be an object');
   const r = jobSpecSchema.safeParse(body);
   if (!r.success) {
-    const err = configError(r.error, 'job spec');
+    const err = configError(r.error, 'job spec', jobSpecSchema);
     throw new C0Error('JOB_SPEC_INVALID', err.message, { field: err.field ?? '' });
   }
   const b = r.data;

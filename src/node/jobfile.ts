@@ -159,7 +159,7 @@ export function parseJobFileText(text: string, path: string, opts: JobFileOption
   }
   const r = jobFileSchema.safeParse(raw ?? {});
   if (!r.success) {
-    const err = configError(r.error, path);
+    const err = configError(r.error, path, jobFileSchema);
     throw new C0Error('JOB_FILE_INVALID', err.message, { field: err.field ?? '' });
   }
   const j = r.data;

@@ -72,3 +72,11 @@ test('params given by an alias is refused (its source is the anchor’s name: `*
   assert.equal(long.code, 'JOB_FILE_INVALID');
   assert.match(long.message, /^job\.yaml: params: longer than 4096 characters \(5002\)/);
 });
+
+test("an unknown key in a job file is hinted from the job file's keys, never the node config's (review s57)", () => {
+  const at = (extra: string) => refusal(() => parseJobFileText(`${base}${extra}`, 'job.yaml')).message;
+  assert.match(at('dedline: 60s\n'), /Unrecognized key: "dedline" \("dedline": did you mean "deadline"\?\)/);
+  // `provider` is a key of the node's config, not of a job file: no "did you mean provider?" (nor "market" for markets)
+  assert.doesNotMatch(at('provider: did:key:z6Mk\n'), /did you mean/);
+  assert.doesNotMatch(at('markets: [eu]\n'), /did you mean "market"/);
+});
