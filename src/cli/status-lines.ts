@@ -59,6 +59,8 @@ export function statusLines(key: string, v: unknown, pad = 15): string[] {
 export function daemonBuildLine(reported: unknown, mine: string, pad = 15): string {
   const label = 'build'.padEnd(pad);
   if (typeof reported !== 'string') return `${label} (not reported: the daemon runs a build from before build ids, not this command's ${mine}; restart it to run this build)`;
+  // an id unknown on either side (dist/src compiled after the last bundle) tells nothing: the same text is no match
+  if (/\(build unknown/.test(reported) || /\(build unknown/.test(mine)) return `${label} ${reported} (whether it is this command's build cannot be told: a build id is unknown; npm run build)`;
   if (reported === mine) return `${label} ${reported}`;
   return `${label} ${reported} (not this command's ${mine}: the daemon runs the build it was started with; restart it to run this one)`;
 }

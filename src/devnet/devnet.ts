@@ -14,7 +14,7 @@ import { Decimal } from 'decimal.js';
 import { C0Error } from '../errors.js';
 import { makeDirs } from '../util/make-dirs.js';
 import { apiCall, apiStream, TOKEN_FILE } from '../node/api.js';
-import { DAEMON_FILE, readDaemonInfo, type DaemonInfo } from '../node/daemon-info.js';
+import { DAEMON_FILE, processStart, readDaemonInfo, type DaemonInfo } from '../node/daemon-info.js';
 import { createIdentity, hasKeyFile, loadIdentity, readKeyFileDid, type Identity } from '../node/identity.js';
 import type { WireEvent } from '../node/events.js';
 import { shortDid } from '../util/did-text.js';
@@ -253,7 +253,11 @@ export function daemonApiOf(dir: string, pid: number | undefined): { api: string
 export function refuseLeftoverNode(name: string, dir: string): void {
   const left = readDaemonInfo(dir);
   if (!left) return;
-  throw new C0Error('DEVNET_NODE_RUNNING', `${name} of an earlier devnet run on this --dir still runs (pid ${left.pid}, on ${dir}): the devnet that started it was killed before it could stop it; stop it (kill ${left.pid}, and any other node of that run) and run again, or use another --dir`, { field: 'dir', detail: { node: name, pid: left.pid } });
+  // `kill` only where the kernel's start time shows the pid is still that node's (review s57): without /proc (or its
+  // start time not recorded) the pid may have been given to another process since
+  const sure = left.procStart !== undefined && processStart(left.pid) === left.procStart;
+  const stop = sure ? `stop it (kill ${left.pid}, and any other node of that run)` : `stop it (pid ${left.pid} was that node's: check it is still a c0mpute node before stopping it; and any other node of that run)`;
+  throw new C0Error('DEVNET_NODE_RUNNING', `${name} of an earlier devnet run on this --dir still runs (pid ${left.pid}, on ${dir}): the devnet that started it was killed before it could stop it; ${stop} and run again, or use another --dir`, { field: 'dir', detail: { node: name, pid: left.pid } });
 }
 
 export class Devnet {

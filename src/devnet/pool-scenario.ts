@@ -185,6 +185,17 @@ export function pooledJobLine(status: string, job: string, ran: string | undefin
   return `  ${status}: keccak256(${job.slice(7, 19)}…) picks ${name(selectMember(job, members))} (active[u64(last 8 bytes) mod 3])`;
 }
 
+/**
+ * Who ran a job the pool never tried (the receipt's signer, else the last provider tried), undefined when a member was
+ * tried: a job the pool won and then failed over from is still the pool's line (review s57: the last attempt named a
+ * failover's provider as if the pool never won, and a failed run's "not tried" entry as the provider).
+ */
+export function ranElsewhere(r: Record<string, unknown>, members: readonly string[]): string | undefined {
+  const tried = ((r.attempts ?? []) as Array<{ provider: string; outcome?: string }>).filter((a) => !String(a.outcome ?? '').startsWith('not tried'));
+  if (tried.some((a) => members.includes(a.provider))) return undefined;
+  return (r.receipt as { record?: { provider?: string } } | undefined)?.record?.provider ?? tried.at(-1)?.provider;
+}
+
 export async function runPoolScenario(net: Devnet, render: (label: string, ev: WireEvent) => void, print: (s: string) => void): Promise<PoolScenarioResult> {
   print('▸ starting; waiting for the market and for the members to agree on a coordinator…');
   const { ids, procs, bapi, pool, live } = await startPoolNet(net, print);
@@ -204,7 +215,7 @@ export async function runPoolScenario(net: Devnet, render: (label: string, ev: W
     print(`\n=== job ${i}: SHA-256 through the cheapest provider (the pool) ===`);
     const r = await run(`job ${i}`, { workload: 'builtin.sha256', params: '1000', input: Buffer.from(`pooled job ${i}`).toString('base64') });
     const job = (r.job as { address: string }).address;
-    print(pooledJobLine(String(r.status), job, (r.attempts as Array<{ provider: string }>).at(-1)?.provider, memberDids, name));
+    print(pooledJobLine(String(r.status), job, ranElsewhere(r, memberDids), memberDids, name));
     outcomes.push(String(r.status));
   }
   print('\n=== job 4: the members’ demo.echo prints whitespace: the pool signs a failed receipt, the buyer fails over ===');

@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { daemonBuildLine, inline, statusLines } from '../../../src/cli/status-lines.js';
+import { buildText } from '../../../src/util/build-id.js';
 import { runNode } from './cli-run.js';
 
 const STATUS = {
@@ -82,4 +83,7 @@ test('the build line says when the daemon is not this command’s build, and nam
   assert.equal(daemonBuildLine('0.1.0 (build aaaaaaaaaaaa)', mine), `build           0.1.0 (build aaaaaaaaaaaa) (not this command's ${mine}: the daemon runs the build it was started with; restart it to run this one)`);
   // before, a daemon that reports no build had no build line at all
   assert.match(daemonBuildLine(undefined, mine), /^build {11}\(not reported: the daemon runs a build from before build ids, not this command's 0\.1\.0 \(build bbbbbbbbbbbb\); restart it to run this build\)$/);
+  // an id unknown on both sides (compiled after the last bundle): the same text is no match (review s57)
+  const unknown = buildText({ version: '0.1.0' });
+  assert.match(daemonBuildLine(unknown, unknown), /cannot be told: a build id is unknown/);
 });

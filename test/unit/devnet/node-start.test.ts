@@ -14,6 +14,7 @@ import { isAbsolute, join, relative } from 'node:path';
 import { Devnet, dirFateLine } from '../../../src/devnet/devnet.js';
 import { C0Error } from '../../../src/errors.js';
 import { prepareOverlay } from '../../../src/devnet/overlay-scenario.js';
+import { processStart } from '../../../src/node/daemon-info.js';
 
 /** A stand-in node: prints the C0MPUTE_* variables it was given, then fails as a node whose API port is taken. */
 const EXITS = `
@@ -136,9 +137,16 @@ test('a node an earlier, killed devnet left running on the --dir is refused by n
     const dir = join(root, 'atlas');
     mkdirSync(dir);
     writeFileSync(join(dir, 'config.yaml'), 'roles: [provider]\n');
-    writeFileSync(join(dir, 'daemon.json'), JSON.stringify({ pid: leftover.pid, did: 'did:key:z6Mkx', api: '127.0.0.1:1', startedAt: 0, dataDir: realpathSync(dir) }));
+    await new Promise((ok) => leftover.once('spawn', ok));
+    const info = { pid: leftover.pid, did: 'did:key:z6Mkx', api: '127.0.0.1:1', startedAt: 0, dataDir: realpathSync(dir) };
+    const start = processStart(leftover.pid!);
+    writeFileSync(join(dir, 'daemon.json'), JSON.stringify({ ...info, ...(start === undefined ? {} : { procStart: start }) }));
     // before, a second node was started there: DAEMON_RUNNING, said as DEVNET_NODE_EXITED with the leftover's log
-    assert.throws(() => net.spawn('atlas', 'provider', { roles: ['provider'] }, 1), (e: unknown) => e instanceof C0Error && e.code === 'DEVNET_NODE_RUNNING' && e.message.includes(`pid ${leftover.pid}`) && e.message.includes(`kill ${leftover.pid}`));
+    const refused = (kill: boolean) => (e: unknown) => e instanceof C0Error && e.code === 'DEVNET_NODE_RUNNING' && e.message.includes(`pid ${leftover.pid}`) && e.message.includes(`kill ${leftover.pid}`) === kill;
+    assert.throws(() => net.spawn('atlas', 'provider', { roles: ['provider'] }, 1), refused(start !== undefined));
+    // without the start time the pid may be another process's by now: no `kill` advice (review s57)
+    writeFileSync(join(dir, 'daemon.json'), JSON.stringify(info));
+    assert.throws(() => net.spawn('atlas', 'provider', { roles: ['provider'] }, 1), refused(false));
     assert.equal(readFileSync(join(dir, 'config.yaml'), 'utf8'), 'roles: [provider]\n');
     assert.equal(net.nodes.length, 0);
   } finally {

@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { pooledJobLine } from '../../../src/devnet/pool-scenario.js';
+import { pooledJobLine, ranElsewhere } from '../../../src/devnet/pool-scenario.js';
 import { selectMember } from '../../../src/pools/choice.js';
 
 const MEMBERS = ['did:key:z6MkM1', 'did:key:z6MkM2', 'did:key:z6MkM3'];
@@ -19,4 +19,11 @@ test('a job a member ran names the member its hash picks; one a solo provider ra
   const solo = pooledJobLine('completed', JOB, 'did:key:z6MkS1', MEMBERS, name);
   assert.match(solo, /^ {2}completed at solo1, not at the pool/);
   assert.doesNotMatch(solo, /picks/);
+});
+
+test('who ran it: the receipt signer when the pool was never tried; none when a member was tried (a failover after the pool won); a "not tried" entry never (review s57)', () => {
+  const S1 = 'did:key:z6MkS1';
+  assert.equal(ranElsewhere({ attempts: [{ provider: S1, outcome: 'completed' }], receipt: { record: { provider: S1 } } }, MEMBERS), S1);
+  assert.equal(ranElsewhere({ attempts: [{ provider: MEMBERS[1]!, outcome: 'failed: EXEC_FAILED' }, { provider: S1, outcome: 'completed' }], receipt: { record: { provider: S1 } } }, MEMBERS), undefined);
+  assert.equal(ranElsewhere({ attempts: [{ provider: S1, outcome: 'failed: EXEC_FAILED' }, { provider: MEMBERS[0]!, outcome: 'not tried: the deadline' }, { provider: '(2 more)', outcome: 'not tried: the deadline' }] }, MEMBERS), S1);
 });

@@ -8,12 +8,13 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { checkStamp, DATA_FORMAT, readStamp, stampDataDir, STAMP_FILE } from '../../../src/node/data-stamp.js';
 
 const NOW = Date.UTC(2026, 0, 5);
+const stampUrl = new URL('../../../src/node/data-stamp.js', import.meta.url).href;
 const OLD = { version: '0.1.0', build: 'aaaaaaaaaaaa' };
 const NEW = { version: '0.1.0', build: 'bbbbbbbbbbbb' };
 const at = (format: number, highestFormat = format, b = OLD) => ({ format, highestFormat, ...b, writtenAt: '2026-01-01T00:00:00.000Z' });
@@ -72,12 +73,16 @@ describe('the data directory stamp', () => {
     const dir = mkdtempSync(join(tmpdir(), 'c0-stamp-'));
     try {
       execFileSync('mkfifo', [join(dir, STAMP_FILE)]);
-      // before, readFileSync waited for a writer to the FIFO for ever (the daemon's start, its database lock held)
-      assert.equal(readStamp(dir), 'unreadable');
-      const r = stampDataDir(dir, true, NEW, NOW);
+      // before, readFileSync waited for a writer to the FIFO for ever (the daemon's start, its database lock held): in
+      // a child with a time limit, so a return of the bug fails the test instead of hanging the run (review s57)
+      const script = `import(${JSON.stringify(stampUrl)}).then((m) => { const r = m.stampDataDir(${JSON.stringify(dir)}, true, ${JSON.stringify(NEW)}, ${NOW}); console.log(JSON.stringify({ read: m.readStamp(${JSON.stringify(dir)}), written: r.written, code: r.said?.code, message: r.said?.message })); });`;
+      const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 15_000 });
+      assert.equal(child.signal, null, 'the stamp read returned (it hung on the FIFO)');
+      const r = JSON.parse(child.stdout) as { read: string; written: boolean; code?: string; message?: string };
+      assert.equal(r.read, 'unreadable');
       assert.equal(r.written, false);
-      assert.equal(r.said?.code, 'DATA_DIR_STAMP_UNREADABLE');
-      assert.match(r.said!.message, /is not a regular file .*remove it/);
+      assert.equal(r.code, 'DATA_DIR_STAMP_UNREADABLE');
+      assert.match(r.message!, /is not a regular file .*remove it/);
       assert.ok(statSync(join(dir, STAMP_FILE)).isFIFO(), 'the FIFO is left as it was');
       rmSync(join(dir, STAMP_FILE));
       mkdirSync(join(dir, STAMP_FILE));

@@ -1,6 +1,7 @@
 /**
- * The test runner itself (scripts/run-tests.mjs, scripts/test-batch.mjs), on a tree of its own: unit files share a
- * process in batches, a unit file marked @own-process and every e2e file run alone, the totals add up across both,
+ * The test runner itself (scripts/run-tests.mjs, scripts/test-batch.mjs, scripts/file-times.mjs), on a tree of its own:
+ * unit files share a process in batches, a unit file marked @own-process and every e2e file run alone (the slowest of
+ * those named with their tests' time), the totals add up across both,
  * and a batch that fails, or ends before its tests have run, fails the run and is named after the totals. A path
  * filter runs each file alone.
  */
@@ -36,7 +37,7 @@ describe('scripts/run-tests.mjs', () => {
   before(() => {
     root = mkdtempSync(join(tmpdir(), 'c0-runner-'));
     mkdirSync(join(root, 'scripts'));
-    for (const f of ['run-tests.mjs', 'test-batch.mjs']) copyFileSync(join(scripts, f), join(root, 'scripts', f));
+    for (const f of ['run-tests.mjs', 'test-batch.mjs', 'file-times.mjs']) copyFileSync(join(scripts, f), join(root, 'scripts', f));
     // a and b share a batch (b sees what a left in the process); c asks for a process of its own, as e2e files get
     file('unit/d/a.test.js', `test('a', () => { globalThis.leftByA = true; });`);
     file('unit/d/b.test.js', `test('b sees a', () => assert.equal(globalThis.leftByA, true));`);
@@ -51,6 +52,8 @@ describe('scripts/run-tests.mjs', () => {
     assert.match(r.out, /^▷ unit batch 1\/1 \([\d.]+ s\): unit\/d\/a\.test\.ts, unit\/d\/b\.test\.ts$/m);
     assert.match(r.out, /ℹ 4 files: 2 unit files in 1 process, 2 in a process of their own/);
     assert.deepEqual([count(r.out, 'tests'), count(r.out, 'pass'), count(r.out, 'fail')], [4, 4, 0]);
+    // the files run alone, slowest first, with their tests' time (scripts/file-times.mjs)
+    assert.match(r.out, /^ℹ slowest files run alone \(their tests' time\): [\d.]+ s \S*(unit\/d\/c|e2e\/x)\.test\.ts, [\d.]+ s \S*(unit\/d\/c|e2e\/x)\.test\.ts$/m);
     // --unit leaves the e2e file out
     const unit = runner('--unit');
     assert.equal(unit.code, 0, unit.out);
