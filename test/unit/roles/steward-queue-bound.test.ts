@@ -85,21 +85,25 @@ it('past steward.maxQueuedPerBuyer or steward.maxQueued a claim that would wait 
   }
 });
 
+/** `b` asks `line` to admit `j` under `one`: the frames it is sent, and the ask's end (its error, if any). */
+function ask(line: AdmissionLine, j: ReturnType<typeof job>, b: Party) {
+  const frames: Array<Record<string, unknown>> = [];
+  const ctx = { peer: peerIdFromDid(b.did), signal: new AbortController().signal, send: async (f: CborValue) => void frames.push(f as Record<string, unknown>) };
+  return { frames, done: line.admit({ op: 'admit', job: j.bytes, entitlement: 'one', estimate: est } as never, ctx).catch((e: unknown) => e) };
+}
+
+/** Waits (3 s at most) until `cond` holds. */
+async function until(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 300 && !cond(); i++) await new Promise((res) => setTimeout(res, 10));
+  assert.ok(cond());
+}
+
 it('a restored line: a claim whose buyer asks again within steward.reaskGraceMs keeps its place, one whose buyer does not is dropped (from disk too)', async () => {
   const t = tempDir('c0-queue-grace-');
   const r = await stewardRig(t.dir, TREE, {});
   const lineOf = () => new AdmissionLine({ ports: r.ports, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, tree: r.tree, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
   r.cfg.reaskGraceMs = 150;
   const [alice, bob] = [P(3), P(4)];
-  const ask = (line: AdmissionLine, j: ReturnType<typeof job>, b: Party) => {
-    const frames: Array<Record<string, unknown>> = [];
-    const ctx = { peer: peerIdFromDid(b.did), signal: new AbortController().signal, send: async (f: CborValue) => void frames.push(f as Record<string, unknown>) };
-    return { frames, done: line.admit({ op: 'admit', job: j.bytes, entitlement: 'one', estimate: est } as never, ctx).catch((e: unknown) => e) };
-  };
-  const until = async (cond: () => boolean) => {
-    for (let i = 0; i < 300 && !cond(); i++) await new Promise((res) => setTimeout(res, 10));
-    assert.ok(cond());
-  };
   let second: AdmissionLine | undefined;
   try {
     const first = lineOf();
@@ -139,15 +143,6 @@ it("a restored line: a claim whose buyer the tree no longer lists is dropped at 
   const listing = (dids: string[]) => TREE.replace("id: one, parent: lab,", `id: one, parent: lab, buyers: [${dids.join(', ')}],`);
   const r = await stewardRig(t.dir, listing([alice.did, bob.did]), {});
   const lineOf = (tree = r.tree) => new AdmissionLine({ ports: r.ports, ledger: r.ledger, cfg: r.cfg, accounts: r.accounts, reclaim: r.reclaim, tree, stopped: () => false, append: r.append, serial: r.serial, gangs: r.gangs });
-  const ask = (line: AdmissionLine, j: ReturnType<typeof job>, b: Party) => {
-    const frames: Array<Record<string, unknown>> = [];
-    const ctx = { peer: peerIdFromDid(b.did), signal: new AbortController().signal, send: async (f: CborValue) => void frames.push(f as Record<string, unknown>) };
-    return { frames, done: line.admit({ op: 'admit', job: j.bytes, entitlement: 'one', estimate: est } as never, ctx).catch((e: unknown) => e) };
-  };
-  const until = async (cond: () => boolean) => {
-    for (let i = 0; i < 300 && !cond(); i++) await new Promise((res) => setTimeout(res, 10));
-    assert.ok(cond());
-  };
   try {
     const first = lineOf();
     const [j0, jb, ja] = [job(alice, { nonce: new Uint8Array([1, 8]) }), job(bob, { nonce: new Uint8Array([2, 8]) }), job(alice, { nonce: new Uint8Array([3, 8]) })];
