@@ -22,6 +22,7 @@ import { createHash } from 'node:crypto';
 import { appendFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { processEnded, processStart } from '../node/daemon-info.js';
+import { machineOf, readMachineFacts } from '../util/atomic-file.js';
 import { C0Error } from '../errors.js';
 import type { Batch } from '../matching/batch-plan.js';
 import { sumMoney } from '../matching/batch-lines.js';
@@ -170,19 +171,25 @@ export function readEarlierSummary(path: string): EarlierRun {
 /** The lock a `batch run` holds on its output directory while it runs (its pid and the kernel's start time of it). */
 export const RUN_LOCK = 'run.lock';
 
+/** This machine and PID namespace, as a lock names them: a pid means something only where it was taken. */
+const thisMachine = (): string => machineOf(readMachineFacts());
+
 /**
- * The pid of the live `batch run` that holds `outputDir`, else undefined (no lock, or a lock left by a run killed:
- * its process gone, a zombie, or its pid given to a later process, told by the start time where /proc has it).
+ * The `batch run` that holds `outputDir`, else undefined (no lock, or a lock left by a run killed: its process gone, a
+ * zombie, or its pid given to a later process, told by the start time where /proc has it). A lock taken on another
+ * machine or in another PID namespace (a container sharing the volume) is held: its pid cannot be checked from here.
  */
-export function lockHolder(outputDir: string): number | undefined {
-  let lock: { pid?: unknown; procStart?: unknown };
+export function lockHolder(outputDir: string): { pid: number; elsewhere: boolean } | undefined {
+  let lock: { pid?: unknown; procStart?: unknown; machine?: unknown };
   try {
     lock = JSON.parse(readFileSync(join(outputDir, RUN_LOCK), 'utf8')) as typeof lock;
   } catch {
     return undefined; // none, or one cut short by a kill as it was written: no run holds it
   }
   const pid = lock.pid;
-  if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 0 || pid === process.pid) return undefined;
+  if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 0) return undefined;
+  if (typeof lock.machine === 'string' && lock.machine !== thisMachine()) return { pid, elsewhere: true };
+  if (pid === process.pid) return undefined;
   try {
     process.kill(pid, 0);
   } catch (e) {
@@ -190,31 +197,44 @@ export function lockHolder(outputDir: string): number | undefined {
   }
   if (processEnded(pid)) return undefined;
   const now = typeof lock.procStart === 'string' ? processStart(pid) : undefined;
-  return now !== undefined && now !== lock.procStart ? undefined : pid;
+  return now !== undefined && now !== lock.procStart ? undefined : { pid, elsewhere: false };
 }
 
-/** BATCH_OUTPUT_IN_USE: another `batch run` (pid `holder`) writes `outputDir` now. */
-export function outputInUse(outputDir: string, holder: number): C0Error {
-  return new C0Error('BATCH_OUTPUT_IN_USE', `${outputDir} is being written by another batch run (pid ${holder}, ${RUN_LOCK}): two runs into one directory would each post the lines not yet done and pay for them twice. Wait for it to end, or give another --output-dir; nothing was posted`, { field: 'output-dir', detail: { pid: holder } });
+/** BATCH_OUTPUT_IN_USE: another `batch run` writes `outputDir` now (or a lock says so that this node cannot check). */
+export function outputInUse(outputDir: string, holder: { pid: number; elsewhere: boolean } | undefined): C0Error {
+  const who = holder === undefined ? 'another batch run' : holder.elsewhere ? `a batch run on another machine or container (pid ${holder.pid} there)` : `another batch run (pid ${holder.pid})`;
+  const stale = holder?.elsewhere ? `; if no run is going there, remove ${join(outputDir, RUN_LOCK)}` : '';
+  return new C0Error('BATCH_OUTPUT_IN_USE', `${outputDir} is being written by ${who} (${RUN_LOCK}): two runs into one directory would each post the lines not yet done and pay for them twice. Wait for it to end, or give another --output-dir${stale}; nothing was posted`, { field: 'output-dir', ...(holder ? { detail: { pid: holder.pid } } : {}) });
 }
 
 /**
  * Take `outputDir`'s lock before anything is posted: BATCH_OUTPUT_IN_USE while another live run holds it; a lock a
- * killed run left is taken over. Returns its release (review s57: a second run with --resume set the live run's
- * journal aside, both posted the lines not yet done, and the first to end deleted the other's journal).
+ * killed run left is taken over. Returns its release, which also runs at this process's exit, whatever ends it
+ * (review s57: a second run with --resume set the live run's journal aside, both posted the lines not yet done, and
+ * the first to end deleted the other's journal).
  */
 export function lockOutputDir(outputDir: string): () => void {
   const path = join(outputDir, RUN_LOCK);
-  const mine = JSON.stringify({ pid: process.pid, ...(processStart('self') === undefined ? {} : { procStart: processStart('self') }) });
+  const start = processStart('self');
+  const mine = JSON.stringify({ pid: process.pid, ...(start === undefined ? {} : { procStart: start }), machine: thisMachine() });
   for (let tries = 0; ; tries++) {
     try {
       writeFileSync(path, mine, { flag: 'wx', mode: 0o600 });
-      return () => rmSync(path, { force: true });
+      const release = () => rmSync(path, { force: true });
+      process.once('exit', release);
+      return () => {
+        process.off('exit', release);
+        release();
+      };
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${path}: ${(e as Error).message}`, { field: 'output-dir' });
       const holder = lockHolder(outputDir);
-      if (holder !== undefined || tries > 0) throw outputInUse(outputDir, holder ?? 0);
-      rmSync(path, { force: true }); // left by a run that was killed
+      if (holder !== undefined || tries > 0) throw outputInUse(outputDir, holder);
+      try {
+        rmSync(path, { force: true }); // left by a run that was killed
+      } catch (err) {
+        throw new C0Error('OUTPUT_UNWRITABLE', `cannot replace ${path}: ${(err as Error).message}`, { field: 'output-dir' });
+      }
     }
   }
 }

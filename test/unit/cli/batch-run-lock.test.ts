@@ -23,7 +23,7 @@ test('a live run holds the directory (BATCH_OUTPUT_IN_USE); a lock its killed ru
     const pid = other.pid!;
     const start = processStart(pid);
     writeFileSync(join(dir, RUN_LOCK), JSON.stringify({ pid, ...(start === undefined ? {} : { procStart: start }) }));
-    assert.equal(lockHolder(dir), pid);
+    assert.deepEqual(lockHolder(dir), { pid, elsewhere: false });
     assert.throws(
       () => lockOutputDir(dir),
       (e: unknown) => e instanceof C0Error && e.code === 'BATCH_OUTPUT_IN_USE' && e.message.includes(`pid ${pid}`),
@@ -33,6 +33,11 @@ test('a live run holds the directory (BATCH_OUTPUT_IN_USE); a lock its killed ru
       writeFileSync(join(dir, RUN_LOCK), JSON.stringify({ pid, procStart: `${start}1` }));
       assert.equal(lockHolder(dir), undefined);
     }
+    // a lock taken on another machine or in another PID namespace (a container sharing the volume): held, whatever
+    // its pid is here, this process's own included
+    writeFileSync(join(dir, RUN_LOCK), JSON.stringify({ pid: process.pid, machine: 'another1' }));
+    assert.deepEqual(lockHolder(dir), { pid: process.pid, elsewhere: true });
+    assert.throws(() => lockOutputDir(dir), (e: unknown) => e instanceof C0Error && e.code === 'BATCH_OUTPUT_IN_USE' && /another machine or container .*remove .*run\.lock/.test(e.message));
     // its run killed: the lock it left is taken over
     writeFileSync(join(dir, RUN_LOCK), JSON.stringify({ pid }));
     other.kill('SIGKILL');
