@@ -209,10 +209,10 @@ export function writingTo<T>(path: string, write: () => T): T {
   } catch (e) {
     if (typeof (e as NodeJS.ErrnoException).syscall !== 'string') throw e;
     const err = e as NodeJS.ErrnoException;
-    if (err.code === 'ENOENT') {
+    if (err.code === 'ENOENT' || err.code === 'ENOTDIR') {
       // in a directory that is there (/proc, a file system that takes no new files): not a missing directory (QA
       // ffBuyerDay2); through symbolic links, the directory is the one they lead to
-      throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${path}: ${targetProblem(path) ?? 'the file system there takes no new file of that name (ENOENT)'}`, { field: 'out' });
+      throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${path}: ${targetProblem(path) ?? `the file system there takes no new file of that name (${err.code})`}`, { field: 'out' });
     }
     throw new C0Error('OUTPUT_UNWRITABLE', `cannot write ${path}: ${writeProblem(err)}`, { field: 'out' });
   }

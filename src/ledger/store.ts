@@ -169,8 +169,11 @@ export async function ledgerOwner(dir: string): Promise<{ steward?: string; leng
     let files: string[];
     try {
       files = readdirSync(dir);
-    } catch {
-      return undefined;
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+      // not readable (EACCES, EIO): whose ledger it holds is unknown, not "none"
+      throw new C0Error('STORE_OPEN_FAILED', `cannot read ${dir}: ${(e as Error).message}`);
     }
     if (files.some((f) => /^\d+\.(ldb|sst|log)$/.test(f))) throw new C0Error('STORE_CORRUPT', `${dir} holds database tables but no CURRENT file naming them: whose ledger it is cannot be read`);
     return undefined;

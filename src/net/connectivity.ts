@@ -17,7 +17,7 @@
  * done, at the earliest target's due time, and every `idleTickMs` when every
  * target is connected; a lost peer (`wake()`) checks at once.
  */
-import { constants as fsConstants, copyFileSync, existsSync, readFileSync, renameSync } from 'node:fs';
+import { constants as fsConstants, copyFileSync, lstatSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { writeFileAtomic } from '../util/atomic-file.js';
 import type { Logger } from '../util/log.js';
 import { monotonicClock, systemClock, type Clock } from '../util/clock.js';
@@ -224,7 +224,8 @@ function wellFormed(p: unknown): p is RememberedPeer {
 /**
  * A JSON file store (written atomically: synced, then renamed over the file). A missing or empty file is an empty
  * list. A file the store cannot take whole is kept aside as `<file>.damaged-<time>` before anything is written over
- * it (moved; copied when entries are kept from it, so they are still on disk if this run never saves), and said: one that is not the store's JSON (truncated by a crash or a full disk, edited by hand; WARN
+ * it (moved; copied when entries are kept from it, and the kept ones written at once, so they are on disk if this run
+ * never saves and the next start does not copy it again), and said: one that is not the store's JSON (truncated by a crash or a full disk, edited by hand; WARN
  * `NET_PEERS_FILE_DAMAGED`), one with entries of the wrong shape (a newer build's, edited by hand; the others are kept,
  * WARN `NET_PEERS_FILE_ENTRIES_DROPPED`), one that cannot be read (WARN `NET_PEERS_FILE_UNREADABLE`). With the
  * bootstrap peers down this file is the node's only way back to the network, so it is kept for the operator, never
@@ -233,25 +234,36 @@ function wellFormed(p: unknown): p is RememberedPeer {
  * and again after a save that worked (QA ffNetDay2 F2: every one of these was silent, and a damaged file was replaced
  * by the peers of the new run).
  */
+/** Whether a name is taken, by anything: a dangling link too (existsSync follows it and says no). */
+function taken(p: string): boolean {
+  try {
+    lstatSync(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function fileRememberStore(path: string, opts: { clock?: () => number } = {}): RememberStore {
   let saveFailed = false;
   /** The file was not taken whole and could not be moved aside: this run leaves it as it is. */
   let leaveFile = false;
   /**
    * Keeps the file aside under a name not taken (`<file>.damaged-<time>`, `-2`… when the clock repeats): moved, or
-   * copied when the file stays in use (`copy`: the entries kept from it are remembered only in memory until the next
-   * save, which a node that crashes or changes nothing never makes). `undefined` when it could not be, and then
-   * nothing is written over the file this run.
+   * copied when entries are kept from it (`copy`; the kept ones are then written over it at once: held only in memory
+   * until a save, which a node that crashes or changes nothing never makes, they were lost; review s57). `undefined`
+   * when it could not be, and then nothing is written over the file this run.
    */
   const keepAside = (how: 'move' | 'copy'): string | undefined => {
     const stem = `${path}.damaged-${new Date((opts.clock ?? Date.now)()).toISOString().replace(/[:.]/g, '-')}`;
+    let aside = stem;
+    for (let n = 2; taken(aside); n++) aside = `${stem}-${n}`;
     try {
-      let aside = stem;
-      for (let n = 2; existsSync(aside); n++) aside = `${stem}-${n}`;
       if (how === 'move') renameSync(path, aside);
       else copyFileSync(path, aside, fsConstants.COPYFILE_EXCL);
       return aside;
     } catch {
+      if (how === 'copy') rmSync(aside, { force: true }); // a copy cut short (a full disk) is no copy
       leaveFile = true;
       return undefined;
     }
@@ -259,6 +271,18 @@ export function fileRememberStore(path: string, opts: { clock?: () => number } =
   const where = (aside: string | undefined) => (aside === undefined ? { notMoved: true } : { keptAs: aside });
   const fate = (aside: string | undefined) =>
     aside === undefined ? 'it could not be kept aside, so it is left as it is and not written this run' : 'the file as it was is kept aside';
+  const save = (peers: RememberedPeer[], log?: Logger): void => {
+    if (leaveFile) return;
+    try {
+      writeFileAtomic(path, JSON.stringify({ peers }, null, 1));
+      if (saveFailed) log?.info({ file: path }, 'the remembered-peers file is written again');
+      saveFailed = false;
+    } catch (e) {
+      // memory still holds them; said once until a save works again
+      if (!saveFailed) log?.warn({ code: 'NET_PEERS_FILE_UNWRITABLE', file: path, err: (e as Error).message }, 'the remembered-peers file cannot be written: peers are remembered in memory only until it can');
+      saveFailed = true;
+    }
+  };
   return {
     load(log) {
       let text: string;
@@ -288,6 +312,8 @@ export function fileRememberStore(path: string, opts: { clock?: () => number } =
       const kept = peers.filter(wellFormed);
       if (kept.length < peers.length) {
         const aside = keepAside('copy');
+        // the file holds only what was kept from now on, so the next start does not copy it aside again
+        if (aside !== undefined) save(kept, log);
         log?.warn(
           { code: 'NET_PEERS_FILE_ENTRIES_DROPPED', file: path, dropped: peers.length - kept.length, kept: kept.length, ...where(aside) },
           `remembered-peers file: entries of the wrong shape left out (${fate(aside)})`,
@@ -295,18 +321,7 @@ export function fileRememberStore(path: string, opts: { clock?: () => number } =
       }
       return kept;
     },
-    save(peers, log) {
-      if (leaveFile) return;
-      try {
-        writeFileAtomic(path, JSON.stringify({ peers }, null, 1));
-        if (saveFailed) log?.info({ file: path }, 'the remembered-peers file is written again');
-        saveFailed = false;
-      } catch (e) {
-        // memory still holds them; said once until a save works again
-        if (!saveFailed) log?.warn({ code: 'NET_PEERS_FILE_UNWRITABLE', file: path, err: (e as Error).message }, 'the remembered-peers file cannot be written: peers are remembered in memory only until it can');
-        saveFailed = true;
-      }
-    },
+    save,
   };
 }
 

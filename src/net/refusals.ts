@@ -93,7 +93,7 @@ export class RefusalLog {
     if (budget.lines >= most) {
       budget.suppressed++;
       // said once a window, when the lines run out: what follows is counted, not logged
-      if (!budget.full) this.d.log[level]({ reason, ...(detail.cause ? { cause: detail.cause } : {}), linesPerWindow: most, windowMs }, `${most} lines of this kind of refusal this window: more are counted (c0mpute_connections_refused_total), not logged, until the next`);
+      if (!budget.full) this.d.log[level]({ reason, ...(detail.cause ? { cause: detail.cause } : {}), ...(detail.code ? { code: detail.code } : {}), linesPerWindow: most, windowMs }, `${most} lines of this kind of refusal this window: more are counted (c0mpute_connections_refused_total), not logged, until the next`);
       budget.full = true;
       return;
     }

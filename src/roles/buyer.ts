@@ -1542,18 +1542,18 @@ interface Watchdog {
  * A watchdog on the provider (SilenceWatch): `fire` after `ms`, unless its timer fires a stall tick or more late. Then
  * this process did not run meanwhile (SIGSTOP, a suspended machine, a blocked event loop), and after a freeze timers
  * run before the I/O that waited: the provider's frames may be in this node's buffers, unread. So it waits once more,
- * WATCHDOG_GRACE_MS, for them to be read (a frame read clears it, as it would the first timer), then fires, late or
+ * `graceMs` (WATCHDOG_GRACE_MS, at most `ms` unless given), for them to be read (a frame read clears it, as it would the first timer), then fires, late or
  * not: one grace a window, so a loop that is always late (a loaded machine) delays a silent provider's give-up by
  * seconds, never for good. Before (QA ffMatchDay2 F2), a buyer frozen 25 s while its provider sent progress gave that
  * provider up EXEC_PROVIDER_SILENT the moment it ran again and signed a non-delivery against it: a freeze that short
  * is under STALL_MS, so it was not taken as this node's own doing. (A first version re-armed a whole window each
  * late firing: under load, a silent provider could be kept to the deadline; review s57.)
  */
-function watchdog(ms: number, fire: () => void): Watchdog {
+function watchdog(ms: number, fire: () => void, graceMs = Math.min(ms, WATCHDOG_GRACE_MS)): Watchdog {
   const due = performance.now() + ms;
   let timer = setTimeout(() => {
     if (performance.now() - due < STALL_TICK_MS) return fire();
-    timer = setTimeout(fire, Math.min(ms, WATCHDOG_GRACE_MS));
+    timer = setTimeout(fire, graceMs);
   }, ms);
   return { clear: () => clearTimeout(timer) };
 }
@@ -1766,11 +1766,12 @@ export class SilenceWatch {
     if (!this.#delivering || this.#ac.signal.aborted) return;
     const grace = this.overrun?.graceMs ?? OVERRUN_GRACE_MS;
     const until = this.#outputSince + grace + (this.#outputBytes * 1000) / OUTPUT_MIN_BYTES_PER_SEC;
+    // what is left of its time may be nothing: its grace after a freeze is the whole WATCHDOG_GRACE_MS
     this.#deliveryTimer = watchdog(Math.max(0, until - performance.now()), () => {
       if (this.#ac.signal.aborted) return;
       this.#overran = true;
       this.#ac.abort(new C0Error(EXEC_PROVIDER_OVERRAN, `the provider promised no keepalives and delivered its output slower than ${OUTPUT_MIN_BYTES_PER_SEC} bytes/s (${this.#outputBytes} bytes in ${Math.round(performance.now() - this.#outputSince)} ms, after a ${grace} ms grace), and no receipt`));
-    });
+    }, WATCHDOG_GRACE_MS);
   }
 
   #endDelivery(): void {

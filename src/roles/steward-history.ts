@@ -102,7 +102,7 @@ export async function ledgersElsewhere(stewardRoot: string, overlay: string, ste
     } catch (e) {
       throw otherLedgerUnreadable(ledgerDir, name, dir, e instanceof C0Error ? `${e.code}: ${e.message}` : (e as Error).message);
     }
-    if (owner && owner.steward === undefined && owner.length !== 0) throw otherLedgerUnreadable(ledgerDir, name, dir, 'its head names no steward and its first entry cannot be read');
+    if (owner && owner.steward === undefined && owner.length !== 0) throw otherLedgerUnreadable(ledgerDir, name, dir, owner.length === undefined ? 'its head cannot be read' : 'its head names no steward and its first entry cannot be read');
     if (owner?.steward === steward) out.push({ overlay: name, dir, length: owner.length ?? -1 });
   }
   return out;

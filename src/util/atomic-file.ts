@@ -242,7 +242,10 @@ function writeSystemPath(abs: string, path: string, data: Uint8Array | string): 
  */
 export function writeTarget(path: string): string {
   const system = systemPath(path);
-  if (system !== undefined) return system;
+  if (system !== undefined) {
+    statSync(dirname(system)); // /dev/missing/x: its directory is not there (ENOENT), as the write would find
+    return system;
+  }
   let st: Stats | undefined;
   try {
     st = statSync(path);

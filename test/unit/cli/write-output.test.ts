@@ -149,6 +149,11 @@ describe('writeOutput', () => {
     });
   });
 
+  it('a path under /dev in a directory that is not there is refused before the work (review s57: passed, then "takes no new file")', { skip: process.platform !== 'linux' }, () => {
+    assert.throws(() => checkWritable(`/dev/c0-none-${process.pid}/out`), (e: unknown) => e instanceof C0Error && e.code === 'OUTPUT_UNWRITABLE' && /its directory does not exist/.test(e.message));
+    checkWritable('/dev/null');
+  });
+
   it('a loop of symbolic links is refused before the work, as the write refuses it', { skip: process.platform === 'win32' }, () => {
     withDir((dir) => {
       symlinkSync('loop-b', join(dir, 'loop-a'));
