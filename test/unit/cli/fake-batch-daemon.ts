@@ -4,10 +4,7 @@
  * completes it with an output and a receipt (`hold` false) or holds the stream open (`hold` true: the line is in
  * flight; `holdAfter` N: the first N lines complete, the rest are held), the provider with `slots` free slots (default 4). Every request is counted in `asked`; `runs` and `closed` count the lines posted and their streams closed.
  */
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { fakeDaemon } from './fake-daemon.js';
 
 export interface FakeBatchDaemon {
   asked: string[];
@@ -23,7 +20,7 @@ const usd = (amount: string) => ({ amount, currency: 'USD' });
 export async function fakeBatchDaemon(dataDir: string, provider: string, o: { hold?: boolean; holdAfter?: number; slots?: number; workload?: string } = {}): Promise<FakeBatchDaemon> {
   const workload = o.workload ?? 'builtin.sha256';
   const d = { asked: [] as string[], runs: 0, closed: 0, holdAfter: o.holdAfter ?? Infinity, close: () => void server.close() };
-  const server = createServer((req, res) => {
+  const server = await fakeDaemon(dataDir, (req, res) => {
     d.asked.push(`${req.method} ${req.url}`);
     const send = (v: unknown) => {
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -55,9 +52,5 @@ export async function fakeBatchDaemon(dataDir: string, provider: string, o: { ho
     }
     res.writeHead(404).end();
   });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
-  mkdirSync(dataDir, { recursive: true });
-  writeFileSync(join(dataDir, 'api.token'), 'token\n', { mode: 0o600 });
-  writeFileSync(join(dataDir, 'daemon.json'), JSON.stringify({ pid: process.ppid, api: `127.0.0.1:${(server.address() as AddressInfo).port}` }));
   return d;
 }

@@ -9,14 +9,14 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EXIT } from '../../../src/cli/context.js';
 import { runNode } from './cli-run.js';
+import { cliEnv, fakeDaemon } from './fake-daemon.js';
 
 const BIN = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'c0-run-deadline-window-'));
@@ -34,7 +34,7 @@ const file = (name: string, extra: string) => {
 };
 
 before(async () => {
-  server = createServer((req, res) => {
+  server = await fakeDaemon(dataDir, (req, res) => {
     req.resume();
     if (req.url === '/v1/status') {
       if (window === 'fail') return void res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { code: 'INTERNAL', message: 'status broke' } }));
@@ -46,10 +46,6 @@ before(async () => {
     res.writeHead(200, { 'content-type': 'application/x-ndjson' });
     res.end(JSON.stringify({ e: 'result', result: { status: 'completed', output: Buffer.from('ok').toString('base64'), job: { address: job } } }) + '\n');
   });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
-  mkdirSync(dataDir, { recursive: true });
-  writeFileSync(join(dataDir, 'api.token'), 'token\n', { mode: 0o600 });
-  writeFileSync(join(dataDir, 'daemon.json'), JSON.stringify({ pid: process.ppid, api: `127.0.0.1:${(server.address() as AddressInfo).port}` }));
 });
 
 after(() => {
@@ -57,11 +53,7 @@ after(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-const env = (): NodeJS.ProcessEnv => {
-  const e: NodeJS.ProcessEnv = { ...process.env, C0MPUTE_HOME: join(root, 'unused-home') };
-  delete e.NODE_TEST_CONTEXT;
-  return e;
-};
+const env = (): NodeJS.ProcessEnv => cliEnv(join(root, 'unused-home'));
 const run = (dir: string, path: string) => runNode([BIN, '--data-dir', dir, 'run', path], { env: env(), timeout: 60_000 });
 
 describe("run: a job's deadline against the buyer's own offer window", () => {

@@ -7,14 +7,14 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { EXIT } from '../../../src/cli/context.js';
 import { runNode } from './cli-run.js';
+import { cliEnv, fakeDaemon } from './fake-daemon.js';
 
 const BIN = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'c0-run-output-kept-'));
@@ -26,7 +26,7 @@ const output = 'the output that was paid for\n';
 let server: Server;
 
 before(async () => {
-  server = createServer((req, res) => {
+  server = await fakeDaemon(dataDir, (req, res) => {
     req.resume();
     if (req.url === '/v1/status') {
       res.writeHead(200, { 'content-type': 'application/json' });
@@ -39,10 +39,6 @@ before(async () => {
     const receipt = { address: `sha256:${'cd'.repeat(32)}`, record: { job, status: 'completed', outputHash: `sha256:${'ef'.repeat(32)}` } };
     res.end(JSON.stringify({ e: 'result', result: { status: 'completed', output: Buffer.from(output).toString('base64'), job: { address: job }, receipt } }) + '\n');
   });
-  await new Promise<void>((ok) => server.listen(0, '127.0.0.1', ok));
-  mkdirSync(dataDir, { recursive: true });
-  writeFileSync(join(dataDir, 'api.token'), 'token\n', { mode: 0o600 });
-  writeFileSync(join(dataDir, 'daemon.json'), JSON.stringify({ pid: process.ppid, api: `127.0.0.1:${(server.address() as AddressInfo).port}` }));
   writeFileSync(jobFile, 'workload: builtin.sha256\ninput: "x"\nmaxPrice: "0.01 USD"\n');
 });
 
@@ -51,11 +47,7 @@ after(() => {
   rmSync(root, { recursive: true, force: true });
 });
 
-const env = (): NodeJS.ProcessEnv => {
-  const e: NodeJS.ProcessEnv = { ...process.env, C0MPUTE_HOME: join(root, 'unused-home') };
-  delete e.NODE_TEST_CONTEXT;
-  return e;
-};
+const env = (): NodeJS.ProcessEnv => cliEnv(join(root, 'unused-home'));
 
 describe('run --output that cannot be written once the job is done', () => {
   it('keeps the output in <data dir>/outputs/<job>.out and says so (OUTPUT_UNWRITABLE, exit 3)', async () => {
