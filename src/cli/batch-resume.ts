@@ -21,8 +21,8 @@
 import { createHash } from 'node:crypto';
 import { appendFileSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { processEnded, processStart } from '../node/daemon-info.js';
-import { machineOf, readMachineFacts } from '../util/atomic-file.js';
+import { processGone } from '../node/daemon-info.js';
+import { writer } from '../util/atomic-file.js';
 import { C0Error } from '../errors.js';
 import type { Batch } from '../matching/batch-plan.js';
 import { sumMoney } from '../matching/batch-lines.js';
@@ -161,18 +161,8 @@ export function readEarlierSummary(path: string): EarlierRun {
   return earlierRun(raw, bad);
 }
 
-/**
- * The journal of a run in progress, `<output-dir>/journal.jsonl`: a header line (the batch, its identity, when it
- * started, the entries carried from the runs before) written as the first line is posted, then a line's entry each
- * time what is known of it changes (runBatch's `record` port). The summary replaces it when the run ends. A journal
- * still there means the command was killed before it could write its summary (SIGKILL, the OOM killer, a closed
- * session): before, nothing said which lines were done, and `--resume` posted and paid every line again.
- */
-/** The lock a `batch run` holds on its output directory while it runs (its pid and the kernel's start time of it). */
+/** The lock a `batch run` holds on its output directory while it runs (its pid, the kernel's start time of it, its machine). */
 export const RUN_LOCK = 'run.lock';
-
-/** This machine and PID namespace, as a lock names them: a pid means something only where it was taken. */
-const thisMachine = (): string => machineOf(readMachineFacts());
 
 /**
  * The `batch run` that holds `outputDir`, else undefined (no lock, or a lock left by a run killed: its process gone, a
@@ -188,16 +178,9 @@ export function lockHolder(outputDir: string): { pid: number; elsewhere: boolean
   }
   const pid = lock.pid;
   if (typeof pid !== 'number' || !Number.isSafeInteger(pid) || pid <= 0) return undefined;
-  if (typeof lock.machine === 'string' && lock.machine !== thisMachine()) return { pid, elsewhere: true };
+  if (typeof lock.machine === 'string' && lock.machine !== writer().machine) return { pid, elsewhere: true };
   if (pid === process.pid) return undefined;
-  try {
-    process.kill(pid, 0);
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === 'ESRCH') return undefined;
-  }
-  if (processEnded(pid)) return undefined;
-  const now = typeof lock.procStart === 'string' ? processStart(pid) : undefined;
-  return now !== undefined && now !== lock.procStart ? undefined : { pid, elsewhere: false };
+  return processGone(pid, typeof lock.procStart === 'string' ? lock.procStart : '0') === true ? undefined : { pid, elsewhere: false };
 }
 
 /** BATCH_OUTPUT_IN_USE: another `batch run` writes `outputDir` now (or a lock says so that this node cannot check). */
@@ -215,8 +198,8 @@ export function outputInUse(outputDir: string, holder: { pid: number; elsewhere:
  */
 export function lockOutputDir(outputDir: string): () => void {
   const path = join(outputDir, RUN_LOCK);
-  const start = processStart('self');
-  const mine = JSON.stringify({ pid: process.pid, ...(start === undefined ? {} : { procStart: start }), machine: thisMachine() });
+  const { machine, start } = writer();
+  const mine = JSON.stringify({ pid: process.pid, ...(start === '0' ? {} : { procStart: start }), machine });
   for (let tries = 0; ; tries++) {
     try {
       writeFileSync(path, mine, { flag: 'wx', mode: 0o600 });
@@ -239,6 +222,13 @@ export function lockOutputDir(outputDir: string): () => void {
   }
 }
 
+/**
+ * The journal of a run in progress, `<output-dir>/journal.jsonl`: a header line (the batch, its identity, when it
+ * started, the entries carried from the runs before) written as the first line is posted, then a line's entry each
+ * time what is known of it changes (runBatch's `record` port). The summary replaces it when the run ends. A journal
+ * still there means the command was killed before it could write its summary (SIGKILL, the OOM killer, a closed
+ * session): before, nothing said which lines were done, and `--resume` posted and paid every line again.
+ */
 export const JOURNAL = 'journal.jsonl';
 
 export interface JournalHeader {

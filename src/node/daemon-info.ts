@@ -122,6 +122,26 @@ export function processEnded(pid: number): boolean {
 }
 
 /**
+ * Whether process `pid`, started at `start` ('0': not known), is gone (true), shown alive (false), or neither
+ * (undefined). Its state and start time come from /proc only where /proc is this PID namespace's (procIsOwn): in one
+ * without its own, /proc/<pid> is another process, and a live process is neither.
+ */
+export function processGone(pid: number, start: string): boolean | undefined {
+  if (pid < 1) return undefined;
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ESRCH') return true;
+    if (code !== 'EPERM') return undefined; // EPERM: alive, another user's
+  }
+  if (processEnded(pid)) return true; // killed, not yet reaped by its parent
+  const now = processStart(pid);
+  if (start === '0' || now === undefined) return undefined;
+  return now !== start; // a later process given the same pid: the one that started at `start` is gone
+}
+
+/**
  * The daemon running on `dataDir`, from its daemon.json; undefined when there is none (no file, a file a crash left
  * half-written, or one whose process is gone). A file that is there but cannot be read (EIO from a failing disk,
  * EACCES) is DAEMON_INFO_UNREADABLE with the system's reason: whether a daemon runs is then unknown, and "none runs"

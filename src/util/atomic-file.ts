@@ -30,7 +30,7 @@ import { closeSync, fstatSync, fsyncSync, lstatSync, openSync, readFileSync, rea
 import { createHash, randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import { processEnded, processStart } from '../node/daemon-info.js';
+import { processGone, processStart } from '../node/daemon-info.js';
 
 /** A temporary file whose writer cannot be shown alive (another machine, an earlier release's name) is removed once untouched this long. */
 export const STALE_TEMP_AGE_MS = 24 * 3600_000;
@@ -86,8 +86,11 @@ export function machineOf(facts: MachineFacts): string {
 }
 
 let me: { machine: string; start: string } | undefined;
-/** This process as its temporary files name it: its machine (machineOf) and its start time. */
-function writer(): { machine: string; start: string } {
+/**
+ * This process as its temporary files (and a batch run's lock) name it: its machine (machineOf) and its start time
+ * ('0': not known). Read once.
+ */
+export function writer(): { machine: string; start: string } {
   me ??= { machine: machineOf(readMachineFacts()), start: processStart('self') ?? '0' };
   return me;
 }
@@ -96,26 +99,6 @@ function writer(): { machine: string; start: string } {
 const TEMP = /^c0mpute-([0-9a-f]{8})-([0-9]{1,10})-([0-9]{1,20})-[0-9a-f]{8}\.tmp$/;
 /** How earlier releases named it: `.<name>.<pid>-<random>.tmp` (its writer's machine not known) */
 const LEGACY_TEMP = /^[0-9]{1,10}-[0-9a-f]{8}\.tmp$/;
-
-/**
- * Whether process `pid`, started at `start` ('0': not known), is gone (true), shown alive (false), or neither
- * (undefined). Its state and start time come from /proc only where /proc is this PID namespace's (procIsOwn): in one
- * without its own, /proc/<pid> is another process, and a live writer is neither (the age rule applies).
- */
-function writerGone(pid: number, start: string): boolean | undefined {
-  if (pid < 1) return undefined;
-  try {
-    process.kill(pid, 0);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ESRCH') return true;
-    if (code !== 'EPERM') return undefined; // EPERM: alive, another user's
-  }
-  if (processEnded(pid)) return true; // killed, not yet reaped by its parent
-  const now = processStart(pid);
-  if (start === '0' || now === undefined) return undefined;
-  return now !== start; // a later process given the same pid: the writer is gone
-}
 
 /**
  * Whether `entry` of the target's directory is a temporary file of that target (`stem`: tempStem of its name) left by a
@@ -133,7 +116,7 @@ function staleTemp(entry: string, stem: string, name: string, path: string, nowM
     rest = entry.slice(stem.length + 2);
     const m = TEMP.exec(rest);
     if (!m) return false;
-    gone = m[1] === writer().machine ? writerGone(Number(m[2]), m[3]!) : undefined;
+    gone = m[1] === writer().machine ? processGone(Number(m[2]), m[3]!) : undefined;
   } else if (entry.startsWith(`.${name}.`)) {
     rest = entry.slice(name.length + 2);
     if (!LEGACY_TEMP.test(rest)) return false;
