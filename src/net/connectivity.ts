@@ -221,6 +221,16 @@ function wellFormed(p: unknown): p is RememberedPeer {
   );
 }
 
+/** Whether a name is taken, by anything: a dangling link too (existsSync follows it and says no). */
+function taken(p: string): boolean {
+  try {
+    lstatSync(p);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * A JSON file store (written atomically: synced, then renamed over the file). A missing or empty file is an empty
  * list. A file the store cannot take whole is kept aside as `<file>.damaged-<time>` before anything is written over
@@ -234,16 +244,6 @@ function wellFormed(p: unknown): p is RememberedPeer {
  * and again after a save that worked (QA ffNetDay2 F2: every one of these was silent, and a damaged file was replaced
  * by the peers of the new run).
  */
-/** Whether a name is taken, by anything: a dangling link too (existsSync follows it and says no). */
-function taken(p: string): boolean {
-  try {
-    lstatSync(p);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 export function fileRememberStore(path: string, opts: { clock?: () => number } = {}): RememberStore {
   let saveFailed = false;
   /** The file was not taken whole and could not be moved aside: this run leaves it as it is. */
@@ -595,12 +595,15 @@ export class Connectivity {
           this.#dirty = true;
         }
         // a newcomer that stayed connected establishedAfterMs (every tick since found it so): established (saved with
-        // the next write); the span starts over at each disconnection a tick sees
-        const since = this.#connectedSince.get(p.peerId);
-        if (since === undefined) this.#connectedSince.set(p.peerId, now);
-        else if (p.newSince !== undefined && now - since >= this.opts.establishedAfterMs) {
-          delete p.newSince;
-          this.#dirty = true;
+        // the next write); the span starts over at each disconnection a tick sees. Only newcomers are timed.
+        if (p.newSince !== undefined) {
+          const since = this.#connectedSince.get(p.peerId);
+          if (since === undefined) this.#connectedSince.set(p.peerId, now);
+          else if (now - since >= this.opts.establishedAfterMs) {
+            delete p.newSince;
+            this.#connectedSince.delete(p.peerId);
+            this.#dirty = true;
+          }
         }
         continue;
       }
@@ -774,11 +777,6 @@ export class Connectivity {
     }
   }
 
-  /** Stayed connected `establishedAfterMs` (an entry from a file before `newSince` counts as established). */
-  #established(p: RememberedPeer): boolean {
-    return p.newSince === undefined;
-  }
-
   /**
    * Over the cap, the least recently useful of: a newcomer not connected; any newcomer while newcomers hold more than
    * half the entries; an established peer not connected; else the least recently useful. So keys that connect once
@@ -787,7 +785,8 @@ export class Connectivity {
   #trim(): void {
     while (this.#remembered.size > this.opts.rememberMax) {
       const all = [...this.#remembered.values()];
-      const fresh = all.filter((p) => !this.#established(p));
+      // a newcomer: not yet connected establishedAfterMs in a row (an entry from a file before `newSince` is established)
+      const fresh = all.filter((p) => p.newSince !== undefined);
       const drop =
         fresh.find((p) => !this.d.host.isConnected(p.peerId)) ??
         (fresh.length > this.opts.rememberMax / 2 ? fresh[0] : undefined) ??

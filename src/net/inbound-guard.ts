@@ -35,8 +35,6 @@ export interface InboundRefusal {
   count: number;
   /** The address (IP, or IPv6 /64) refused last. */
   lastFrom: string;
-  /** Monotonic time of the last one, ms. */
-  lastAt: number;
   /** Addresses refused within RECENT_MS (at most 64 kept). */
   from: number;
 }
@@ -61,7 +59,7 @@ export function addressKey(remoteAddr: string): string {
 export class PendingInbound {
   #byIp = new Map<string, number>();
   /** Per code: refusals counted per second of the monotonic clock (at most RECENT_MS / 1000 entries, oldest first), the last one, and the addresses lately refused. */
-  #recent = new Map<InboundRefusalCode, { seconds: Map<number, number>; lastFrom: string; lastAt: number; from: Map<string, number> }>();
+  #recent = new Map<InboundRefusalCode, { seconds: Map<number, number>; lastFrom: string; from: Map<string, number> }>();
   /**
    * `localShared`: the node runs on loopback (`network.loopback`, a devnet, a local simulation): 127.0.0.1 and ::1,
    * the address every local node dials from, are held to the node-wide bound only, as before the per-address one
@@ -87,22 +85,15 @@ export class PendingInbound {
     else this.#byIp.delete(ip);
   }
 
-  get total(): number {
-    let t = 0;
-    for (const n of this.#byIp.values()) t += n;
-    return t;
-  }
-
   noteRefused(code: InboundRefusalCode, ip: string): void {
     const now = this.o.clock();
-    const r = this.#recent.get(code) ?? { seconds: new Map<number, number>(), lastFrom: ip, lastAt: now, from: new Map<string, number>() };
+    const r = this.#recent.get(code) ?? { seconds: new Map<number, number>(), lastFrom: ip, from: new Map<string, number>() };
     // counted per second, O(1) a refusal: a flood of refusals costs no more than the count (before, an array of times
     // spliced at 10,000)
     const s = Math.floor(now / 1000);
     r.seconds.set(s, (r.seconds.get(s) ?? 0) + 1);
     prune(r.seconds, Math.ceil((now - RECENT_MS) / 1000));
     r.lastFrom = ip;
-    r.lastAt = now;
     r.from.delete(ip);
     r.from.set(ip, now);
     while (r.from.size > 64) r.from.delete(r.from.keys().next().value as string);
@@ -123,7 +114,7 @@ export class PendingInbound {
         this.#recent.delete(code);
         continue;
       }
-      out.push({ code, count, lastFrom: r.lastFrom, lastAt: r.lastAt, from: r.from.size });
+      out.push({ code, count, lastFrom: r.lastFrom, from: r.from.size });
     }
     return out;
   }
@@ -173,7 +164,7 @@ export const INBOUND_REFUSALS: Record<InboundRefusalCode, { reason: 'pending' | 
 };
 
 interface ConnManagerInternals {
-  getConnections(): unknown[];
+  getConnectionsMap(): { values(): Iterable<unknown[]> };
   maxConnections?: number;
   incomingPendingConnections?: number;
   maxIncomingPendingConnections?: number;
@@ -192,10 +183,18 @@ export function guardInbound(host: Libp2p, o: { refusals: RefusalLog; pending: P
   const up = components.upgrader;
   const cm = components.connectionManager;
   const inner = up.upgradeInbound.bind(up);
+  const pendingMax = () => cm.maxIncomingPendingConnections ?? MAX_PENDING_INBOUND;
+  const connectionsMax = () => cm.maxConnections ?? o.maxConnections;
+  // counted from the map libp2p keeps, on every inbound connection: getConnections() builds an array of them all
+  const connections = (): number => {
+    let n = 0;
+    for (const list of cm.getConnectionsMap().values()) n += list.length;
+    return n;
+  };
   const limits: Record<InboundRefusalCode, () => number> = {
     NET_INBOUND_PENDING_PER_IP: () => o.pending.perIp,
-    NET_INBOUND_PENDING_LIMIT: () => cm.maxIncomingPendingConnections ?? MAX_PENDING_INBOUND,
-    NET_MAX_CONNECTIONS: () => cm.maxConnections ?? o.maxConnections,
+    NET_INBOUND_PENDING_LIMIT: pendingMax,
+    NET_MAX_CONNECTIONS: connectionsMax,
     NET_INBOUND_RATE_LIMIT: () => INBOUND_PER_SECOND,
   };
   const refuse = (code: InboundRefusalCode, ip: string, addr: string): void => {
@@ -214,7 +213,7 @@ export function guardInbound(host: Libp2p, o: { refusals: RefusalLog; pending: P
     }
     // what libp2p's connection manager will decide, read before it decides (it counts this connection once it accepts)
     const pendingBefore = cm.incomingPendingConnections ?? 0;
-    const connsBefore = cm.getConnections().length;
+    const connsBefore = connections();
     try {
       return await inner(maConn, opts);
     } catch (e) {
@@ -223,7 +222,7 @@ export function guardInbound(host: Libp2p, o: { refusals: RefusalLog; pending: P
         // node's maximum; a node that is full is named full even where the rate refused first, since it would
         // have refused the connection anyway and full is what the operator can act on
         const code: InboundRefusalCode =
-          pendingBefore >= (cm.maxIncomingPendingConnections ?? MAX_PENDING_INBOUND) ? 'NET_INBOUND_PENDING_LIMIT' : connsBefore >= (cm.maxConnections ?? o.maxConnections) ? 'NET_MAX_CONNECTIONS' : 'NET_INBOUND_RATE_LIMIT';
+          pendingBefore >= pendingMax() ? 'NET_INBOUND_PENDING_LIMIT' : connsBefore >= connectionsMax() ? 'NET_MAX_CONNECTIONS' : 'NET_INBOUND_RATE_LIMIT';
         refuse(code, ip, addr);
       }
       throw e;

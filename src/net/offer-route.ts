@@ -98,7 +98,7 @@ export const OUTCOME_ROUTE: DirectRoute = {
 };
 
 export interface DirectServeDeps {
-  /** The record pipeline, as for gossip (source 'direct'). `signer`: the record's signer, which is the sending peer's key. */
+  /** The record pipeline, as for gossip (source 'direct'); `from`: the sending peer. */
   validate(kind: TopicKind, data: Uint8Array, from: string): Promise<ValidationOutcome>;
   /**
    * Hand an accepted outcome (of the message `data`) to the subscribers (the same path as gossip); resolves once they
