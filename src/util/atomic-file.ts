@@ -224,39 +224,35 @@ function writeSystemPath(abs: string, path: string, data: Uint8Array | string): 
  * any links), ELOOP (a loop of links), EACCES; so a caller can refuse a path before the work whose result goes there.
  */
 export function writeTarget(path: string): string {
+  const w = whereWritten(path);
+  if ('system' in w) statSync(dirname(w.system)); // /dev/missing/x: its directory is not there (ENOENT)
+  return 'system' in w ? w.system : 'inPlace' in w ? w.inPlace : w.target;
+}
+
+/**
+ * Where a write of `path` goes: a path in /dev or /proc as given (`system`: systemPath); one that is there and not a
+ * regular file, as given (`inPlace`: a FIFO, a device); else the file to replace, through any links (/proc/self/fd/N
+ * included), with its stat, or, none there yet, where a link there points (`target`: linkTarget). Throws what the
+ * write would meet first (ELOOP for a loop of links, the kernel's own bound; ENOENT, ENOTDIR, EACCES).
+ */
+function whereWritten(path: string): { system: string } | { inPlace: string } | { target: string; st?: Stats } {
   const system = systemPath(path);
-  if (system !== undefined) {
-    statSync(dirname(system)); // /dev/missing/x: its directory is not there (ENOENT), as the write would find
-    return system;
-  }
+  if (system !== undefined) return { system };
   let st: Stats | undefined;
   try {
     st = statSync(path);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
   }
-  if (st) return st.isFile() ? realpathSync(path) : path;
-  return linkTarget(path);
+  if (st && !st.isFile()) return { inPlace: path };
+  return st ? { target: realpathSync(path), st } : { target: linkTarget(path) };
 }
 
 export function writeFileAtomic(path: string, data: Uint8Array | string): void {
-  const system = systemPath(path);
-  if (system !== undefined) {
-    writeSystemPath(system, path, data);
-    return;
-  }
-  let st: Stats | undefined;
-  try {
-    st = statSync(path); // a loop of links: ELOOP, the kernel's own bound
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-  }
-  if (st && !st.isFile()) {
-    writeFileSync(path, data);
-    return;
-  }
-  // an existing file: its real path (through any links, /proc/self/fd/N included); none yet: where a link there points
-  const target = st ? realpathSync(path) : linkTarget(path);
+  const where = whereWritten(path);
+  if ('system' in where) return writeSystemPath(where.system, path, data);
+  if ('inPlace' in where) return writeFileSync(path, data);
+  const { target, st } = where;
   const mode = st ? st.mode & 0o7777 : undefined;
   const dir = dirname(target);
   const name = basename(target);
