@@ -324,6 +324,12 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
     /** The stopping daemon refused to start this run (a stopping code, no job named): nothing was signed or sent. */
     let refused = false;
     ports.record?.({ ...r, status: 'unknown', provider: p, detail: `posted to ${p}; its outcome is not recorded: the run ended before it settled (\`c0mpute jobs\` on the daemon says)` });
+    /** The line's report as it now stands, to the record, the progress and the loop waiting for a free slot. */
+    const settled = (): void => {
+      ports.record?.(r);
+      progress();
+      wake();
+    };
     void ports
       .runLine(l, p)
       .catch((e: unknown): LineOutcome => {
@@ -346,9 +352,7 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
           inFlight--;
           inFlightAt.set(p, inFlightAt.get(p)! - 1);
           stop(lost);
-          ports.record?.(r);
-          progress();
-          wake();
+          settled();
           return;
         }
         if (lost) {
@@ -367,9 +371,7 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
               : `in flight when the run lost its daemon (${lost.code}); its outcome is not known here: \`c0mpute jobs\` on the daemon says`;
           unknown++;
           emit({ e: 'line', line: l.id, provider: p, status: 'unknown', attempt, ...(o.job ? { job: o.job } : {}), detail: `${lost.code}: ${lost.message}` });
-          ports.record?.(r);
-          progress();
-          wake();
+          settled();
           return;
         }
         let ok = o.status === 'completed' && o.output !== undefined;
@@ -410,9 +412,7 @@ export async function runBatch(opts: BatchRunOptions, ports: BatchRunPorts): Pro
           }
           replan();
         }
-        ports.record?.(r);
-        progress();
-        wake();
+        settled();
       });
   };
 
