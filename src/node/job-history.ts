@@ -20,8 +20,7 @@ import type { EvidenceStore } from '../reputation/store.js';
 import { buyerVerdict } from '../reputation/derive.js';
 import type { AttemptNote, RecordStore } from '../store/records.js';
 import { JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX } from './jobs-page.js';
-import type { NO_PROVIDER_ENDED } from '../util/run-failure.js';
-import { JOB_RUNNING } from '../roles/buyer.js';
+import { JOB_RUNNING, type NO_PROVIDER_ENDED } from '../util/run-failure.js';
 
 export { JOBS_PAGE_DEFAULT, JOBS_PAGE_MAX } from './jobs-page.js';
 

@@ -36,7 +36,7 @@ import { truncateText } from '../util/text.js';
 import { STALL_TICK_MS, type StallWatch } from '../util/stall-watch.js';
 import { RunBreak } from './run-break.js';
 import type { DenyBasis } from '../util/deny-text.js';
-import { NO_PROVIDER_ENDED } from '../util/run-failure.js';
+import { JOB_NO_PROVIDER_SELECTED, JOB_RUNNING, NO_PROVIDER_ENDED } from '../util/run-failure.js';
 import { shortDid } from '../util/did-text.js';
 
 /**
@@ -110,14 +110,9 @@ export function enoughEnd(enoughOffers: number, job: Pick<Job, 'requirements'>):
 
 /** The code of a run broken off because its node is stopping. */
 export const JOB_INTERRUPTED = 'JOB_INTERRUPTED';
-/** An auction's run, kept with its job while it runs (Buyer #noteRun): found so at a restart, it died with the process before. */
-export const JOB_RUNNING = 'JOB_RUNNING';
-/** An auction's run that ended with offers but none of the providers tried selected (each named: lapsed, not reached…). */
-export const JOB_NO_PROVIDER_SELECTED = 'JOB_NO_PROVIDER_SELECTED';
 
-/** What a run has made so far: the job once signed (its address for the log), and whether it was kept (an auction's). */
+/** What a run has made so far: the job once signed, and whether it was kept (an auction's). */
 interface RunMade {
-  job?: string;
   opened?: Opened<Job>;
   stored?: boolean;
 }
@@ -742,7 +737,7 @@ export class Buyer {
         result = this.#interrupted({ job: made.opened, status: 'interrupted', attempts: [], timings: { collectMs: 0, restMs: 0 } }, onEvent, brk);
       } else {
         // refused before anything was published (a bad spec) or broken off after: either way the operator sees it end
-        this.d.log.info({ ...(made.job ? { job: made.job } : {}), workload: spec.workload, status: 'error', code: (e as C0Error).code ?? 'ERROR', err: (e as Error).message }, 'job ended');
+        this.d.log.info({ ...(made.opened ? { job: made.opened.address } : {}), workload: spec.workload, status: 'error', code: (e as C0Error).code ?? 'ERROR', err: (e as Error).message }, 'job ended');
         if (made.stored && made.opened) await this.#noteRun(made.opened, { code: (e as C0Error).code ?? 'INTERNAL', message: `the run failed: ${(e as Error).message}` });
         throw e;
       }
@@ -839,7 +834,6 @@ export class Buyer {
     this.#refuseEarly(spec);
     if (spec.order && this.d.orders) {
       const order = this.buildJob(spec, clock());
-      made.job = order.address;
       made.opened = order;
       // the winner was told before the exchange starts: from there the run goes on without its client (brk.commit)
       const r = await runOrder(this.d, this.d.orders, order, spec, onEvent, (job, cand, selection) => (brk.commit(), this.attempt(job, cand, selection, spec, onEvent)), brk.signal, () => brk.byClient && !this.#stopping);
@@ -847,7 +841,6 @@ export class Buyer {
     }
     const t0 = clock();
     const job = this.buildJob(spec, t0);
-    made.job = job.address;
     made.opened = job;
     let admission: Admission | undefined;
     if (this.d.admission) {

@@ -15,7 +15,7 @@
  * without, every key's the node kept (a bounded set: docs/overlays.md "What a node keeps of witness records"), said so.
  */
 import { readdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { C0Error } from '../errors.js';
 import { ledgerOwner } from '../ledger/store.js';
 import type { Opened } from '../records/envelope.js';
@@ -70,15 +70,16 @@ export async function evidenceHeld(records: HistoryRecords, steward: string): Pr
 export interface LedgerElsewhere {
   overlay: string;
   dir: string;
-  /** Its entries, from its head; -1 when the head cannot be read. */
-  length: number;
+  /** Its entries, from its head; absent when the head cannot be read. */
+  length?: number;
 }
 
 /** A ledger directory of another overlay whose owner could not be read: whether this key's is unknown. */
 export const STEWARD_OTHER_LEDGER_UNREADABLE = 'STEWARD_OTHER_LEDGER_UNREADABLE';
 
 /**
- * The ledgers `steward` already has in `stewardRoot` (`<data-dir>/steward`) for overlays other than `overlay`: a
+ * The ledgers `steward` already has in the data directory for overlays other than `ledgerDir`'s
+ * (`<data-dir>/steward/<overlay>/ledger`, beside it): a
  * steward whose overlay was renamed (or moved to another one) keeps its key, and the ledger it wrote under the old
  * name is that key's one chain. Each is read from its stored head (store.ts ledgerOwner); a ledger of another key
  * (the data directory went on under a new identity) is not this key's. One whose owner cannot be read (held by a
@@ -86,7 +87,10 @@ export const STEWARD_OTHER_LEDGER_UNREADABLE = 'STEWARD_OTHER_LEDGER_UNREADABLE'
  * STEWARD_OTHER_LEDGER_UNREADABLE, naming it: it may be this key's, and beginning a second chain is what this check
  * is for (review s57: a locked one said only the store's STORE_LOCKED, a damaged one was taken for none).
  */
-export async function ledgersElsewhere(stewardRoot: string, overlay: string, steward: string, ledgerDir: string): Promise<LedgerElsewhere[]> {
+export async function ledgersElsewhere(ledgerDir: string, steward: string): Promise<LedgerElsewhere[]> {
+  // ledgerDir is <data-dir>/steward/<overlay>/ledger
+  const stewardRoot = dirname(dirname(ledgerDir));
+  const overlay = basename(dirname(ledgerDir));
   let names: string[];
   try {
     names = readdirSync(stewardRoot).filter((n) => n !== overlay);
@@ -103,7 +107,7 @@ export async function ledgersElsewhere(stewardRoot: string, overlay: string, ste
       throw otherLedgerUnreadable(ledgerDir, name, dir, e instanceof C0Error ? `${e.code}: ${e.message}` : (e as Error).message);
     }
     if (owner && owner.steward === undefined && owner.length !== 0) throw otherLedgerUnreadable(ledgerDir, name, dir, owner.length === undefined ? 'its head cannot be read' : 'its head names no steward and its first entry cannot be read');
-    if (owner?.steward === steward) out.push({ overlay: name, dir, length: owner.length ?? -1 });
+    if (owner?.steward === steward) out.push({ overlay: name, dir, ...(owner.length === undefined ? {} : { length: owner.length }) });
   }
   return out;
 }
@@ -130,7 +134,7 @@ function whom(h: KnownHistory): string {
 export function refuseSecondLedger(h: KnownHistory, evidence: number, steward: string, ledgerDir: string, elsewhere: readonly LedgerElsewhere[] = []): void {
   if (!h.witnesses.length && !evidence && !elsewhere.length) return;
   const seen = [
-    ...(elsewhere.length ? [`its ledger for overlay ${elsewhere.map((l) => `${l.overlay} (${l.dir}, ${l.length < 0 ? 'its head unreadable' : `${l.length} entries`})`).join(', ')}`] : []),
+    ...(elsewhere.length ? [`its ledger for overlay ${elsewhere.map((l) => `${l.overlay} (${l.dir}, ${l.length === undefined ? 'its head unreadable' : `${l.length} entries`})`).join(', ')}`] : []),
     ...(h.witnesses.length ? [`witness receipts for its ledger: ${whom(h)}`] : []),
     ...(evidence ? [`${evidence} equivocation evidence record${evidence === 1 ? '' : 's'} against it`] : []),
   ].join('; and ');

@@ -204,7 +204,7 @@ export class Steward {
     const history = await knownHistory(o.records, identity.did, cfg.witnesses);
     // ...and so does a ledger of this key kept for another overlay in this data directory (the overlay renamed)
     const beforeCreate = async () =>
-      refuseSecondLedger(history, await evidenceHeld(o.records, identity.did), identity.did, dir, await ledgersElsewhere(join(dataDir, 'steward'), o.name, identity.did, dir));
+      refuseSecondLedger(history, await evidenceHeld(o.records, identity.did), identity.did, dir, await ledgersElsewhere(dir, identity.did));
     // openDb makes the directory the first time only: with ledger.created there, a ledger directory moved aside or not
     // mounted is STORE_MISSING, not a new chain at length 0 (docs/pool.md)
     const ledger = await Ledger.open(dir, { createdMark, beforeCreate, signer: identity.signer, now: o.clock, logger: o.log.child({ role: 'steward', overlay: o.name }), ...(cfg.witnesses ? { witnesses: cfg.witnesses } : {}), ...(cfg.maxWitnesses === undefined ? {} : { maxWitnesses: cfg.maxWitnesses }) });

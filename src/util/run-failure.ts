@@ -8,6 +8,11 @@ import { shortDid } from './did-text.js';
 import { printable } from './text.js';
 import { denyFigures } from './deny-text.js';
 
+/** An auction's run, kept with its job while it runs (Buyer #noteRun): found so at a restart, it died with the process before. */
+export const JOB_RUNNING = 'JOB_RUNNING';
+/** An auction's run that ended with offers but none of the providers tried selected (each named: lapsed, not reached…). */
+export const JOB_NO_PROVIDER_SELECTED = 'JOB_NO_PROVIDER_SELECTED';
+
 /** A market explanation as the wire carries it (src/market/explain.ts). */
 export interface ExplanationText {
   summary: string;

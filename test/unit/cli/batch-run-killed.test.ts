@@ -20,6 +20,7 @@ import { EXIT } from '../../../src/cli/context.js';
 import { P } from '../market/fixtures.js';
 import { runNode } from './cli-run.js';
 import { fakeBatchDaemon, type FakeBatchDaemon } from './fake-batch-daemon.js';
+import { cliEnv } from './fake-daemon.js';
 
 const BIN = fileURLToPath(new URL('../../../../bin/c0mpute.js', import.meta.url));
 const root = mkdtempSync(join(tmpdir(), 'c0-batch-killed-'));
@@ -30,8 +31,7 @@ after(() => {
 });
 
 const W = 'builtin.sha256';
-const env: NodeJS.ProcessEnv = { ...process.env, C0MPUTE_HOME: join(root, 'unused-home') };
-delete env.NODE_TEST_CONTEXT;
+const env = cliEnv(join(root, 'unused-home'));
 const until = async (ok: () => boolean) => {
   while (!ok()) await new Promise((r) => setTimeout(r, 20));
 };

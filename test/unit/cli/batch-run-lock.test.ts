@@ -28,7 +28,8 @@ test('a live run holds the directory (BATCH_OUTPUT_IN_USE); a lock its killed ru
       () => lockOutputDir(dir),
       (e: unknown) => e instanceof C0Error && e.code === 'BATCH_OUTPUT_IN_USE' && e.message.includes(`pid ${pid}`),
     );
-    // the same pid, started at another time (the pid given to a later process): no run holds it
+    // the same pid, started at another time (the pid given to a later process): no run holds it (told only where
+    // /proc gives start times; without it this check has nothing to compare)
     if (start !== undefined) {
       writeFileSync(join(dir, RUN_LOCK), JSON.stringify({ pid, procStart: `${start}1` }));
       assert.equal(lockHolder(dir), undefined);
