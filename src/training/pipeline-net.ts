@@ -32,13 +32,13 @@ import type { Logger } from '../util/log.js';
 import { didFromPeerId } from '../node/peer-id.js';
 import { handshakeFailure } from '../net/refusals.js';
 import { isDid } from '../records/did.js';
-import { bytesToAddress, sha256 } from '../records/address.js';
+import { hashHex } from '../records/address.js';
 import { weightsBytes, weightsFromBytes, type MlpShape } from './model.js';
 import { STAGE_QUEUE, StageQueue, stageForwardFinite, type StageRunner } from './pipeline.js';
 import { readServes, routeTooLong, stageName, type RouteServes, type RouteStage, type StageServes } from './pipeline-route.js';
 
 // the route's pure parts, where the drivers and tests have found them
-export { checkRoute, readServes, routeTooLong, stageName, WEIGHTS_ADDRESS, type RouteServes, type RouteStage, type StageServes } from './pipeline-route.js';
+export { checkRoute, readServes, routeTooLong, stageName, type RouteServes, type RouteStage, type StageServes } from './pipeline-route.js';
 import { PAYLOAD_FRAME, splitPayload, withRetry } from './transport.js';
 
 export const PIPELINE_PROTOCOL = '/c0mpute/pipeline/1';
@@ -226,7 +226,7 @@ export async function serveStage(net: Pick<Network, 'handle' | 'request'>, o: St
   // the weights it serves, by address: a driver refuses a route whose stages serve different ones (checkRoute);
   // given by the caller, else hashed when first asked, so a request refused before compute reads no weight
   let selfServes: StageServes | undefined;
-  const serves = (): StageServes => (selfServes ??= { layers: [...o.shape.layers], from: o.range[0], to: o.range[1], weights: o.weights ?? bytesToAddress(sha256(weightsBytes(o.w))) });
+  const serves = (): StageServes => (selfServes ??= { layers: [...o.shape.layers], from: o.range[0], to: o.range[1], weights: o.weights ?? hashHex(weightsBytes(o.w)) });
   /**
    * A request asking what the stages of its route serve (`{ask: "serves", route}`, nothing after it): this stage's
    * entry, then the answer of the stages after it, asked in turn as a forward is (their failure is this stage's

@@ -6,6 +6,7 @@
  */
 import { C0Error } from '../errors.js';
 import type { CborValue } from '../records/cbor.js';
+import { isAddress } from '../records/address.js';
 import type { MlpShape } from './model.js';
 import { servesText } from './pipeline.js';
 
@@ -43,8 +44,6 @@ export interface StageServes {
   weights?: string;
 }
 
-/** A weights address as a stage says it and `train infer --weights` takes it. */
-export const WEIGHTS_ADDRESS = /^sha256:[0-9a-f]{64}$/;
 
 /**
  * The answer to `{ask: "serves", route}`: an entry for the stage asked and each one after it along the route that
@@ -69,7 +68,7 @@ export function readServes(frames: CborValue[], most: number): RouteServes | und
     if (!x || typeof x !== 'object' || !Array.isArray(x.layers) || x.layers.length < 2 || x.layers.length > 1_000 || !x.layers.every(isWidth)) return undefined;
     const L = x.layers.length - 1;
     if (typeof x.from !== 'number' || typeof x.to !== 'number' || !Number.isSafeInteger(x.from) || !Number.isSafeInteger(x.to) || x.from < 0 || x.to <= x.from || x.to > L) return undefined;
-    if (x.weights !== undefined && (typeof x.weights !== 'string' || !WEIGHTS_ADDRESS.test(x.weights))) return undefined;
+    if (x.weights !== undefined && !isAddress(x.weights)) return undefined;
     serves.push({ layers: x.layers as number[], from: x.from, to: x.to, ...(x.weights !== undefined ? { weights: x.weights as string } : {}) });
   }
   return { serves, ...(a.end !== undefined ? { end: a.end as 'unsaid' | 'not-asked' } : {}) };

@@ -157,7 +157,7 @@ function removeStaleTemps(dir: string, name: string): void {
  * The descriptor of this process that `abs` (an absolute path, links not resolved) names: /dev/stdin, /dev/stdout,
  * /dev/stderr, /dev/fd/N, and /proc/self/fd/N, /proc/thread-self/fd/N or /proc/<this pid>/fd/N.
  */
-function ownDescriptor(abs: string): number | undefined {
+export function ownDescriptor(abs: string): number | undefined {
   const std = ['/dev/stdin', '/dev/stdout', '/dev/stderr'].indexOf(abs);
   if (std >= 0) return std;
   const m = /^(?:\/dev\/fd|\/proc\/(?:self|thread-self|([0-9]+))\/fd)\/([0-9]{1,9})$/.exec(abs);

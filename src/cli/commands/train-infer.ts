@@ -11,6 +11,7 @@ import type { Command } from 'commander';
 import { C0Error } from '../../errors.js';
 import { out, outJson, readInput, UsageError } from '../context.js';
 import { globals } from './index.js';
+import { ownDescriptor } from '../../util/atomic-file.js';
 
 /** `--layers`: at least two positive layer widths ("4,16,3"), else TRAIN_BAD_OPTION (a usage error). */
 export function parseLayers(text: string): number[] {
@@ -62,16 +63,15 @@ async function stageDid(addr: string, k: number): Promise<string> {
  * address is the SHA-256 of its bytes; anything else is TRAIN_BAD_OPTION, a file that cannot be read INPUT_UNREADABLE.
  */
 async function weightsOption(text: string): Promise<string> {
-  const { WEIGHTS_ADDRESS } = await import('../../training/pipeline-route.js');
-  if (WEIGHTS_ADDRESS.test(text)) return text;
+  const { hashHex, isAddress } = await import('../../records/address.js');
+  if (isAddress(text as unknown)) return text;
   if (text.startsWith('sha256:')) throw new UsageError('TRAIN_BAD_OPTION', `--weights: "${text.slice(0, 80)}" is not a weights address (sha256: and 64 lower-case hex digits) nor a file`, { field: 'weights' });
-  const { bytesToAddress, sha256 } = await import('../../records/address.js');
-  return bytesToAddress(sha256(readInput(text)));
+  return hashHex(readInput(text));
 }
 
-/** Whether a file argument reads this process's standard input: `-`, /dev/stdin, /dev/fd/0, /proc/self/fd/0. */
+/** Whether a file argument reads this process's standard input: `-`, or a name of descriptor 0 (/dev/stdin, /dev/fd/0…). */
 function readsStdin(path: string): boolean {
-  return path === '-' || ['/dev/stdin', '/dev/fd/0', '/proc/self/fd/0', '/proc/thread-self/fd/0'].includes(resolve(path));
+  return path === '-' || ownDescriptor(resolve(path)) === 0;
 }
 
 export function registerInfer(train: Command): void {

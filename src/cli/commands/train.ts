@@ -250,7 +250,7 @@ export function register(program: Command): void {
     .option('--allow <dids>', 'only these callers (DIDs, comma-separated: the driver for stage 0, the stage before for the others); others are refused PIPELINE_NOT_ALLOWED before their request is read (default: anyone)')
     .action(async (weightsFile: string, opts: { layers: string; stage: string; of: string; listen: string; next?: string; allow?: string }, cmd: Command) => {
       const { dataDir } = globals(cmd);
-      const [{ loadNodeIdentity }, { partition, servesText }, { paramCount, weightsFromBytes }, { createNetwork }, { serveStage, parseAllow }, { isMultiaddr, isPeerAddr }, { bytesToAddress, sha256 }] = await Promise.all([
+      const [{ loadNodeIdentity }, { partition, servesText }, { paramCount, weightsFromBytes }, { createNetwork }, { serveStage, parseAllow }, { isMultiaddr, isPeerAddr }, { hashHex }] = await Promise.all([
         import('../signer.js'),
         import('../../training/pipeline.js'),
         import('../../training/model.js'),
@@ -284,7 +284,7 @@ export function register(program: Command): void {
       // a file that is not float64 weights at all is named as the wrong count is (QA ffTrainDay2 F4: `weights: length is not…`)
       const w = weightsFromBytes(bytes, weightsFile);
       // the weights it serves, by address: the file's SHA-256, hashed once (the stage's `serves` answer says it too)
-      const weights = bytesToAddress(sha256(bytes));
+      const weights = hashHex(bytes);
       if (w.length !== paramCount(shape)) throw new C0Error('TRAIN_WEIGHTS_INVALID', `${weightsFile}: ${w.length} weights, a ${opts.layers} model has ${paramCount(shape)}`);
       const { createLogger } = await import('../../util/log.js');
       // refusals, failed forwards and broken streams go to stderr (QA qaTrn F4: a stage logged nothing after its start line)
