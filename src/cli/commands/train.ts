@@ -86,7 +86,7 @@ function viewLine(v: { view: number; dropped: string[]; cause: string; silent?: 
  * first (run-dirs.ts: the node was killed after the worker stopped the run and before the receipt was signed).
  */
 function stopText(r: StatusFileView['stopReason'] & object): string {
-  const worker = (r as { worker?: { code?: unknown } | null }).worker?.code;
+  const worker = r.worker?.code;
   return typeof worker === 'string' && worker !== r.code ? `${r.code}; the worker had stopped it with ${worker}` : r.code;
 }
 

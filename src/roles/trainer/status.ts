@@ -72,10 +72,10 @@ export class Contributions {
 /** This process's start (daemon-info.ts processStart), read once: written beside its pid. */
 const SELF_START = processStart('self');
 
-/** What status.json shows, as the worker holds it. */
 /** The committed epochs status.json (and a member job's output) lists: the last ones; `epochsCommitted` counts them all. */
 export const STATUS_EPOCHS = 50;
 
+/** What status.json shows, as the worker holds it. */
 export type StatusSource = Pick<TrainerWorker, 'runAddr' | 'rec' | 'status' | 'stopReason' | 'view' | 'members' | 'dropped' | 'losses' | 'epochs' | 'views' | 'ignoredCount' | 'ignored' | 'state' | 'accuracy'>;
 
 export function statusView(w: StatusSource, more: { self: string; stepsPerSec: number; contributions: Record<string, number> }): Record<string, unknown> {
@@ -139,7 +139,8 @@ const statusFileSchema = z
     run: z.string(),
     name: z.string(),
     status: z.string(),
-    stopReason: z.object({ code: z.string() }).passthrough().optional(),
+    // `worker`: the worker's own reason, beside the receipt's code the node's recovery put first (run-dirs.ts)
+    stopReason: z.object({ code: z.string(), worker: z.object({ code: z.unknown() }).passthrough().nullable().optional() }).passthrough().optional(),
     view: z.number(),
     step: z.number(),
     totalSteps: z.number(),
