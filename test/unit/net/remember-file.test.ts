@@ -115,6 +115,12 @@ test('a save that fails is said once, and again after one that worked', () => {
     store.save([peer], log);
     store.save([peer], log);
     assert.deepEqual(lines.map((l) => [l.level, l.obj.code]), [['warn', 'NET_PEERS_FILE_UNWRITABLE']]);
+    // it can be written again (said at info), then not: said again
+    mkdirSync(join(dir, 'gone'));
+    store.save([peer], log);
+    rmSync(join(dir, 'gone'), { recursive: true });
+    store.save([peer], log);
+    assert.deepEqual(lines.map((l) => [l.level, l.obj.code]), [['warn', 'NET_PEERS_FILE_UNWRITABLE'], ['info', undefined], ['warn', 'NET_PEERS_FILE_UNWRITABLE']]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

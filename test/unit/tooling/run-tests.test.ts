@@ -53,7 +53,10 @@ describe('scripts/run-tests.mjs', () => {
     assert.match(r.out, /ℹ 4 files: 2 unit files in 1 process, 2 in a process of their own/);
     assert.deepEqual([count(r.out, 'tests'), count(r.out, 'pass'), count(r.out, 'fail')], [4, 4, 0]);
     // the files run alone, slowest first, with their tests' time (scripts/file-times.mjs)
-    assert.match(r.out, /^ℹ slowest files run alone \(their tests' time\): [\d.]+ s \S*(unit\/d\/c|e2e\/x)\.test\.ts, [\d.]+ s \S*(unit\/d\/c|e2e\/x)\.test\.ts$/m);
+    const slowest = /^ℹ slowest files run alone \(their tests' time\): ([\d.]+) s \S*(unit\/d\/c|e2e\/x)\.test\.ts, ([\d.]+) s \S*(unit\/d\/c|e2e\/x)\.test\.ts$/m.exec(r.out);
+    assert.ok(slowest, r.out);
+    assert.notEqual(slowest[2], slowest[4], 'each file once');
+    assert.ok(Number(slowest[1]) >= Number(slowest[3]), 'slowest first');
     // --unit leaves the e2e file out
     const unit = runner('--unit');
     assert.equal(unit.code, 0, unit.out);
